@@ -1,0 +1,3 @@
+from envkit.cli import run
+
+run()

@@ -1,0 +1,226 @@
+"""``envkit build``: recreate a venv from a profile with uv, verify it, then swap it in.
+
+The order is what makes it safe: create a relocatable venv aside, install the profile in one
+uv resolution, verify inside that venv, and only then replace the user's venv (venvslot.py).
+Any failure, Ctrl-C or kill before the swap leaves the previous venv where it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+from .interpreters import find_interpreter
+from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
+from .uvtool import Uv
+from .venvslot import VenvSlot, new_build_id
+from .verify import Report, venv_python, verify
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    venv: Path = Path(".venv")
+    python: str | None = None
+    torch_backend: str | None = None
+    torch_index: str | None = None  # None: uv's --torch-backend; "default"; or a mirror URL
+    index_url: str | None = None
+    stream: bool = True  # let uv draw its progress on the terminal
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchSource:
+    """Where torch comes from, and the CUDA verification demands."""
+
+    uv_args: tuple[str, ...]
+    description: str
+    cuda: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildResult:
+    profile: str
+    venv: Path
+    interpreter: str
+    torch: TorchSource
+    command: tuple[str, ...]
+    replaced: bool
+    recovered: tuple[str, ...]
+    seconds: dict[str, float] = field(default_factory=dict)
+    report: Report | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None and self.report.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "profile": self.profile,
+            "venv": str(self.venv),
+            "interpreter": self.interpreter,
+            "torch": {"source": self.torch.description, "cuda": self.torch.cuda or None},
+            "command": list(self.command),
+            "replaced_previous": self.replaced,
+            "kept_previous": not self.ok,
+            "recovered": list(self.recovered),
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "verify": self.report.to_dict() if self.report else None,
+        }
+
+
+def torch_source(profile: Profile, options: BuildOptions) -> TorchSource:
+    """Turn the profile's backend and the torch options into uv arguments."""
+    backend = options.torch_backend or profile.torch.backend
+    if options.torch_backend and not BACKEND_RE.fullmatch(options.torch_backend):
+        raise BadInput(
+            f"--torch-backend {options.torch_backend!r} is not a torch backend.",
+            "Use cpu, a CUDA one such as cu124, rocm6.2 or xpu.",
+        )
+    cuda = cuda_for_backend(options.torch_backend) if options.torch_backend else profile.torch.cuda
+    choice = options.torch_index or ""
+    if choice == "default":
+        return TorchSource(
+            uv_args=(),
+            cuda=cuda,
+            description="the default index (its torch must be the CUDA build verified below)",
+        )
+    if choice:
+        if "://" not in choice:
+            raise BadInput(
+                f"--torch-index {choice!r} is neither 'default' nor a URL.",
+                "Pass --torch-index default, or the URL of a PyTorch index mirror "
+                "(a '{backend}' in it is replaced by the backend, e.g. .../whl/{backend}).",
+            )
+        url = choice.replace("{backend}", backend or "cpu")
+        return TorchSource(uv_args=("--index", url), cuda=cuda, description=f"mirror {url}")
+    if not backend:
+        return TorchSource(uv_args=(), cuda=cuda, description="the default index")
+    return TorchSource(
+        uv_args=("--torch-backend", backend),
+        cuda=cuda,
+        description=f"the PyTorch index for {backend} (uv --torch-backend {backend})",
+    )
+
+
+def constraints_text(profile: Profile) -> str:
+    lines = [f"# envkit constraints for profile {profile.name}", *profile.constraints]
+    return "\n".join(lines) + "\n"
+
+
+def build(
+    profile: Profile,
+    options: BuildOptions,
+    *,
+    uv: Uv | None = None,
+    progress: Progress = lambda _msg: None,
+) -> BuildResult:
+    """Build ``profile`` into ``options.venv``. Raises EnvkitError subclasses on failure to
+    build; a build whose verification fails returns a result with ``ok`` False."""
+    uv = uv or Uv()
+    source = torch_source(profile, options)
+    checked = dataclasses.replace(
+        profile,
+        torch=Torch(backend=options.torch_backend or profile.torch.backend, cuda=source.cuda),
+    )
+    progress(f"looking for Python {profile.python}")
+    interpreter = find_interpreter(profile.python, options.python)
+    slot = VenvSlot(options.venv)
+    seconds: dict[str, float] = {}
+    with slot.locked(progress) as recovered:
+        for note in recovered:
+            progress(f"recovered: {note}")
+        build_id = new_build_id()
+        staging = slot.begin(build_id)
+        command: list[str] = []
+        try:
+            start = time.monotonic()
+            progress(f"creating a venv with Python {interpreter.version} ({interpreter.path})")
+            uv.create_venv(staging, str(interpreter.path), stream=False)
+            constraints = staging / "envkit-constraints.txt"
+            constraints.write_text(constraints_text(profile), encoding="utf-8")
+            extra = list(source.uv_args)
+            if options.index_url:
+                extra += ["--default-index", options.index_url]
+            if profile.exclude_newer:
+                extra += ["--exclude-newer", profile.exclude_newer]
+            command = [
+                "uv",
+                "pip",
+                "install",
+                "-c",
+                "envkit-constraints.txt",
+                *extra,
+                *profile.requirements,
+            ]
+            seconds["venv"] = time.monotonic() - start
+            progress(
+                f"installing {' '.join(profile.requirements)} (torch from {source.description})"
+            )
+            start = time.monotonic()
+            uv.pip_install(
+                venv_python(staging),
+                profile.requirements,
+                constraints=constraints,
+                options=extra,
+                stream=options.stream,
+                # a backend in the user's environment would overrule the choice made here
+                unset_env=("UV_TORCH_BACKEND",) if options.torch_index else (),
+            )
+            seconds["install"] = time.monotonic() - start
+            progress("verifying inside the new environment")
+            start = time.monotonic()
+            report = verify(checked, staging, shown=slot.venv)
+            seconds["verify"] = time.monotonic() - start
+            if not report.ok:
+                slot.abort()
+                return BuildResult(
+                    profile=profile.name,
+                    venv=slot.venv,
+                    interpreter=str(interpreter.path),
+                    torch=source,
+                    command=tuple(command),
+                    replaced=False,
+                    recovered=tuple(recovered),
+                    seconds=seconds,
+                    report=report,
+                )
+            progress(f"swapping the verified environment into {slot.venv}")
+            start = time.monotonic()
+            replaced = slot.commit(build_id, _marker(profile, interpreter.path, source, command))
+            seconds["swap"] = time.monotonic() - start
+        except BaseException:
+            slot.abort()
+            raise
+    return BuildResult(
+        profile=profile.name,
+        venv=slot.venv,
+        interpreter=str(interpreter.path),
+        torch=source,
+        command=tuple(command),
+        replaced=replaced,
+        recovered=tuple(recovered),
+        seconds=seconds,
+        report=report,
+    )
+
+
+def _marker(
+    profile: Profile, python: Path, source: TorchSource, command: list[str]
+) -> dict[str, object]:
+    digest = hashlib.sha256(profile.path.read_bytes()).hexdigest() if profile.path.is_file() else ""
+    return {
+        "profile": profile.name,
+        "profile_sha256": digest,
+        "python": str(python),
+        "torch_source": source.description,
+        "command": command,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

@@ -1,0 +1,131 @@
+"""The one error hierarchy of envkit.
+
+Every failure a user can meet is an :class:`EnvkitError`. Each carries what went wrong as data
+and renders itself as one paragraph: what was wrong, where, and what to do. The command line
+turns them into exit codes (see :data:`EXIT_CODES`); nothing else calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = {
+    EXIT_OK: "everything asked for holds",
+    EXIT_CHECK_FAILED: "a check, resolution, install or build failed",
+    EXIT_BAD_INPUT: "bad input or configuration (profile, arguments, missing tools)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); nothing the user had was changed",
+}
+
+
+class EnvkitError(Exception):
+    """Base of every user-facing failure. ``exit_code`` says how the CLI ends."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}".strip()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"error": type(self).__name__, "message": self.message, "hint": self.hint}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a file: where (file, key path, line) and what."""
+
+    file: str
+    key: str
+    message: str
+    line: int | None = None
+
+    def location(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.key:
+            where += f" [{self.key}]"
+        return where
+
+    def to_dict(self) -> dict[str, object]:
+        return {"file": self.file, "key": self.key, "line": self.line, "message": self.message}
+
+
+class ProfileError(EnvkitError):
+    """A profile file could not be read or is not valid; carries every problem found."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        lines = [f"{p.location()}: {p.message}" for p in self.problems]
+        noun = "problem" if len(lines) == 1 else "problems"
+        super().__init__(
+            f"Invalid profile ({len(lines)} {noun}): " + "; ".join(lines) + ".",
+            "Fix the profile file (format: docs/profiles.md) and run the command again.",
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        data = super().to_dict()
+        data["problems"] = [p.to_dict() for p in self.problems]
+        return data
+
+
+class ProfileNotFound(EnvkitError):
+    """No profile of that name in the profiles folder."""
+
+
+class BadInput(EnvkitError):
+    """An argument or option the user gave cannot be used."""
+
+
+class ToolNotFound(EnvkitError):
+    """A program envkit needs (uv, an interpreter) is not on this machine."""
+
+
+class CommandFailed(EnvkitError):
+    """A subprocess (uv) ended with a non-zero exit code."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+    def __init__(self, command: Sequence[str], returncode: int, output: str, what: str) -> None:
+        self.command = tuple(command)
+        self.returncode = returncode
+        self.output = output
+        tail = _tail(output)
+        super().__init__(
+            f"{what} failed: `{' '.join(self.command)}` exited with code {returncode}."
+            + (f" Its last output: {tail}" if tail else ""),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        data = super().to_dict()
+        data.update(command=list(self.command), returncode=self.returncode, output=self.output)
+        return data
+
+
+class BuildFailed(EnvkitError):
+    """The build did not produce a verified environment; the previous one was kept."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+class EnvironmentBroken(EnvkitError):
+    """The venv's on-disk state is not one envkit can repair by itself."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+def _tail(output: str, lines: int = 12, width: int = 1500) -> str:
+    """The last meaningful lines of a tool's output, folded into one paragraph."""
+    kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]
+    text = " | ".join(kept)
+    return text[-width:]

@@ -1,0 +1,350 @@
+"""Profiles: what an environment must contain and what must be true after install.
+
+A profile is one TOML file (format: docs/profiles.md). TOML is read here, at the edge, and
+turned into a frozen :class:`Profile`; every problem in a file is collected and reported at
+once, each with its key path and line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .errors import Problem, ProfileError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+BACKEND_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")
+CUDA_RE = re.compile(r"^\d+\.\d+$")
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+# The schema: table -> key -> expected Python type of the value.
+SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "": {
+        "description": str,
+        "python": str,
+        "requirements": list,
+        "constraints": list,
+        "exclude_newer": str,
+        "torch": dict,
+        "verify": dict,
+        "models": dict,
+    },
+    "torch": {"backend": str, "cuda": str},
+    "verify": {"versions": dict, "imports": list, "probes": list},
+    "models": {"model_types": list, "architectures": list, "source": str},
+}
+REQUIRED = {"": ("python", "requirements")}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Torch:
+    """The torch build a profile demands: uv's ``--torch-backend`` and the CUDA it reports."""
+
+    backend: str = ""
+    cuda: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checks:
+    """What verification must find inside the environment."""
+
+    versions: Mapping[str, str] = field(default_factory=dict)
+    imports: tuple[str, ...] = ()
+    probes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Models:
+    """The model types and architectures the profile can load (filled from registry scans)."""
+
+    model_types: tuple[str, ...] = ()
+    architectures: tuple[str, ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    name: str
+    path: Path
+    description: str
+    python: str
+    requirements: tuple[str, ...]
+    constraints: tuple[str, ...] = ()
+    exclude_newer: str = ""
+    torch: Torch = field(default_factory=Torch)
+    checks: Checks = field(default_factory=Checks)
+    models: Models = field(default_factory=Models)
+
+    @property
+    def python_spec(self) -> SpecifierSet:
+        return python_specifier(self.python)
+
+    def expected_versions(self) -> dict[str, str]:
+        """Exact versions to verify: every ``==`` pin, then ``[verify].versions`` on top."""
+        found: dict[str, str] = {}
+        for text in (*self.requirements, *self.constraints):
+            req = Requirement(text)
+            specs = list(req.specifier)
+            if (
+                len(specs) == 1
+                and specs[0].operator in ("==", "===")
+                and "*" not in specs[0].version
+            ):
+                found[canonicalize_name(req.name)] = specs[0].version
+        for name, version in self.checks.versions.items():
+            found[canonicalize_name(name)] = version
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "description": self.description,
+            "python": self.python,
+            "requirements": list(self.requirements),
+            "constraints": list(self.constraints),
+            "exclude_newer": self.exclude_newer or None,
+            "torch": {"backend": self.torch.backend or None, "cuda": self.torch.cuda or None},
+            "verify": {
+                "versions": self.expected_versions(),
+                "imports": list(self.checks.imports),
+                "probes": list(self.checks.probes),
+            },
+            "models": {
+                "model_types": list(self.models.model_types),
+                "architectures": list(self.models.architectures),
+                "source": self.models.source or None,
+            },
+        }
+
+
+def python_specifier(text: str) -> SpecifierSet:
+    """``3.12`` means any 3.12.x, ``3.12.1`` exactly that; anything else is a PEP 440 specifier."""
+    text = text.strip()
+    if re.fullmatch(r"\d+\.\d+", text):
+        return SpecifierSet(f"=={text}.*")
+    if re.fullmatch(r"\d+\.\d+\.\d+", text):
+        return SpecifierSet(f"=={text}")
+    return SpecifierSet(text)
+
+
+def cuda_for_backend(backend: str) -> str:
+    """The CUDA version a ``cuXYZ`` backend stands for (cu124 -> 12.4); empty otherwise."""
+    if re.fullmatch(r"cu\d{3}", backend):
+        digits = backend[2:]
+        return f"{int(digits[:-1])}.{digits[-1]}"
+    return ""
+
+
+def load_profile(path: Path, name: str | None = None) -> Profile:
+    """Read and validate one profile file. Raises :class:`ProfileError` listing every problem."""
+    shown = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ProfileError([Problem(shown, "", "file not found")]) from None
+    except IsADirectoryError:
+        raise ProfileError([Problem(shown, "", "is a directory, not a .toml file")]) from None
+    except OSError as exc:
+        raise ProfileError([Problem(shown, "", f"cannot be read ({exc.strerror})")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProfileError([Problem(shown, "", "is not UTF-8 text (binary file?)")]) from None
+    if "\x00" in text:
+        raise ProfileError([Problem(shown, "", "contains NUL bytes (binary file?)")])
+    return parse_profile(text, path=path, name=name or path.stem)
+
+
+def parse_profile(text: str, *, path: Path, name: str) -> Profile:
+    shown = str(path)
+    try:
+        doc = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as exc:
+        raise ProfileError(
+            [Problem(shown, "", f"malformed TOML: {_parse_reason(exc)}", exc.line)]
+        ) from None
+    lines = _KeyLines(text)
+    problems: list[Problem] = []
+
+    def problem(key: str, message: str) -> None:
+        problems.append(Problem(shown, key, message, lines.find(key)))
+
+    if not NAME_RE.fullmatch(name):
+        problem("", f"profile name {name!r} may hold only letters, digits, '.', '_', '+', '-'")
+    _check_shape(doc, "", problem)
+    for key in REQUIRED[""]:
+        if key not in doc:
+            problem(key, f"required key '{key}' is missing")
+
+    python = doc.get("python", "")
+    if isinstance(python, str) and python:
+        try:
+            python_specifier(python)
+        except InvalidSpecifier:
+            problem("python", f"{python!r} is not a Python version ('3.12') or specifier")
+    requirements = _requirements(doc, "requirements", problem)
+    constraints = _requirements(doc, "constraints", problem)
+    if "requirements" in doc and not requirements and isinstance(doc["requirements"], list):
+        problem("requirements", "must list at least one requirement")
+
+    torch_doc = _table(doc, "torch")
+    backend = _str(torch_doc, "backend")
+    if backend and not BACKEND_RE.fullmatch(backend):
+        problem("torch.backend", f"{backend!r} is not a torch backend (cpu, cu124, rocm6.2, xpu)")
+    cuda = _str(torch_doc, "cuda") or cuda_for_backend(backend)
+    if cuda and not CUDA_RE.fullmatch(cuda):
+        problem("torch.cuda", f"{cuda!r} is not a CUDA version such as '12.4'")
+    elif cuda and cuda_for_backend(backend) and cuda != cuda_for_backend(backend):
+        problem("torch.cuda", f"{cuda!r} disagrees with backend {backend!r}")
+
+    verify_doc = _table(doc, "verify")
+    versions: dict[str, str] = {}
+    for dist, version in _table(verify_doc, "versions").items():
+        if not isinstance(version, str):
+            problem(f"verify.versions.{dist}", "must be a version string")
+            continue
+        try:
+            Version(version)
+        except InvalidVersion:
+            problem(f"verify.versions.{dist}", f"{version!r} is not a valid version")
+        versions[str(dist)] = version
+    imports = _names(verify_doc, "verify.imports", problem, MODULE_RE, "a module name")
+    probes = _names(verify_doc, "verify.probes", problem, MODULE_RE, "a dotted name")
+    for probe in probes:
+        if "." not in probe:
+            problem("verify.probes", f"{probe!r} must be module.attribute")
+
+    models_doc = _table(doc, "models")
+    models = Models(
+        model_types=_names(models_doc, "models.model_types", problem),
+        architectures=_names(models_doc, "models.architectures", problem),
+        source=_str(models_doc, "source"),
+    )
+    if problems:
+        raise ProfileError(problems)
+    return Profile(
+        name=name,
+        path=path,
+        description=_str(doc, "description"),
+        python=str(python),
+        requirements=requirements,
+        constraints=constraints,
+        exclude_newer=_str(doc, "exclude_newer"),
+        torch=Torch(backend=backend, cuda=cuda),
+        checks=Checks(versions=versions, imports=imports, probes=probes),
+        models=models,
+    )
+
+
+def _check_shape(table: Mapping[str, Any], prefix: str, problem: Any) -> None:
+    schema = SCHEMA[prefix]
+    for key, value in table.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if key not in schema:
+            close = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.6)
+            hint = (
+                f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(schema)}"
+            )
+            problem(path, f"unknown key '{key}'{hint}")
+            continue
+        expected = schema[key]
+        if not isinstance(value, expected):
+            want = expected.__name__ if isinstance(expected, type) else "value"
+            kind = {"str": "a string", "list": "an array", "dict": "a table"}.get(want, want)
+            problem(path, f"must be {kind}, not {type(value).__name__}")
+        elif isinstance(value, dict) and path in SCHEMA and path != "verify.versions":
+            _check_shape(value, path, problem)
+
+
+def _table(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = doc.get(key, {})
+    return value if isinstance(value, dict) else {}
+
+
+def _str(doc: Mapping[str, Any], key: str) -> str:
+    value = doc.get(key, "")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _names(
+    doc: Mapping[str, Any],
+    path: str,
+    problem: Any,
+    pattern: re.Pattern[str] | None = None,
+    what: str = "",
+) -> tuple[str, ...]:
+    values = doc.get(path.rpartition(".")[2], [])
+    if not isinstance(values, list):
+        return ()
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            problem(path, f"entries must be non-empty strings, found {value!r}")
+        elif pattern is not None and not pattern.fullmatch(value):
+            problem(path, f"{value!r} is not {what}")
+        else:
+            out.append(value)
+    return tuple(out)
+
+
+def _requirements(doc: Mapping[str, Any], key: str, problem: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    for text in _names(doc, key, problem):
+        try:
+            Requirement(text)
+        except InvalidRequirement as exc:
+            problem(key, f"{text!r} is not a valid requirement ({_first_line(str(exc))})")
+            continue
+        out.append(text)
+    return tuple(out)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _parse_reason(exc: tomlkit.exceptions.ParseError) -> str:
+    # tomlkit appends " at line L col C"; the line is reported separately.
+    return re.sub(r"\s+at line \d+ col \d+$", "", str(exc))
+
+
+class _KeyLines:
+    """Finds the line of a dotted key in TOML text, for messages (best effort)."""
+
+    def __init__(self, text: str) -> None:
+        self._lines: dict[str, int] = {}
+        table = ""
+        for number, line in enumerate(text.splitlines(), start=1):
+            stripped = line.strip()
+            header = re.match(r"^\[\s*([^\[\]]+?)\s*\]", stripped)
+            if header:
+                table = header.group(1).replace('"', "").replace(" ", "")
+                self._lines.setdefault(table, number)
+                continue
+            assign = re.match(r"^([A-Za-z0-9_\-\.\"' ]+?)\s*=", stripped)
+            if assign:
+                key = assign.group(1).replace('"', "").replace("'", "").replace(" ", "")
+                full = f"{table}.{key}" if table else key
+                self._lines.setdefault(full, number)
+                # inline tables: record their keys too (versions = {a = "1"})
+                for inner in re.findall(r"[{,]\s*([A-Za-z0-9_\-\"]+)\s*=", stripped):
+                    self._lines.setdefault(f"{full}.{inner.strip(chr(34))}", number)
+
+    def find(self, key: str) -> int | None:
+        while key:
+            if key in self._lines:
+                return self._lines[key]
+            key = key.rpartition(".")[0]
+        return None

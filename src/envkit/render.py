@@ -1,0 +1,190 @@
+"""The one module that prints: text for people, JSON for programs.
+
+Results go to stdout; progress, notes and errors to stderr (with ``--json``, an error is also
+a JSON object on stdout, so a program always gets one document). Text output fits the
+terminal: long cells are shortened, never wrapped into a mess.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .build import BuildResult
+from .catalog import Listing
+from .errors import EXIT_CODES, EnvkitError
+from .profile import Profile
+from .verify import Report, Status
+
+JSON_VERSION = 1
+
+
+def _width() -> int:
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def table(rows: Sequence[Sequence[str]], last_flexible: bool = True) -> str:
+    """Columns sized to their content; the last one shortened to fit the terminal."""
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        used = sum(w + 2 for w in widths[:-1])
+        cells = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])]
+        tail = _cut(row[-1], _width() - used) if last_flexible else row[-1]
+        out.append(("  ".join([*cells, tail])).rstrip())
+    return "\n".join(out)
+
+
+def emit_json(data: dict[str, Any]) -> None:
+    click.echo(json.dumps({"envkit": JSON_VERSION, **data}, indent=2, sort_keys=False))
+
+
+def progress(message: str) -> None:
+    click.secho(f"envkit: {message}", err=True, dim=True)
+
+
+def error(exc: EnvkitError, as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": False, "exit_code": exc.exit_code, **exc.to_dict()})
+    click.secho("error: ", err=True, fg="red", bold=True, nl=False)
+    click.echo(str(exc), err=True)
+
+
+def interrupted(as_json: bool) -> None:
+    text = "Interrupted; nothing the user had was changed."
+    if as_json:
+        emit_json({"ok": False, "exit_code": 130, "error": "Interrupted", "message": text})
+    click.secho(f"envkit: {text}", err=True, fg="yellow")
+
+
+def profiles(listing: Listing, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": not listing.errors,
+                "folder": str(listing.folder),
+                "profiles": [
+                    {
+                        "name": p.name,
+                        "path": str(p.path),
+                        "description": p.description,
+                        "python": p.python,
+                        "backend": p.torch.backend or None,
+                        "requirements": list(p.requirements),
+                    }
+                    for p in listing.profiles
+                ],
+                "invalid": [e.to_dict() for e in listing.errors],
+            }
+        )
+        return
+    rows = [("NAME", "PYTHON", "TORCH", "DESCRIPTION")]
+    rows += [
+        (p.name, p.python, p.torch.backend or "-", p.description.split("\n")[0])
+        for p in listing.profiles
+    ]
+    click.echo(table(rows))
+    if not listing.profiles:
+        click.echo(f"(no valid profiles in {listing.folder})")
+    for err in listing.errors:
+        click.secho("invalid: ", err=True, fg="red", nl=False)
+        click.echo(str(err), err=True)
+
+
+def show(profile: Profile, as_json: bool) -> None:
+    data = profile.to_dict()
+    if as_json:
+        emit_json({"ok": True, "profile": data})
+        return
+    rows = [
+        ("profile", profile.name),
+        ("file", str(profile.path)),
+        ("python", profile.python),
+        ("torch backend", profile.torch.backend or "-"),
+        ("torch CUDA", profile.torch.cuda or "-"),
+        ("requirements", ", ".join(profile.requirements)),
+        ("constraints", ", ".join(profile.constraints) or "-"),
+        ("exclude newer", profile.exclude_newer or "-"),
+        ("verify versions", ", ".join(f"{k}=={v}" for k, v in data["verify"]["versions"].items())),
+        ("verify imports", ", ".join(profile.checks.imports) or "-"),
+        ("verify probes", ", ".join(profile.checks.probes) or "-"),
+        ("model types", ", ".join(profile.models.model_types) or "-"),
+        ("architectures", ", ".join(profile.models.architectures) or "-"),
+    ]
+    if profile.description:
+        click.echo(profile.description.strip())
+        click.echo()
+    click.echo(table(rows))
+
+
+_MARK = {
+    Status.PASS: ("ok", "green"),
+    Status.WARN: ("warn", "yellow"),
+    Status.FAIL: ("FAIL", "red"),
+}
+
+
+def report(rep: Report, as_json: bool) -> None:
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    _report_text(rep)
+
+
+def _report_text(rep: Report) -> None:
+    click.echo(f"profile {rep.profile}   venv {rep.venv}   python {rep.python}")
+    width = _width()
+    name_w = min(max(len(c.name) for c in rep.checks), width // 2) if rep.checks else 10
+    for check in rep.checks:
+        mark, colour = _MARK[check.status]
+        name = _cut(check.name, name_w).ljust(name_w)
+        found = (
+            check.found
+            if check.status is Status.PASS
+            else (f"{check.found} (expected {check.expected})" if check.expected else check.found)
+        )
+        line = f"  {mark:<4}  {check.kind:<11}  {name}  "
+        click.echo(
+            click.style(f"  {mark:<4}", fg=colour) + line[6:] + _cut(found, width - len(line))
+        )
+        if check.detail and check.status is not Status.PASS:
+            click.echo("        " + _cut(check.detail, width - 8))
+        if check.fix:
+            click.echo("        fix: " + _cut(check.fix, width - 13))
+    failed = len(rep.failures)
+    if failed:
+        click.secho(f"{failed} of {len(rep.checks)} checks failed.", fg="red", bold=True)
+    else:
+        click.secho(f"All {len(rep.checks)} checks hold.", fg="green", bold=True)
+
+
+def build(result: BuildResult, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if result.report is not None:
+        _report_text(result.report)
+    timing = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
+    if result.ok:
+        verb = "replaced the previous environment" if result.replaced else "created it"
+        click.secho(f"Built {result.profile} into {result.venv}: {verb} ({timing}).", fg="green")
+    else:
+        click.secho(
+            f"Build of {result.profile} failed verification; {result.venv} was left as it was.",
+            fg="red",
+            err=True,
+        )
+
+
+def exit_codes_help() -> str:
+    return "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())

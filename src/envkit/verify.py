@@ -1,0 +1,356 @@
+"""Post-install verification: is this venv what the profile says, and does it work?
+
+Facts are gathered by one run of ``_probe.py`` inside the venv's own interpreter; they are
+judged here, with packaging, into :class:`Check` results. Each failing check carries a
+one-line fix.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .errors import BadInput, EnvkitError
+from .profile import Profile
+
+
+class Status(enum.Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    kind: str  # interpreter | version | import | probe | torch
+    name: str
+    status: Status
+    expected: str = ""
+    found: str = ""
+    detail: str = ""
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status.value,
+            "ok": self.status is not Status.FAIL,
+            "expected": self.expected,
+            "found": self.found,
+            "detail": self.detail,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    profile: str
+    venv: Path
+    python: str
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status is not Status.FAIL for c in self.checks)
+
+    @property
+    def failures(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status is Status.FAIL)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "profile": self.profile,
+            "venv": str(self.venv),
+            "python": self.python,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]:
+    """Run the probe in ``venv``'s interpreter once and return its facts."""
+    python = venv_python(venv)
+    if not python.exists():
+        raise BadInput(
+            f"{str(venv)!r} is not a virtual environment (no {python.relative_to(venv)}).",
+            f"Build it with `envkit build {profile.name} --venv {venv}`.",
+        )
+    spec = {
+        "distributions": sorted(profile.expected_versions()),
+        "imports": list(profile.checks.imports),
+        "probes": list(profile.checks.probes),
+        "torch": bool(profile.torch.cuda or profile.torch.backend),
+    }
+    source = resources.files("envkit").joinpath("_probe.py").read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="envkit-probe-") as tmp:
+        script, spec_file, out_file = (Path(tmp) / n for n in ("probe.py", "spec.json", "out"))
+        script.write_text(source, encoding="utf-8")
+        spec_file.write_text(json.dumps(spec), encoding="utf-8")
+        try:
+            done = subprocess.run(
+                [str(python), str(script), str(spec_file), str(out_file)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise EnvkitError(
+                f"Verification in {venv} did not finish within {timeout:.0f} s.",
+                "An import hangs there; run its python and import the profile's modules by hand.",
+            ) from None
+        except OSError as exc:
+            raise BadInput(f"Cannot run {python}: {exc.strerror}.", "Rebuild the venv.") from None
+        if done.returncode != 0 or not out_file.exists():
+            tail = " | ".join((done.stderr or "").strip().splitlines()[-5:])
+            raise EnvkitError(
+                f"The verification probe crashed in {venv} (exit {done.returncode}): {tail}",
+                "The interpreter itself is broken; rebuild the venv with `envkit build`.",
+            )
+        facts: dict[str, Any] = json.loads(out_file.read_text(encoding="utf-8"))
+    return facts
+
+
+def judge(profile: Profile, venv: Path, facts: dict[str, Any], shown: Path | None = None) -> Report:
+    """Turn probe facts into checks. ``shown`` is the path to report (after a move)."""
+    prefix = os.path.realpath(venv)
+    final = str(shown or venv)
+
+    def show(path: str) -> str:
+        if path == prefix or path.startswith(prefix + os.sep):
+            return final + path[len(prefix) :]
+        return path
+
+    def inside(path: str) -> bool:
+        return path == prefix or path.startswith(prefix + os.sep)
+
+    checks: list[Check] = []
+    version = str(facts["version"])
+    fits = Version(version) in profile.python_spec
+    checks.append(
+        Check(
+            kind="interpreter",
+            name="python",
+            status=Status.PASS if fits and facts["prefix"] == prefix else Status.FAIL,
+            expected=f"Python {profile.python} in {final}",
+            found=f"Python {version} at {show(str(facts['executable']))}",
+            detail="" if facts["prefix"] == prefix else f"sys.prefix is {facts['prefix']}",
+            fix="" if fits else f"rebuild: envkit build {profile.name} --python {profile.python}",
+        )
+    )
+    for dist, expected in sorted(profile.expected_versions().items()):
+        checks.append(_version_check(profile, dist, expected, facts, inside, show))
+    why = _Why(facts)
+    for module, result in facts.get("imports", {}).items():
+        checks.append(_import_check(profile, module, result, inside, show, why))
+    for dotted, result in facts.get("probes", {}).items():
+        ok = bool(result.get("ok"))
+        checks.append(
+            Check(
+                kind="probe",
+                name=dotted,
+                status=Status.PASS if ok else Status.FAIL,
+                expected="present",
+                found="present" if ok else "missing",
+                detail="" if ok else str(result.get("error", "")),
+                fix="" if ok else _probe_fix(profile, str(result.get("module") or dotted)),
+            )
+        )
+    if "torch" in facts:
+        checks.extend(_torch_checks(profile, facts["torch"]))
+    return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
+
+
+def _version_check(
+    profile: Profile, dist: str, expected: str, facts: dict[str, Any], inside: Any, show: Any
+) -> Check:
+    copies = facts.get("distributions", {}).get(canonicalize_name(dist), [])
+    fix = f"rebuild: envkit build {profile.name}"
+    if not copies:
+        return Check(
+            kind="version",
+            name=dist,
+            status=Status.FAIL,
+            expected=expected,
+            found="not installed",
+            fix=fix,
+        )
+    own = [c for c in copies if inside(c["location"])]
+    first = (own or copies)[0]
+    found = str(first["version"])
+    try:
+        matches = Version(found) in SpecifierSet(f"=={expected}")
+    except InvalidVersion:
+        matches = found == expected
+    detail = ""
+    status = Status.PASS if matches and own else Status.FAIL
+    if len(copies) > 1:
+        status = Status.FAIL
+        detail = "mixed install, copies: " + "; ".join(
+            f"{c['version']} in {show(c['location'])} (installed by {c['installer'] or 'unknown'})"
+            for c in copies
+        )
+        fix = f"remove the copies outside the venv, or rebuild: envkit build {profile.name}"
+    elif not own:
+        detail = f"found only outside the venv, in {first['location']}"
+    return Check(
+        kind="version",
+        name=dist,
+        status=status,
+        expected=expected,
+        found=found,
+        detail=detail,
+        fix="" if status is Status.PASS else fix,
+    )
+
+
+class _Why:
+    """Explains why a sys.path entry outside the venv is searched at all."""
+
+    def __init__(self, facts: dict[str, Any]) -> None:
+        self.facts = facts
+
+    def __call__(self, entry: str) -> tuple[str, str]:
+        if entry in self.facts.get("pythonpath", []):
+            return "it is on PYTHONPATH", "unset PYTHONPATH (or remove that entry)"
+        if entry and entry == self.facts.get("user_site"):
+            return "it is the user site-packages (pip install --user)", (
+                "remove the user copy (pip uninstall --user), or set PYTHONNOUSERSITE=1"
+            )
+        if entry in self.facts.get("site_packages", []) or entry.startswith(
+            str(self.facts.get("base_prefix", "\0"))
+        ):
+            return "the venv includes the base interpreter's site-packages", (
+                "rebuild without system site-packages: envkit build"
+            )
+        return "a .pth file or sitecustomize put it on sys.path", "remove that .pth entry"
+
+
+def _import_check(
+    profile: Profile, module: str, result: dict[str, Any], inside: Any, show: Any, why: _Why
+) -> Check:
+    if not result.get("ok"):
+        return Check(
+            kind="import",
+            name=module,
+            status=Status.FAIL,
+            expected="imports",
+            found="fails",
+            detail=str(result.get("error", "")),
+            fix=f"rebuild: envkit build {profile.name}; if it persists the pins clash",
+        )
+    file = str(result.get("file", ""))
+    copies = result.get("copies", [])
+    winner = next((c for c in copies if file.startswith(c["entry"] + os.sep)), None)
+    if not inside(file):
+        reason, fix = why(winner["entry"]) if winner else ("unknown", "rebuild the venv")
+        index = f"sys.path[{winner['index']}]" if winner else "sys.path"
+        return Check(
+            kind="import",
+            name=module,
+            status=Status.FAIL,
+            expected="inside the venv",
+            found=file,
+            detail=f"mixed install: {index} {winner['entry'] if winner else ''}"
+            f" wins because {reason}",
+            fix=fix,
+        )
+    others = [c["entry"] for c in copies if not inside(c["entry"])]
+    seconds = float(result.get("seconds", 0.0))
+    return Check(
+        kind="import",
+        name=module,
+        status=Status.WARN if others else Status.PASS,
+        expected="inside the venv",
+        found=show(file),
+        detail=(
+            f"imports in {seconds:.1f} s"
+            + ("; shadowed copies also on sys.path: " + ", ".join(others) if others else "")
+        ),
+        fix="",
+    )
+
+
+def _probe_fix(profile: Profile, module: str) -> str:
+    top = module.split(".")[0]
+    pins = [
+        c
+        for c in (*profile.constraints, *profile.requirements)
+        if canonicalize_name(Requirement(c).name) == canonicalize_name(top)
+    ]
+    if pins:
+        return f"the profile pins {pins[0]}; rebuild with `envkit build {profile.name}`"
+    return f"pin {top} to a version that has it in the profile's constraints, then rebuild"
+
+
+def _torch_checks(profile: Profile, torch: dict[str, Any]) -> list[Check]:
+    if not torch.get("ok"):
+        return [
+            Check(
+                kind="torch",
+                name="torch.version.cuda",
+                status=Status.FAIL,
+                expected=profile.torch.cuda or "importable",
+                found="torch does not import",
+                detail=str(torch.get("error", "")),
+                fix=f"envkit build {profile.name}",
+            )
+        ]
+    found = torch.get("cuda") or "none (CPU build)"
+    backend = profile.torch.backend or "cu" + profile.torch.cuda.replace(".", "")
+    checks = []
+    if profile.torch.cuda:
+        ok = torch.get("cuda") == profile.torch.cuda
+        checks.append(
+            Check(
+                kind="torch",
+                name="torch.version.cuda",
+                status=Status.PASS if ok else Status.FAIL,
+                expected=profile.torch.cuda,
+                found=str(found),
+                detail=f"torch {torch.get('version')}",
+                fix=""
+                if ok
+                else (
+                    f"rebuild with --torch-backend {backend}"
+                    " (or --torch-index default where the index's torch is that CUDA build)"
+                ),
+            )
+        )
+    available = bool(torch.get("cuda_available"))
+    checks.append(
+        Check(
+            kind="torch",
+            name="torch.cuda.is_available()",
+            status=Status.PASS if available or not profile.torch.cuda else Status.WARN,
+            expected="True" if profile.torch.cuda else "any",
+            found=str(available),
+            detail=""
+            if available
+            else "no usable GPU or driver on this machine; fine for building",
+        )
+    )
+    return checks
+
+
+def verify(profile: Profile, venv: Path, shown: Path | None = None) -> Report:
+    """Gather facts in ``venv`` and judge them against ``profile``."""
+    return judge(profile, venv, gather(venv, profile), shown)

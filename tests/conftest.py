@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import wheelhouse
+from helpers import profile_text
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """uv with its own cache and no index settings from the developer's environment."""
+    saved = dict(os.environ)
+    for key in list(os.environ):
+        if key.startswith(("UV_", "ENVKIT_", "PIP_")) or key in ("VIRTUAL_ENV", "PYTHONPATH"):
+            del os.environ[key]
+    os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
+    os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+    os.environ["UV_NO_PROGRESS"] = "1"
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@dataclass(frozen=True)
+class Indexes:
+    default: str  # vllm, transformers 4.51.3 + 5.0.0, torch 2.6.0 built for CUDA 12.4
+    cpu: str  # the same with a CPU-only torch
+    mirror: str  # a PyTorch-index mirror: torch 2.6.0+cu124
+
+
+@pytest.fixture(scope="session")
+def indexes(tmp_path_factory: pytest.TempPathFactory) -> Indexes:
+    root = tmp_path_factory.mktemp("indexes")
+    cpu = wheelhouse.write_index(
+        root / "cpu",
+        [
+            wheelhouse.vllm(),
+            wheelhouse.transformers("4.51.3", with_attribute=True),
+            wheelhouse.torch("2.6.0", cuda=None),
+        ],
+    )
+    return Indexes(
+        default=wheelhouse.standard_index(root / "default"),
+        cpu=cpu,
+        mirror=wheelhouse.mirror_index(root / "mirror"),
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder with envs/ holding the test profiles."""
+    envs = tmp_path / "envs"
+    envs.mkdir()
+    (envs / "good.toml").write_text(profile_text())
+    (envs / "unpinned.toml").write_text(profile_text(constraints=()))
+    return tmp_path

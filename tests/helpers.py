@@ -1,0 +1,64 @@
+"""Helpers shared by the tests: profile texts and the CLI run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def profile_text(
+    *,
+    constraints: tuple[str, ...] = ("transformers==4.51.3",),
+    python: str = PY,
+    backend: str = "cu124",
+    extra: str = "",
+) -> str:
+    cons = ", ".join(f'"{c}"' for c in constraints)
+    return f'''description = "test profile"
+python = "{python}"
+requirements = ["vllm==0.8.5"]
+constraints = [{cons}]
+{extra}
+[torch]
+backend = "{backend}"
+
+[verify]
+imports = ["vllm", "transformers", "torch"]
+probes = ["transformers.PreTrainedTokenizerBase.all_special_tokens_extended"]
+'''
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:  # type: ignore[type-arg]
+        return json.loads(self.out)
+
+
+def envkit(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> Result:
+    """Run the real CLI in a subprocess, as a user would."""
+    done = subprocess.run(
+        [sys.executable, "-m", "envkit", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def build_args(index: str, *extra: str) -> list[str]:
+    return ["--index-url", index, "--torch-index", "default", "--python", sys.executable, *extra]

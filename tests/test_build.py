@@ -1,0 +1,272 @@
+"""End to end: the real uv against local indexes of tiny wheels."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from conftest import Indexes
+from helpers import build_args, envkit, profile_text
+
+
+def marker(venv: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((venv / "envkit-build.json").read_text())
+
+
+def test_unpinned_build_fails_verification_naming_the_attribute(project: Path, indexes: Indexes):
+    res = envkit("build", "unpinned", "--json", *build_args(indexes.default), cwd=project)
+    assert res.code == 1, res.err
+    data = res.json()
+    assert data["ok"] is False and data["kept_previous"] is True
+    failed = {c["name"]: c for c in data["verify"]["checks"] if not c["ok"]}
+    probe = failed["transformers.PreTrainedTokenizerBase.all_special_tokens_extended"]
+    assert "all_special_tokens_extended" in probe["detail"]
+    assert probe["fix"]
+    # the resolver took transformers 5 and nothing was left at the venv path
+    assert not (project / ".venv").exists()
+    assert not (project / ".envkit" / ".venv" / "new").exists()
+
+
+def test_pinned_build_passes_and_entry_points_survive_the_move(project: Path, indexes: Indexes):
+    res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
+    assert res.code == 0, res.err + res.out
+    data = res.json()
+    assert data["ok"] is True
+    assert data["command"][:3] == ["uv", "pip", "install"]
+    versions = {c["name"]: c["found"] for c in data["verify"]["checks"] if c["kind"] == "version"}
+    assert versions == {"transformers": "4.51.3", "vllm": "0.8.5"}
+    venv = project / ".venv"
+    imports = [c for c in data["verify"]["checks"] if c["kind"] == "import"]
+    assert all(c["found"].startswith(str(venv)) for c in imports), imports
+    # built aside, moved into place: the console script still runs from its new home
+    out = subprocess.run([str(venv / "bin" / "vllm")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "vllm 0.8.5"
+    assert marker(venv)["profile"] == "good"
+    # and verify agrees, independently
+    again = envkit("verify", "good", "--json", cwd=project)
+    assert again.code == 0 and again.json()["ok"] is True
+
+
+@pytest.fixture
+def built(project: Path, indexes: Indexes) -> Path:
+    res = envkit("build", "good", *build_args(indexes.default), cwd=project)
+    assert res.code == 0, res.err
+    return project / ".venv"
+
+
+def test_failed_verification_keeps_the_working_venv(project: Path, indexes: Indexes, built: Path):
+    before = marker(built)["build_id"]
+    res = envkit("build", "unpinned", *build_args(indexes.default), cwd=project)
+    assert res.code == 1
+    assert "left as it was" in res.err
+    assert marker(built)["build_id"] == before
+    assert envkit("verify", "good", cwd=project).code == 0
+
+
+def test_dead_index_keeps_the_working_venv(project: Path, built: Path):
+    before = marker(built)["build_id"]
+    res = envkit("build", "good", *build_args("http://127.0.0.1:9/simple"), cwd=project)
+    assert res.code == 1
+    assert "Installing the profile failed" in res.err
+    assert "Traceback" not in res.err
+    assert marker(built)["build_id"] == before
+    assert envkit("verify", "good", cwd=project).code == 0
+
+
+def test_torch_from_default_index_still_demands_the_profile_cuda(project: Path, indexes: Indexes):
+    res = envkit("build", "good", "--json", *build_args(indexes.cpu), cwd=project)
+    assert res.code == 1
+    cuda = next(c for c in res.json()["verify"]["checks"] if c["name"] == "torch.version.cuda")
+    assert cuda["ok"] is False and cuda["expected"] == "12.4"
+    assert "CPU build" in cuda["found"] and "--torch-backend cu124" in cuda["fix"]
+
+
+def test_torch_index_mirror_url(project: Path, indexes: Indexes):
+    args = ["--index-url", indexes.default, "--python", sys.executable]
+    res = envkit("build", "good", "--json", *args, "--torch-index", indexes.mirror, cwd=project)
+    assert res.code == 0, res.out + res.err
+    data = res.json()
+    assert "--index" in data["command"] and indexes.mirror in data["command"]
+    torch = next(c for c in data["verify"]["checks"] if c["kind"] == "torch")
+    assert torch["found"] == "12.4"
+    dist = project / ".venv" / "lib"
+    assert list(dist.glob("python*/site-packages/torch-2.6.0+cu124.dist-info"))
+
+
+def test_torch_index_from_environment(project: Path, indexes: Indexes):
+    args = ["--index-url", indexes.cpu, "--python", sys.executable, "--json"]
+    res = envkit("build", "good", *args, cwd=project, env={"ENVKIT_TORCH_INDEX": "default"})
+    assert res.json()["torch"]["source"].startswith("the default index")
+
+
+def _journal(project: Path) -> dict:  # type: ignore[type-arg]
+    try:
+        return json.loads((project / ".envkit" / ".venv" / "journal.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.mark.parametrize("moment", ["building", "installing", "verifying"])
+def test_sigkill_at_any_moment_then_verify_restores(
+    project: Path, indexes: Indexes, built: Path, moment: str
+):
+    before = marker(built)["build_id"]
+    staging = project / ".envkit" / ".venv" / "new"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envkit", "build", "unpinned", *build_args(indexes.default)],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    reached = {
+        "building": staging.exists,
+        "installing": lambda: (staging / "envkit-constraints.txt").exists(),
+        "verifying": lambda: bool(list(staging.glob("lib/python*/site-packages/vllm"))),
+    }[moment]
+    deadline = time.monotonic() + 60
+    while not reached() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the build ended before the moment was reached"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _journal(project).get("phase") == "building"
+    res = envkit("verify", "good", cwd=project)
+    assert res.code == 0, res.err + res.out
+    assert "removed an unfinished build" in res.err
+    assert marker(built)["build_id"] == before
+    assert not staging.exists()
+
+
+def test_killed_between_the_two_renames_is_restored(project: Path, built: Path):
+    """The one moment the venv is not at its path: old moved aside, new not yet in."""
+    state = project / ".envkit" / ".venv"
+    before = marker(built)["build_id"]
+    os.rename(built, state / "old")
+    (state / "new").mkdir()
+    (state / "journal.json").write_text(json.dumps({"phase": "swapping", "build_id": "x"}))
+    res = envkit("verify", "good", cwd=project)
+    assert res.code == 0, res.err
+    assert "restored the previous environment" in res.err
+    assert marker(built)["build_id"] == before
+    assert not (state / "old").exists() and not (state / "new").exists()
+
+
+def test_killed_after_the_swap_finishes_the_cleanup(project: Path, built: Path):
+    state = project / ".envkit" / ".venv"
+    (state / "old").mkdir()
+    build_id = marker(built)["build_id"]
+    (state / "journal.json").write_text(json.dumps({"phase": "swapping", "build_id": build_id}))
+    res = envkit("verify", "good", cwd=project)
+    assert res.code == 0
+    assert "removed the environment replaced" in res.err
+    assert not (state / "old").exists()
+
+
+def test_unexplained_leftover_is_reported_not_deleted(project: Path, built: Path):
+    old = project / ".envkit" / ".venv" / "old"
+    old.mkdir()
+    res = envkit("verify", "good", cwd=project)
+    assert res.code == 1
+    assert "no envkit journal accounts for" in res.err
+    assert old.exists()
+
+
+def test_ctrl_c_exits_130_and_keeps_the_venv(project: Path, indexes: Indexes, built: Path):
+    before = marker(built)["build_id"]
+    staging = project / ".envkit" / ".venv" / "new"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envkit", "build", "good", *build_args(indexes.default)],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (staging / "envkit-constraints.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err and "Traceback" not in err
+    assert marker(built)["build_id"] == before
+    assert not staging.exists()
+
+
+def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built: Path):
+    lock = FileLock(str(project / ".envkit" / ".venv" / "lock"))
+    before = marker(built)["build_id"]
+    with lock:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envkit", "build", "good", *build_args(indexes.default)],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(2.0)
+        assert proc.poll() is None, "the build did not wait for the lock"
+        assert not (project / ".envkit" / ".venv" / "new").exists()
+        assert marker(built)["build_id"] == before
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "waiting for another envkit process" in err
+    assert marker(built)["build_id"] != before
+
+
+def test_two_builds_at_once_are_serialised(project: Path, indexes: Indexes):
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "envkit",
+                "build",
+                "good",
+                "--json",
+                *build_args(indexes.default),
+            ],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    replaced = sorted(json.loads(out)["replaced_previous"] for out, _ in results)
+    assert replaced == [False, True]  # one created it, the other replaced it, in turn
+    assert envkit("verify", "good", cwd=project).code == 0
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_venv(project: Path, indexes: Indexes):
+    target = project / "data"
+    target.mkdir()
+    (target / "precious.txt").write_text("keep me")
+    res = envkit("build", "good", "--venv", "data", *build_args(indexes.default), cwd=project)
+    assert res.code == 2
+    assert "not a virtual environment" in res.err
+    assert (target / "precious.txt").read_text() == "keep me"
+
+
+def test_missing_interpreter_says_where_it_looked(project: Path, indexes: Indexes):
+    (project / "envs" / "future.toml").write_text(profile_text(python="3.99"))
+    res = envkit("build", "future", "--index-url", indexes.default, cwd=project)
+    assert res.code == 2
+    assert "No installed interpreter fits Python 3.99" in res.err
+    assert "pyenv:" in res.err and "PATH:" in res.err and "--python" in res.err
+
+
+def test_python_option_that_does_not_fit_the_profile(project: Path, indexes: Indexes):
+    (project / "envs" / "future.toml").write_text(profile_text(python="3.99"))
+    res = envkit("build", "future", "--python", sys.executable, cwd=project)
+    assert res.code == 2
+    assert "but the profile asks for Python 3.99" in res.err

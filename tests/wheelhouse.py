@@ -1,0 +1,140 @@
+"""Tiny wheels and PEP 503 indexes on disk, for running the real uv offline."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+@dataclass
+class Wheel:
+    name: str
+    version: str
+    files: dict[str, str] = field(default_factory=dict)
+    requires: list[str] = field(default_factory=list)
+    scripts: dict[str, str] = field(default_factory=dict)  # console_scripts name -> mod:func
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
+
+    def write(self, folder: Path) -> Path:
+        dist_info = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
+        metadata = f"Metadata-Version: 2.1\nName: {self.name}\nVersion: {self.version}\n"
+        metadata += "".join(f"Requires-Dist: {r}\n" for r in self.requires)
+        entries = dict(self.files)
+        entries[f"{dist_info}/METADATA"] = metadata
+        entries[f"{dist_info}/WHEEL"] = (
+            "Wheel-Version: 1.0\nGenerator: envkit-tests\nRoot-Is-Purelib: true\n"
+            "Tag: py3-none-any\n"
+        )
+        if self.scripts:
+            entries[f"{dist_info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
+                f"{k} = {v}\n" for k, v in self.scripts.items()
+            )
+        record = "".join(
+            f"{path},{_record_hash(text.encode())},{len(text.encode())}\n"
+            for path, text in entries.items()
+        )
+        entries[f"{dist_info}/RECORD"] = record + f"{dist_info}/RECORD,,\n"
+        path = folder / self.filename
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, text in sorted(entries.items()):
+                info = zipfile.ZipInfo(name, date_time=(2025, 1, 1, 0, 0, 0))
+                zf.writestr(info, text)
+        return path
+
+
+def write_index(root: Path, wheels: list[Wheel]) -> str:
+    """A PEP 503 simple index under ``root``; returns its file:// URL."""
+    simple = root / "simple"
+    projects: dict[str, list[Path]] = {}
+    for wheel in wheels:
+        folder = simple / wheel.name
+        folder.mkdir(parents=True, exist_ok=True)
+        projects.setdefault(wheel.name, []).append(wheel.write(folder))
+    for name, paths in projects.items():
+        links = "".join(
+            f'<a href="{p.name}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">{p.name}</a>\n'
+            for p in paths
+        )
+        (simple / name / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    links = "".join(f'<a href="{n}/">{n}</a>\n' for n in sorted(projects))
+    (simple / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    return simple.as_uri()
+
+
+TOKENIZER_4 = """
+class PreTrainedTokenizerBase:
+    @property
+    def all_special_tokens_extended(self):
+        return []
+"""
+TOKENIZER_5 = """
+class PreTrainedTokenizerBase:
+    pass
+"""
+
+
+def transformers(version: str, with_attribute: bool) -> Wheel:
+    body = TOKENIZER_4 if with_attribute else TOKENIZER_5
+    return Wheel(
+        "transformers",
+        version,
+        {
+            "transformers/__init__.py": f"__version__ = {version!r}\n"
+            "from .tokenization_utils_base import PreTrainedTokenizerBase\n",
+            "transformers/tokenization_utils_base.py": body,
+        },
+    )
+
+
+def torch(version: str, cuda: str | None) -> Wheel:
+    return Wheel(
+        "torch",
+        version,
+        {
+            "torch/__init__.py": f"__version__ = {version!r}\nfrom . import version, cuda\n",
+            "torch/version.py": f"cuda = {cuda!r}\n",
+            "torch/cuda.py": "def is_available():\n    return False\n",
+        },
+    )
+
+
+def vllm(version: str = "0.8.5") -> Wheel:
+    return Wheel(
+        "vllm",
+        version,
+        {
+            "vllm/__init__.py": f"__version__ = {version!r}\nimport transformers, torch\n",
+            "vllm/cli.py": "def main():\n    import vllm\n    print('vllm', vllm.__version__)\n",
+        },
+        requires=["transformers>=4.51", "torch==2.6.0"],
+        scripts={"vllm": "vllm.cli:main"},
+    )
+
+
+def standard_index(root: Path) -> str:
+    """The default test index: vllm 0.8.5, transformers 4.51.3 and 5.0.0, a CUDA 12.4 torch."""
+    return write_index(
+        root,
+        [
+            vllm(),
+            transformers("4.51.3", with_attribute=True),
+            transformers("5.0.0", with_attribute=False),
+            torch("2.6.0", cuda="12.4"),
+        ],
+    )
+
+
+def mirror_index(root: Path) -> str:
+    """A PyTorch-index mirror: only a local-version torch build."""
+    return write_index(root, [torch("2.6.0+cu124", cuda="12.4")])
