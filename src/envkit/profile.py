@@ -317,7 +317,8 @@ def _first_line(text: str) -> str:
 
 def _parse_reason(exc: tomlkit.exceptions.ParseError) -> str:
     # tomlkit appends " at line L col C"; the line is reported separately.
-    return re.sub(r"\s+at line \d+ col \d+$", "", str(exc))
+    reason = re.sub(r"\s+at line \d+ col \d+$", "", str(exc))
+    return reason.replace("'\\x00'", "end of file")
 
 
 class _KeyLines:

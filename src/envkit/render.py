@@ -31,6 +31,11 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
+def _cut_left(text: str, width: int) -> str:
+    """Shorten from the left: the end of a path is the part that tells."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
 def table(rows: Sequence[Sequence[str]], last_flexible: bool = True) -> str:
     """Columns sized to their content; the last one shortened to fit the terminal."""
     if not rows:
@@ -142,21 +147,24 @@ def report(rep: Report, as_json: bool) -> None:
 
 
 def _report_text(rep: Report) -> None:
-    click.echo(f"profile {rep.profile}   venv {rep.venv}   python {rep.python}")
     width = _width()
-    name_w = min(max(len(c.name) for c in rep.checks), width // 2) if rep.checks else 10
+    venv = str(rep.venv)
+    click.echo(_cut_left(f"profile {rep.profile}  python {rep.python}  venv {venv}", width))
+    name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
     for check in rep.checks:
         mark, colour = _MARK[check.status]
-        name = _cut(check.name, name_w).ljust(name_w)
-        found = (
-            check.found
-            if check.status is Status.PASS
-            else (f"{check.found} (expected {check.expected})" if check.expected else check.found)
+        found = check.found
+        if found.startswith(venv + "/"):
+            found = rep.venv.name + found[len(venv) :]
+        if check.status is not Status.PASS and check.expected:
+            found = f"{found} (want {check.expected})"
+        lead = f"  {mark:<4}  {check.kind:<11}  {_cut(check.name, name_w):<{name_w}}  "
+        rest = (
+            _cut_left(found, width - len(lead))
+            if found.startswith("/")
+            else _cut(found, width - len(lead))
         )
-        line = f"  {mark:<4}  {check.kind:<11}  {name}  "
-        click.echo(
-            click.style(f"  {mark:<4}", fg=colour) + line[6:] + _cut(found, width - len(line))
-        )
+        click.echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
         if check.detail and check.status is not Status.PASS:
             click.echo("        " + _cut(check.detail, width - 8))
         if check.fix:

@@ -1,0 +1,109 @@
+"""envkit verify on venvs made wrong on purpose: drift, mixed installs, missing venvs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envkit.uvtool import find_uv
+
+from conftest import Indexes
+from helpers import build_args, envkit, profile_text
+
+
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    root = tmp_path_factory.mktemp("verify")
+    (root / "envs").mkdir()
+    (root / "envs" / "good.toml").write_text(profile_text())
+    res = envkit("build", "good", *build_args(indexes.default), cwd=root)
+    assert res.code == 0, res.err
+    return root
+
+
+@pytest.fixture
+def project(built_once: Path, tmp_path: Path) -> Path:
+    """A private copy of the built project (the venv is relocatable, so copies work)."""
+    copy = tmp_path / "p"
+    shutil.copytree(built_once, copy, symlinks=True)
+    return copy
+
+
+def checks(res) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    return {(c["kind"], c["name"]): c for c in res.json()["checks"]}
+
+
+def test_clean_venv_passes_and_reports_every_kind(project: Path):
+    res = envkit("verify", "good", "--json", cwd=project)
+    assert res.code == 0
+    kinds = {kind for kind, _name in checks(res)}
+    assert kinds == {"interpreter", "version", "import", "probe", "torch"}
+
+
+def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path):
+    shadow = tmp_path / "shadow"
+    (shadow / "transformers").mkdir(parents=True)
+    (shadow / "transformers" / "__init__.py").write_text("__version__ = '5.0.0'\n")
+    info = shadow / "transformers-5.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 5.0.0\n")
+    (info / "INSTALLER").write_text("pip\n")
+    res = envkit("verify", "good", "--json", cwd=project, env={"PYTHONPATH": str(shadow)})
+    assert res.code == 1
+    found = checks(res)
+    imp = found[("import", "transformers")]
+    assert imp["ok"] is False
+    assert str(shadow) in imp["detail"] and "PYTHONPATH" in imp["detail"]
+    assert "unset PYTHONPATH" in imp["fix"]
+    ver = found[("version", "transformers")]
+    assert ver["ok"] is False
+    assert "installed by pip" in ver["detail"] and "installed by uv" in ver["detail"]
+    assert found[("import", "vllm")]["ok"] is True
+
+
+def test_drifted_version_is_named_with_a_fix(project: Path, indexes: Indexes):
+    subprocess.run(
+        [
+            find_uv(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(project / ".venv/bin/python"),
+            "--default-index",
+            indexes.default,
+            "transformers==5.0.0",
+        ],
+        check=True,
+    )
+    res = envkit("verify", "good", "--json", cwd=project)
+    assert res.code == 1
+    found = checks(res)
+    ver = found[("version", "transformers")]
+    assert (ver["expected"], ver["found"], ver["ok"]) == ("4.51.3", "5.0.0", False)
+    assert ver["fix"] == "rebuild: envkit build good"
+    probe = found[("probe", "transformers.PreTrainedTokenizerBase.all_special_tokens_extended")]
+    assert probe["ok"] is False and "transformers==4.51.3" in probe["fix"]
+    text = envkit("verify", "good", cwd=project, env={"COLUMNS": "80"})
+    assert text.code == 1 and "2 of " in text.out
+    assert all(len(line) <= 80 for line in text.out.splitlines()), text.out
+
+
+def test_broken_import_is_reported(project: Path):
+    init = next((project / ".venv").glob("lib/python*/site-packages/vllm/__init__.py"))
+    init.write_text("raise RuntimeError('CUDA driver too old')\n")
+    res = envkit("verify", "good", "--json", cwd=project)
+    assert res.code == 1
+    imp = checks(res)[("import", "vllm")]
+    assert "RuntimeError: CUDA driver too old" in imp["detail"]
+
+
+def test_verify_without_a_venv(tmp_path: Path):
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "good.toml").write_text(profile_text())
+    res = envkit("verify", "good", "--venv", "nowhere", cwd=tmp_path)
+    assert res.code == 2
+    assert "is not a virtual environment" in res.err and "envkit build good" in res.err
