@@ -65,7 +65,10 @@ def test_unknown_keys_suggest_the_intended_one_and_all_problems_come_at_once(tmp
 
 
 def test_bad_specifiers_are_rejected_with_their_line(tmp_path: Path):
-    text = 'python = "3.12"\nrequirements = [\n  "vllm==0.8.5",\n]\nconstraints = ["transformers=4.51.3"]\n'
+    text = (
+        'python = "3.12"\nrequirements = [\n  "vllm==0.8.5",\n]\n'
+        'constraints = ["transformers=4.51.3"]\n'
+    )
     ((key, line, message),) = problems(tmp_path, text)
     assert key == "constraints" and line == 5
     assert "'transformers=4.51.3' is not a valid requirement" in message
