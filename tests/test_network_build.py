@@ -1,0 +1,62 @@
+"""The real thing: vllm 0.8.5 from the package index (about 30 s cold, 7.6 GB on disk).
+
+Run with ``python -m pytest -m network``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import envkit
+
+ROOT = Path(__file__).resolve().parent.parent
+PY312 = "/root/.pyenv/versions/3.12.1/bin/python3.12"
+
+pytestmark = pytest.mark.network
+
+
+@pytest.fixture
+def real_env(tmp_path: Path):  # type: ignore[no-untyped-def]
+    # The real uv cache, not the tests' empty one: the point is the real index and wheels.
+    env = {"UV_CACHE_DIR": os.environ.get("ENVKIT_TEST_UV_CACHE", str(Path.home() / ".cache/uv"))}
+    yield env
+    shutil.rmtree(tmp_path / ".venv", ignore_errors=True)  # several GB
+
+
+def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]):
+    args = ["build", str(ROOT / "envs" / "vllm-0.8.5+qwen2-vl.toml"), "--torch-index", "default",
+            "--json"]
+    if Path(PY312).exists():
+        args += ["--python", PY312]
+    res = envkit(*args, cwd=tmp_path, env=real_env, timeout=900)
+    assert res.code == 0, res.err[-3000:] + res.out[-3000:]
+    data = res.json()
+    found = {(c["kind"], c["name"]): c for c in data["verify"]["checks"]}
+    assert found["version", "transformers"]["found"] == "4.51.3"
+    assert found["version", "torch"]["found"] == "2.6.0"
+    assert found["torch", "torch.version.cuda"]["found"] == "12.4"
+    assert found["import", "vllm"]["ok"]
+    assert found["probe", "transformers.PreTrainedTokenizerBase.all_special_tokens_extended"]["ok"]
+    venv = tmp_path / ".venv"
+    # an independent look, with the venv's own python, after the move into place
+    out = subprocess.run(
+        [str(venv / "bin/python"), "-c",
+         "import json, transformers, torch, vllm; print(json.dumps([transformers.__version__,"
+         " transformers.__file__, torch.__version__, torch.version.cuda, vllm.__version__]))"],
+        capture_output=True, text=True, check=True,
+    )
+    version, file, torch_version, cuda, vllm_version = json.loads(out.stdout.splitlines()[-1])
+    assert (version, cuda, vllm_version) == ("4.51.3", "12.4", "0.8.5")
+    assert torch_version.split("+")[0] == "2.6.0"  # the wheel says 2.6.0+cu124
+    assert file.startswith(str(venv))
+    # the console script written in the build folder still runs from the venv's real path
+    cli = subprocess.run([str(venv / "bin/vllm"), "--help"], capture_output=True, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert "serve" in cli.stdout
