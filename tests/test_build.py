@@ -76,6 +76,7 @@ def test_dead_index_keeps_the_working_venv(project: Path, built: Path):
     res = envkit("build", "good", *build_args("http://127.0.0.1:9/simple"), cwd=project)
     assert res.code == 1
     assert "Installing the profile failed" in res.err
+    assert "The environment at --venv was not touched" in res.err
     assert "Traceback" not in res.err
     assert marker(built)["build_id"] == before
     assert envkit("verify", "good", cwd=project).code == 0

@@ -96,7 +96,9 @@ class CommandFailed(EnvkitError):
 
     exit_code = EXIT_CHECK_FAILED
 
-    def __init__(self, command: Sequence[str], returncode: int, output: str, what: str) -> None:
+    def __init__(
+        self, command: Sequence[str], returncode: int, output: str, what: str, hint: str = ""
+    ) -> None:
         self.command = tuple(command)
         self.returncode = returncode
         self.output = output
@@ -104,6 +106,7 @@ class CommandFailed(EnvkitError):
         super().__init__(
             f"{what} failed: `{' '.join(self.command)}` exited with code {returncode}."
             + (f" Its last output: {tail}" if tail else ""),
+            hint,
         )
 
     def to_dict(self) -> dict[str, object]:

@@ -104,13 +104,14 @@ class Uv:
         what: str,
         stream: bool = False,
         unset_env: Sequence[str] = (),
+        hint: str = "",
     ) -> Completed:
         command = [self.binary, *args]
         env = {k: v for k, v in os.environ.items() if k not in unset_env} if unset_env else None
         done = self.runner(command, stream, env)
         if done.returncode != 0:
             output = done.output if not stream else "(uv's output is shown above)"
-            raise CommandFailed(["uv", *args], done.returncode, output, what)
+            raise CommandFailed(["uv", *args], done.returncode, output, what, hint)
         return done
 
     def version(self) -> str:
@@ -121,7 +122,12 @@ class Uv:
         args = ["venv", "--relocatable", "--no-project", "--python", python, str(path)]
         if not stream:
             args.insert(1, "--quiet")
-        self.run(args, what="Creating the virtual environment", stream=stream)
+        self.run(
+            args,
+            what="Creating the virtual environment",
+            stream=stream,
+            hint="The environment at --venv was not touched. Check the interpreter (--python).",
+        )
 
     def pip_install(
         self,
@@ -140,4 +146,11 @@ class Uv:
         if not stream:
             args.append("--quiet")
         args += ["--", *requirements]
-        self.run(args, what="Installing the profile", stream=stream, unset_env=unset_env)
+        self.run(
+            args,
+            what="Installing the profile",
+            stream=stream,
+            unset_env=unset_env,
+            hint="The environment at --venv was not touched. Check the profile's requirements "
+            "and constraints, the index (--index-url, --torch-index) and the network.",
+        )
