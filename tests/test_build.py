@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,15 @@ def _journal(project: Path) -> dict:  # type: ignore[type-arg]
         return {}
 
 
+def _moments(staging: Path) -> dict[str, Callable[[], bool]]:
+    """Observable moments of a build, from its staging folder."""
+    return {
+        "building": staging.exists,
+        "installing": lambda: (staging / "envkit-constraints.txt").exists(),
+        "verifying": lambda: bool(list(staging.glob("lib/python*/site-packages/vllm"))),
+    }
+
+
 @pytest.mark.parametrize("moment", ["building", "installing", "verifying"])
 def test_sigkill_at_any_moment_then_verify_restores(
     project: Path, indexes: Indexes, built: Path, moment: str
@@ -127,11 +137,7 @@ def test_sigkill_at_any_moment_then_verify_restores(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    reached = {
-        "building": staging.exists,
-        "installing": lambda: (staging / "envkit-constraints.txt").exists(),
-        "verifying": lambda: bool(list(staging.glob("lib/python*/site-packages/vllm"))),
-    }[moment]
+    reached = _moments(staging)[moment]
     deadline = time.monotonic() + 60
     while not reached() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -180,25 +186,39 @@ def test_unexplained_leftover_is_reported_not_deleted(project: Path, built: Path
     assert old.exists()
 
 
-def test_ctrl_c_exits_130_and_keeps_the_venv(project: Path, indexes: Indexes, built: Path):
+@pytest.mark.parametrize(
+    ("sig", "moment"),
+    [
+        (signal.SIGINT, "building"),
+        (signal.SIGINT, "installing"),
+        (signal.SIGINT, "verifying"),
+        (signal.SIGTERM, "installing"),
+    ],
+)
+def test_ctrl_c_exits_130_and_keeps_the_venv(
+    project: Path, indexes: Indexes, built: Path, sig: signal.Signals, moment: str
+):
     before = marker(built)["build_id"]
     staging = project / ".envkit" / ".venv" / "new"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envkit", "build", "good", *build_args(indexes.default)],
+        [sys.executable, "-m", "envkit", "build", "unpinned", *build_args(indexes.default)],
         cwd=project,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    reached = _moments(staging)[moment]
     deadline = time.monotonic() + 60
-    while not (staging / "envkit-constraints.txt").exists() and time.monotonic() < deadline:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGINT)
+    while not reached() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert proc.poll() is None, "the build ended before the moment was reached"
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "Interrupted" in err and "Traceback" not in err
+    assert "Interrupted" in err and "Traceback" not in err, err
     assert marker(built)["build_id"] == before
     assert not staging.exists()
+    assert not (project / ".envkit" / ".venv" / "journal.json").exists()
 
 
 def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built: Path):

@@ -30,8 +30,13 @@ def real_env(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]):
-    args = ["build", str(ROOT / "envs" / "vllm-0.8.5+qwen2-vl.toml"), "--torch-index", "default",
-            "--json"]
+    args = [
+        "build",
+        str(ROOT / "envs" / "vllm-0.8.5+qwen2-vl.toml"),
+        "--torch-index",
+        "default",
+        "--json",
+    ]
     if Path(PY312).exists():
         args += ["--python", PY312]
     res = envkit(*args, cwd=tmp_path, env=real_env, timeout=900)
@@ -46,17 +51,23 @@ def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]):
     venv = tmp_path / ".venv"
     # an independent look, with the venv's own python, after the move into place
     out = subprocess.run(
-        [str(venv / "bin/python"), "-c",
-         "import json, transformers, torch, vllm; print(json.dumps([transformers.__version__,"
-         " transformers.__file__, torch.__version__, torch.version.cuda, vllm.__version__]))"],
-        capture_output=True, text=True, check=True,
+        [
+            str(venv / "bin/python"),
+            "-c",
+            "import json, transformers, torch, vllm; print(json.dumps([transformers.__version__,"
+            " transformers.__file__, torch.__version__, torch.version.cuda, vllm.__version__]))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     version, file, torch_version, cuda, vllm_version = json.loads(out.stdout.splitlines()[-1])
     assert (version, cuda, vllm_version) == ("4.51.3", "12.4", "0.8.5")
     assert torch_version.split("+")[0] == "2.6.0"  # the wheel says 2.6.0+cu124
     assert file.startswith(str(venv))
     # the console script written in the build folder still runs from the venv's real path
-    cli = subprocess.run([str(venv / "bin/vllm"), "--help"], capture_output=True, text=True,
-                         timeout=300)
+    cli = subprocess.run(
+        [str(venv / "bin/vllm"), "--help"], capture_output=True, text=True, timeout=300
+    )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert "serve" in cli.stdout

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import process
 from .errors import BadInput
 from .interpreters import find_interpreter
 from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
@@ -192,6 +193,7 @@ def build(
                     seconds=seconds,
                     report=report,
                 )
+            process.checkpoint()
             progress(f"swapping the verified environment into {slot.venv}")
             start = time.monotonic()
             replaced = slot.commit(build_id, _marker(profile, interpreter.path, source, command))

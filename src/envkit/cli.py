@@ -6,17 +6,15 @@ configuration, 130 interrupted. Only :func:`main` ends the process.
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
 
-from . import __version__, render
+from . import __version__, process, render
 from .build import BuildOptions
 from .build import build as run_build
 from .catalog import envs_dir, list_profiles, resolve_profile
@@ -167,14 +165,10 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
 
-def _interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (``sys.exit`` happens only in ``__main__``)."""
     state = State()
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    restore = process.install_signal_handlers()
     try:
         code = cli.main(
             args=list(argv) if argv is not None else None,
@@ -198,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         render.interrupted(state.json)
         return EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore()
 
 
 def run() -> None:

@@ -20,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from platformdirs import user_data_path
 
+from . import process
 from .errors import BadInput, ToolNotFound
 from .profile import python_specifier
 
@@ -79,9 +80,7 @@ def _hint_may_fit(hint: str, spec: SpecifierSet) -> bool:
 def ask_version(path: Path) -> Interpreter | None:
     """Run ``path`` once to learn its version; None when it does not run."""
     try:
-        done = subprocess.run(
-            [str(path), "-c", _ASK], capture_output=True, text=True, timeout=15, check=False
-        )
+        done = process.run([str(path), "-c", _ASK], timeout=15)
         if done.returncode != 0:
             return None
         version, executable = json.loads(done.stdout)

@@ -3,21 +3,17 @@
 uv is found as pypa/build finds it: the ``uv`` package's binary, then ``$UV``, then ``PATH``.
 Every invocation goes through :meth:`Uv.run`: streamed to the terminal when the user watches,
 captured when output is machine-read, and on failure raised as one :class:`CommandFailed`.
-A uv started here dies with envkit (Linux parent-death signal), so a killed build never leaves
-uv writing into a folder that recovery is about to remove.
+Children are started through process.run: they die with envkit, and Ctrl-C stops them.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from . import process
 from .errors import CommandFailed, ToolNotFound
 
 
@@ -43,51 +39,16 @@ def find_uv() -> str:
     )
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-@dataclass(frozen=True)
-class Completed:
-    args: tuple[str, ...]
-    returncode: int
-    output: str
-
-
-Runner = Callable[[Sequence[str], bool, "Mapping[str, str] | None"], Completed]
+Runner = Callable[[Sequence[str], bool, "Mapping[str, str] | None"], process.Completed]
 """Runs a full command line; ``stream`` says whether the user watches; ``env`` replaces
 the environment when not None."""
 
 
 def subprocess_runner(
     args: Sequence[str], stream: bool, env: Mapping[str, str] | None
-) -> Completed:
+) -> process.Completed:
     """Run a command; let it write to our terminal, or capture everything."""
-    proc = subprocess.Popen(
-        list(args),
-        stdout=None if stream else subprocess.PIPE,
-        stderr=None if stream else subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env=None if env is None else dict(env),
-        text=True,
-        preexec_fn=_die_with_parent if os.name == "posix" else None,
-    )
-    try:
-        out, _ = proc.communicate()
-    except BaseException:
-        # Ctrl-C or an error in envkit: stop the child before anything is cleaned up.
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
-    return Completed(tuple(args), proc.returncode, out or "")
+    return process.run(args, capture=not stream, merge_stderr=True, env=env)
 
 
 class Uv:
@@ -105,17 +66,17 @@ class Uv:
         stream: bool = False,
         unset_env: Sequence[str] = (),
         hint: str = "",
-    ) -> Completed:
+    ) -> process.Completed:
         command = [self.binary, *args]
         env = {k: v for k, v in os.environ.items() if k not in unset_env} if unset_env else None
         done = self.runner(command, stream, env)
         if done.returncode != 0:
-            output = done.output if not stream else "(uv's output is shown above)"
+            output = done.stdout if not stream else "(uv's output is shown above)"
             raise CommandFailed(["uv", *args], done.returncode, output, what, hint)
         return done
 
     def version(self) -> str:
-        out = self.run(["--version"], what="uv --version").output.split()
+        out = self.run(["--version"], what="uv --version").stdout.split()
         return out[1] if len(out) > 1 else "unknown"
 
     def create_venv(self, path: Path, python: str, *, stream: bool) -> None:

@@ -22,6 +22,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from . import process
 from .errors import BadInput, EnvkitError
 from .profile import Profile
 
@@ -104,13 +105,8 @@ def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]
         script.write_text(source, encoding="utf-8")
         spec_file.write_text(json.dumps(spec), encoding="utf-8")
         try:
-            done = subprocess.run(
-                [str(python), str(script), str(spec_file), str(out_file)],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                stdin=subprocess.DEVNULL,
-                check=False,
+            done = process.run(
+                [str(python), str(script), str(spec_file), str(out_file)], timeout=timeout
             )
         except subprocess.TimeoutExpired:
             raise EnvkitError(
