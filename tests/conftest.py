@@ -23,6 +23,7 @@ def hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
     os.environ["UV_NO_PROGRESS"] = "1"
+    os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
     yield
     os.environ.clear()
     os.environ.update(saved)

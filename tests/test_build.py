@@ -291,3 +291,14 @@ def test_python_option_that_does_not_fit_the_profile(project: Path, indexes: Ind
     res = envkit("build", "future", "--python", sys.executable, cwd=project)
     assert res.code == 2
     assert "but the profile asks for Python 3.99" in res.err
+
+
+def test_credentials_in_index_urls_never_reach_output_or_files(project: Path, built: Path):
+    secret = "s3cr3t-t0ken"
+    url = f"http://builder:{secret}@127.0.0.1:9/simple"
+    for extra in ([], ["--json"]):
+        res = envkit("build", "good", *build_args(url), *extra, cwd=project)
+        assert res.code == 1
+        assert secret not in res.out + res.err
+        assert "***@127.0.0.1" in res.out + res.err
+    assert secret not in (built / "envkit-build.json").read_text()

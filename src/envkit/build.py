@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import process
-from .errors import BadInput
+from .errors import BadInput, redact
 from .interpreters import find_interpreter
 from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
 from .uvtool import Uv
@@ -222,7 +222,7 @@ def _marker(
         "profile": profile.name,
         "profile_sha256": digest,
         "python": str(python),
-        "torch_source": source.description,
-        "command": command,
+        "torch_source": redact(source.description),
+        "command": [redact(part) for part in command],
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

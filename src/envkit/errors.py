@@ -7,6 +7,7 @@ turns them into exit codes (see :data:`EXIT_CODES`); nothing else calls ``sys.ex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -132,3 +133,11 @@ def _tail(output: str, lines: int = 12, width: int = 1500) -> str:
     kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]
     text = " | ".join(kept)
     return text[-width:]
+
+
+_CREDENTIALS = re.compile(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@")
+
+
+def redact(text: str) -> str:
+    """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``)."""
+    return _CREDENTIALS.sub("***@", text)

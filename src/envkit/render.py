@@ -16,11 +16,17 @@ import click
 
 from .build import BuildResult
 from .catalog import Listing
-from .errors import EXIT_CODES, EnvkitError
+from .errors import EXIT_CODES, EnvkitError, redact
 from .profile import Profile
 from .verify import Report, Status
 
 JSON_VERSION = 1
+
+
+def _echo(text: str = "", *, err: bool = False, nl: bool = True, **style: Any) -> None:
+    """Every line envkit prints passes here: credentials in URLs never reach the output."""
+    text = redact(text)
+    click.echo(click.style(text, **style) if style else text, err=err, nl=nl)
 
 
 def _width() -> int:
@@ -51,25 +57,25 @@ def table(rows: Sequence[Sequence[str]], last_flexible: bool = True) -> str:
 
 
 def emit_json(data: dict[str, Any]) -> None:
-    click.echo(json.dumps({"envkit": JSON_VERSION, **data}, indent=2, sort_keys=False))
+    _echo(json.dumps({"envkit": JSON_VERSION, **data}, indent=2, sort_keys=False))
 
 
 def progress(message: str) -> None:
-    click.secho(f"envkit: {message}", err=True, dim=True)
+    _echo(f"envkit: {message}", err=True, dim=True)
 
 
 def error(exc: EnvkitError, as_json: bool) -> None:
     if as_json:
         emit_json({"ok": False, "exit_code": exc.exit_code, **exc.to_dict()})
-    click.secho("error: ", err=True, fg="red", bold=True, nl=False)
-    click.echo(str(exc), err=True)
+    _echo("error: ", err=True, fg="red", bold=True, nl=False)
+    _echo(str(exc), err=True)
 
 
 def interrupted(as_json: bool) -> None:
     text = "Interrupted; nothing the user had was changed."
     if as_json:
         emit_json({"ok": False, "exit_code": 130, "error": "Interrupted", "message": text})
-    click.secho(f"envkit: {text}", err=True, fg="yellow")
+    _echo(f"envkit: {text}", err=True, fg="yellow")
 
 
 def profiles(listing: Listing, as_json: bool) -> None:
@@ -98,12 +104,12 @@ def profiles(listing: Listing, as_json: bool) -> None:
         (p.name, p.python, p.torch.backend or "-", p.description.split("\n")[0])
         for p in listing.profiles
     ]
-    click.echo(table(rows))
+    _echo(table(rows))
     if not listing.profiles:
-        click.echo(f"(no valid profiles in {listing.folder})")
+        _echo(f"(no valid profiles in {listing.folder})")
     for err in listing.errors:
-        click.secho("invalid: ", err=True, fg="red", nl=False)
-        click.echo(str(err), err=True)
+        _echo("invalid: ", err=True, fg="red", nl=False)
+        _echo(str(err), err=True)
 
 
 def show(profile: Profile, as_json: bool) -> None:
@@ -127,9 +133,9 @@ def show(profile: Profile, as_json: bool) -> None:
         ("architectures", ", ".join(profile.models.architectures) or "-"),
     ]
     if profile.description:
-        click.echo(profile.description.strip())
-        click.echo()
-    click.echo(table(rows))
+        _echo(profile.description.strip())
+        _echo()
+    _echo(table(rows))
 
 
 _MARK = {
@@ -149,7 +155,7 @@ def report(rep: Report, as_json: bool) -> None:
 def _report_text(rep: Report) -> None:
     width = _width()
     venv = str(rep.venv)
-    click.echo(_cut_left(f"profile {rep.profile}  python {rep.python}  venv {venv}", width))
+    _echo(_cut_left(f"profile {rep.profile}  python {rep.python}  venv {venv}", width))
     name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
     for check in rep.checks:
         mark, colour = _MARK[check.status]
@@ -164,16 +170,16 @@ def _report_text(rep: Report) -> None:
             if found.startswith("/")
             else _cut(found, width - len(lead))
         )
-        click.echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
+        _echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
         if check.detail and check.status is not Status.PASS:
-            click.echo("        " + _cut(check.detail, width - 8))
+            _echo("        " + _cut(check.detail, width - 8))
         if check.fix:
-            click.echo("        fix: " + _cut(check.fix, width - 13))
+            _echo("        fix: " + _cut(check.fix, width - 13))
     failed = len(rep.failures)
     if failed:
-        click.secho(f"{failed} of {len(rep.checks)} checks failed.", fg="red", bold=True)
+        _echo(f"{failed} of {len(rep.checks)} checks failed.", fg="red", bold=True)
     else:
-        click.secho(f"All {len(rep.checks)} checks hold.", fg="green", bold=True)
+        _echo(f"All {len(rep.checks)} checks hold.", fg="green", bold=True)
 
 
 def build(result: BuildResult, as_json: bool) -> None:
@@ -185,9 +191,9 @@ def build(result: BuildResult, as_json: bool) -> None:
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
     if result.ok:
         verb = "replaced the previous environment" if result.replaced else "created it"
-        click.secho(f"Built {result.profile} into {result.venv}: {verb} ({timing}).", fg="green")
+        _echo(f"Built {result.profile} into {result.venv}: {verb} ({timing}).", fg="green")
     else:
-        click.secho(
+        _echo(
             f"Build of {result.profile} failed verification; {result.venv} was left as it was.",
             fg="red",
             err=True,
