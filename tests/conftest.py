@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import indexserver
+import registry_world
 import wheelhouse
 from helpers import profile_text
 
@@ -22,6 +24,7 @@ def hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             del os.environ[key]
     os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+    os.environ["ENVKIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("envkit-cache"))
     os.environ["UV_NO_PROGRESS"] = "1"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
     yield
@@ -62,3 +65,22 @@ def project(tmp_path: Path) -> Path:
     (envs / "good.toml").write_text(profile_text())
     (envs / "unpinned.toml").write_text(profile_text(constraints=()))
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A local index on 127.0.0.1 publishing registry_world's wheels, with range requests."""
+    folder = tmp_path_factory.mktemp("world")
+    for wheel in registry_world.wheels():
+        wheel.write(folder)
+    with indexserver.serve(folder) as server:
+        server.upload_times = registry_world.upload_times(folder)
+        yield server
+
+
+@pytest.fixture
+def scan_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh scan cache for one test (ENVKIT_CACHE_DIR)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(cache))
+    return cache

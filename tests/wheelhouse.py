@@ -18,9 +18,10 @@ def _record_hash(data: bytes) -> str:
 class Wheel:
     name: str
     version: str
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)
     requires: list[str] = field(default_factory=list)
     scripts: dict[str, str] = field(default_factory=dict)  # console_scripts name -> mod:func
+    requires_python: str = ""
 
     @property
     def filename(self) -> str:
@@ -29,8 +30,10 @@ class Wheel:
     def write(self, folder: Path) -> Path:
         dist_info = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
         metadata = f"Metadata-Version: 2.1\nName: {self.name}\nVersion: {self.version}\n"
+        if self.requires_python:
+            metadata += f"Requires-Python: {self.requires_python}\n"
         metadata += "".join(f"Requires-Dist: {r}\n" for r in self.requires)
-        entries = dict(self.files)
+        entries: dict[str, str | bytes] = dict(self.files)
         entries[f"{dist_info}/METADATA"] = metadata
         entries[f"{dist_info}/WHEEL"] = (
             "Wheel-Version: 1.0\nGenerator: envkit-tests\nRoot-Is-Purelib: true\n"
@@ -40,16 +43,17 @@ class Wheel:
             entries[f"{dist_info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
                 f"{k} = {v}\n" for k, v in self.scripts.items()
             )
+        blobs = {k: v if isinstance(v, bytes) else v.encode() for k, v in entries.items()}
         record = "".join(
-            f"{path},{_record_hash(text.encode())},{len(text.encode())}\n"
-            for path, text in entries.items()
+            f"{path},{_record_hash(data)},{len(data)}\n" for path, data in blobs.items()
         )
         entries[f"{dist_info}/RECORD"] = record + f"{dist_info}/RECORD,,\n"
         path = folder / self.filename
-        with zipfile.ZipFile(path, "w") as zf:
-            for name, text in sorted(entries.items()):
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for name, data in sorted(entries.items()):
                 info = zipfile.ZipInfo(name, date_time=(2025, 1, 1, 0, 0, 0))
-                zf.writestr(info, text)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, data)
         return path
 
 

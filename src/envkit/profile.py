@@ -42,7 +42,16 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "torch": {"backend": str, "cuda": str},
     "verify": {"versions": dict, "imports": list, "probes": list},
-    "models": {"model_types": list, "architectures": list, "source": str},
+    "models": {
+        "vllm": str,
+        "transformers": str,
+        "model_types": list,
+        "vllm_model_types": list,
+        "architectures": list,
+        "previously_supported": dict,
+        "out_of_tree": dict,
+        "source": str,
+    },
 }
 REQUIRED = {"": ("python", "requirements")}
 
@@ -66,10 +75,20 @@ class Checks:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Models:
-    """The model types and architectures the profile can load (filled from registry scans)."""
+    """What the profile can load, as scanned from its pinned releases (``envkit scan --update``).
 
+    ``model_types`` are the config.json ``model_type`` values that load: those the pinned
+    transformers knows plus ``vllm_model_types``, for which vLLM ships its own config class.
+    ``architectures`` are the pinned vLLM's model registry keys.
+    """
+
+    vllm: str = ""
+    transformers: str = ""
     model_types: tuple[str, ...] = ()
+    vllm_model_types: tuple[str, ...] = ()
     architectures: tuple[str, ...] = ()
+    previously_supported: Mapping[str, str] = field(default_factory=dict)
+    out_of_tree: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
 
 
@@ -122,8 +141,13 @@ class Profile:
                 "probes": list(self.checks.probes),
             },
             "models": {
+                "vllm": self.models.vllm or None,
+                "transformers": self.models.transformers or None,
                 "model_types": list(self.models.model_types),
+                "vllm_model_types": list(self.models.vllm_model_types),
                 "architectures": list(self.models.architectures),
+                "previously_supported": dict(self.models.previously_supported),
+                "out_of_tree": dict(self.models.out_of_tree),
                 "source": self.models.source or None,
             },
         }
@@ -228,8 +252,13 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
 
     models_doc = _table(doc, "models")
     models = Models(
+        vllm=_str(models_doc, "vllm"),
+        transformers=_str(models_doc, "transformers"),
         model_types=_names(models_doc, "models.model_types", problem),
+        vllm_model_types=_names(models_doc, "models.vllm_model_types", problem),
         architectures=_names(models_doc, "models.architectures", problem),
+        previously_supported=_str_map(models_doc, "models.previously_supported", problem),
+        out_of_tree=_str_map(models_doc, "models.out_of_tree", problem),
         source=_str(models_doc, "source"),
     )
     if problems:
@@ -264,7 +293,7 @@ def _check_shape(table: Mapping[str, Any], prefix: str, problem: Any) -> None:
             want = expected.__name__ if isinstance(expected, type) else "value"
             kind = {"str": "a string", "list": "an array", "dict": "a table"}.get(want, want)
             problem(path, f"must be {kind}, not {type(value).__name__}")
-        elif isinstance(value, dict) and path in SCHEMA and path != "verify.versions":
+        elif isinstance(value, dict) and path in SCHEMA:
             _check_shape(value, path, problem)
 
 
@@ -297,6 +326,14 @@ def _names(
         else:
             out.append(value)
     return tuple(out)
+
+
+def _str_map(doc: Mapping[str, Any], path: str, problem: Any) -> dict[str, str]:
+    table = _table(doc, path.rpartition(".")[2])
+    for key, value in table.items():
+        if not isinstance(value, str):
+            problem(f"{path}.{key}", "must be a string")
+    return {str(k): v for k, v in table.items() if isinstance(v, str)}
 
 
 def _requirements(doc: Mapping[str, Any], key: str, problem: Any) -> tuple[str, ...]:

@@ -17,7 +17,9 @@ import click
 from .build import BuildResult
 from .catalog import Listing
 from .errors import EXIT_CODES, EnvkitError, redact
+from .modelcheck import ModelReport
 from .profile import Profile
+from .registry_scan import Scan
 from .verify import Report, Status
 
 JSON_VERSION = 1
@@ -202,3 +204,116 @@ def build(result: BuildResult, as_json: bool) -> None:
 
 def exit_codes_help() -> str:
     return "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
+
+
+def _columns(items: Sequence[str], indent: int = 2) -> str:
+    """Names laid out in as many columns as the terminal holds."""
+    if not items:
+        return " " * indent + "(none)"
+    width = max(len(i) for i in items) + 2
+    per_line = max(1, (_width() - indent) // width)
+    lines = []
+    for start in range(0, len(items), per_line):
+        row = items[start : start + per_line]
+        lines.append(" " * indent + "".join(i.ljust(width) for i in row).rstrip())
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return str(n)
+
+
+def scans(results: Sequence[Scan], as_json: bool, updated: str = "") -> None:
+    if as_json:
+        data: dict[str, Any] = {"ok": True}
+        if len(results) == 1:
+            data.update(results[0].to_dict())
+        else:
+            data["scans"] = [r.to_dict() for r in results]
+        if updated:
+            data["updated"] = updated
+        emit_json(data)
+        return
+    for scan in results:
+        share = scan.bytes_read / scan.wheel_bytes * 100 if scan.wheel_bytes else 0.0
+        how = (
+            "from the cache"
+            if scan.cached
+            else (
+                f"read {_size(scan.bytes_read)} of {_size(scan.wheel_bytes)} ({share:.2f}%) "
+                f"in {scan.requests} requests, {scan.seconds:.2f} s"
+            )
+        )
+        _echo(f"{scan.project} {scan.version}  ({scan.wheel}, {how})", bold=True)
+        reqs = ", ".join(f"{k}{v}" for k, v in sorted(scan.requires.items()))
+        _echo(f"requires: Python {scan.requires_python or 'any'}; {reqs or 'nothing pinned'}")
+        if scan.project == "vllm":
+            _echo(f"architectures in the model registry ({len(scan.architectures)}):")
+            _echo(_columns(scan.architectures))
+            _echo(f"model types with vLLM's own config class ({len(scan.model_types)}):")
+            _echo(_columns(scan.model_types))
+            if scan.previously_supported:
+                _echo(
+                    f"dropped architectures ({len(scan.previously_supported)}): "
+                    + ", ".join(
+                        f"{k} (until {v})" for k, v in sorted(scan.previously_supported.items())
+                    )
+                )
+        else:
+            _echo(f"model types AutoConfig knows ({len(scan.model_types)}):")
+            _echo(_columns(scan.model_types))
+    if updated:
+        _echo(f"Updated [models] in {updated}.", fg="green")
+
+
+def model_report(rep: ModelReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    cfg = rep.config
+    _echo(_cut_left(f"model {cfg.source}", _width()))
+    _echo(
+        f"  model_type {cfg.model_type}; architectures {', '.join(cfg.architectures) or '-'}"
+        + ("; ships remote code (auto_map)" if cfg.remote_code else "")
+    )
+    shown = [rep.verdict] if rep.verdict is not None else list(rep.verdicts)
+    for verdict in shown:
+        mark, colour = ("can load", "green") if verdict.ok else ("CANNOT load", "red")
+        using = f" with {verdict.architecture}" if verdict.ok else ""
+        _echo(f"{verdict.profile}: ", nl=False, bold=True)
+        _echo(f"{mark} it{using}", fg=colour)
+        for problem in verdict.problems:
+            _echo(f"  {problem.code}: " + _cut(problem.message, _width() - len(problem.code) - 4))
+            if problem.fix:
+                _echo("    fix: " + _cut(problem.fix, _width() - 9))
+        for note in verdict.notes:
+            _echo("  note: " + _cut(note, _width() - 8))
+    if rep.verdict is not None or not rep.ok:
+        names = ", ".join(rep.supported_by)
+        _echo(f"supported by: {names or 'no shipped profile'}")
+    if rep.releases is not None:
+        rel = rep.releases
+        _echo(
+            f"{rel.architecture} is listed by vLLM {rel.first} through {rel.newest} (newest "
+            f"release {rel.latest_release}); draft a profile with: envkit new-profile NAME "
+            f"--for-model {cfg.source}"
+        )
+    elif rep.lookup:
+        _echo(rep.lookup)
+
+
+def drafted(profile: Profile, architecture: str, as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": True, "profile": profile.to_dict(), "architecture": architecture})
+        return
+    _echo(
+        f"Wrote {profile.path}: vLLM {profile.models.vllm}, transformers "
+        f"{profile.models.transformers}, Python {profile.python}, torch "
+        f"{profile.torch.backend or 'default'}.",
+        fg="green",
+    )
+    _echo(f"Review it, then: envkit build {profile.name}")

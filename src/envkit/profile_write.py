@@ -1,0 +1,203 @@
+"""Writing profiles: the scanned ``[models]`` table, and drafts for a model.
+
+tomlkit keeps the comments and layout of a profile people wrote. Every write goes to a
+temporary file beside the target and is renamed over it: a profile is never half written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import tomlkit
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from tomlkit.items import Array, Table
+
+from .errors import BadInput
+from .registry_scan import Listing, Scan, Scanner, torch_cuda
+from .wheelfetch import WheelError
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _array(items: list[str]) -> Array:
+    arr = tomlkit.array()
+    arr.extend(items)
+    if items:
+        arr.multiline(True)
+    return arr
+
+
+def models_table(vllm: Scan, transformers: Scan) -> Table:
+    """The ``[models]`` table for a vLLM + transformers pair: sorted, deterministic."""
+    table = tomlkit.table()
+    table.add(
+        tomlkit.comment(
+            "Written by `envkit scan --update` from the pinned releases' "
+            "wheels; do not edit by hand."
+        )
+    )
+    table.add("vllm", vllm.version)
+    table.add("transformers", transformers.version)
+    table.add(
+        "source",
+        f"{vllm.wheel} (model registry, config registry); "
+        f"{transformers.wheel} (CONFIG_MAPPING_NAMES)",
+    )
+    table.add("architectures", _array(sorted(vllm.architectures)))
+    table.add("model_types", _array(sorted(set(transformers.model_types) | set(vllm.model_types))))
+    table.add("vllm_model_types", _array(sorted(vllm.model_types)))
+    previous = tomlkit.inline_table()
+    previous.update(dict(sorted(vllm.previously_supported.items())))
+    table.add("previously_supported", previous)
+    plugins = tomlkit.inline_table()
+    plugins.update(dict(sorted(vllm.out_of_tree.items())))
+    table.add("out_of_tree", plugins)
+    return table
+
+
+def update_models(path: Path, vllm: Scan, transformers: Scan) -> None:
+    """Replace the profile's ``[models]`` table, keeping everything else as written."""
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    if "models" in doc:
+        del doc["models"]
+    doc.add("models", models_table(vllm, transformers))
+    write_atomic(path, tomlkit.dumps(doc))
+
+
+def _python_for(requires_python: str) -> str:
+    spec = SpecifierSet(requires_python or ">=3.10")
+    for minor in ("3.12", "3.11", "3.13", "3.10"):
+        if Version(f"{minor}.0") in spec or Version(f"{minor}.1") in spec:
+            return minor
+    raise BadInput(f"No Python between 3.10 and 3.13 fits Requires-Python {requires_python!r}.")
+
+
+def pick_transformers(scanner: Scanner, vllm: Scan, model_type: str) -> tuple[Scan, str]:
+    """The transformers release to pin, and why.
+
+    Among releases allowed by vLLM's requirement, and published before that vLLM release
+    (newer ones are what breaks older vLLM: transformers 5 for vLLM 0.8-0.10), the newest
+    that knows ``model_type`` (unless vLLM reads that type with its own config class).
+    """
+    spec = SpecifierSet(vllm.requires.get("transformers", ""))
+    released = _upload_time(scanner, "vllm", Version(vllm.version))
+    candidates = [
+        f
+        for f in scanner.files("transformers")
+        if f.version in spec
+        and not f.version.is_prerelease
+        and (released is None or (f.upload_time or "") <= released)
+    ]
+    versions = sorted({f.version for f in candidates}, reverse=True)
+    if not versions:
+        raise BadInput(f"No transformers release fits vLLM {vllm.version}'s {spec}.")
+    needs_type = model_type not in vllm.model_types
+    for version in versions[:8]:
+        scan = scanner.scan("transformers", version)
+        if not needs_type or model_type in scan.model_types:
+            why = (
+                f"newest transformers allowed by vLLM {vllm.version} ({spec or 'any'}) and "
+                f"released before it"
+            )
+            if needs_type:
+                why += f"; knows model type {model_type}"
+            return scan, why
+    scan = scanner.scan("transformers", versions[0])
+    return scan, (
+        f"newest allowed by vLLM {vllm.version}; NOTE: it does not know model type "
+        f"{model_type}, check before use"
+    )
+
+
+def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None:
+    times = [
+        f.upload_time for f in scanner.files(project) if f.version == version and f.upload_time
+    ]
+    return min(times) if times else None
+
+
+def draft(name: str, model_type: str, listing: Listing, scanner: Scanner) -> str:
+    """A commented profile for the newest vLLM release that lists the model's architecture."""
+    vllm = scanner.scan("vllm", Version(listing.newest))
+    transformers, why_tf = pick_transformers(scanner, vllm, model_type)
+    torch_pin = vllm.requires.get("torch", "")
+    python = _python_for(vllm.requires_python)
+    doc = tomlkit.document()
+    doc.add(
+        tomlkit.comment(
+            f"Drafted by `envkit new-profile {name}` for model type {model_type} "
+            f"({listing.architecture})."
+        )
+    )
+    doc.add(tomlkit.comment("Review the pins, build it (`envkit build`), then ship it."))
+    doc.add(
+        "description",
+        tomlkit.string(
+            f"vLLM {vllm.version} for {listing.architecture} (model type {model_type}).\n"
+            f"Why transformers {transformers.version}: {why_tf}.\n",
+            multiline=True,
+        ),
+    )
+    doc.add("python", python)
+    doc["python"].comment(f"vLLM {vllm.version} requires Python {vllm.requires_python}")
+    doc.add("requirements", _array([f"vllm=={vllm.version}"]))
+    constraints = [f"transformers=={transformers.version}"]
+    if torch_pin:
+        constraints.append(f"torch{torch_pin}")
+    doc.add("constraints", _array(constraints))
+    cutoff = _cutoff(scanner, vllm, transformers)
+    if cutoff:
+        doc.add("exclude_newer", cutoff)
+        doc["exclude_newer"].comment("a week after the newest pinned release: repeatable")
+    torch = tomlkit.table()
+    cuda = ""
+    if torch_pin.startswith("=="):
+        try:
+            cuda = torch_cuda(scanner, Version(torch_pin[2:]))
+        except (WheelError, ValueError):
+            cuda = ""
+    if cuda:
+        torch.add("backend", "cu" + cuda.replace(".", ""))
+        torch["backend"].comment(f"the CUDA build of torch {torch_pin[2:]} on the default index")
+        torch.add("cuda", cuda)
+    doc.add("torch", torch)
+    verify = tomlkit.table()
+    verify.add("imports", _array(["vllm", "transformers", "torch"]))
+    doc.add("verify", verify)
+    doc.add("models", models_table(vllm, transformers))
+    return tomlkit.dumps(doc)
+
+
+def _cutoff(scanner: Scanner, vllm: Scan, transformers: Scan) -> str:
+    times = [
+        _upload_time(scanner, "vllm", Version(vllm.version)),
+        _upload_time(scanner, "transformers", Version(transformers.version)),
+    ]
+    known = [dt.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times if t]
+    if not known:
+        return ""
+    day = (max(known) + dt.timedelta(days=7)).date()
+    return f"{day.isoformat()}T00:00:00Z"
+
+
+def write_new_profile(path: Path, text: str, *, force: bool) -> None:
+    if path.exists() and not force:
+        raise BadInput(
+            f"{str(path)!r} exists already.", "Choose another name, or pass --force to replace it."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)

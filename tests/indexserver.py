@@ -1,0 +1,107 @@
+"""A package index on 127.0.0.1 for the scanner tests: PEP 691 JSON pages, and wheel files
+served with HTTP range requests (like the real index), with a count of bytes sent."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        if self.server.status:
+            self.send_error(self.server.status)
+            return
+        if self.path.startswith("/simple/"):
+            self._project(self.path.strip("/").split("/")[1])
+        elif self.path.startswith("/files/"):
+            self._file(self.server.root / self.path.split("/", 2)[2])
+        else:
+            self.send_error(404)
+
+    def _project(self, name: str) -> None:
+        files = [
+            {
+                "filename": p.name,
+                "url": f"/files/{p.name}",
+                "size": p.stat().st_size,
+                "hashes": {},
+                "upload-time": self.server.upload_times.get(p.name, "2025-01-01T00:00:00Z"),
+            }
+            for p in sorted(self.server.root.glob("*.whl"))
+            if canonicalize_name(parse_wheel_filename(p.name)[0]) == canonicalize_name(name)
+        ]
+        if not files:
+            self.send_error(404)
+            return
+        body = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": files}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _file(self, path: Path) -> None:
+        if not path.is_file():
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        match = re.fullmatch(r"bytes=(-?\d+)-?(\d*)", self.headers.get("Range", ""))
+        if match and self.server.ranges:
+            first, last = match.groups()
+            start = int(first)
+            if start < 0:
+                start, end = max(0, len(data) + start), len(data) - 1
+            else:
+                end = min(int(last), len(data) - 1) if last else len(data) - 1
+            chunk = data[start : end + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        else:
+            chunk = data
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(chunk)))
+        self.end_headers()
+        self.wfile.write(chunk)
+        self.server.sent += len(chunk)
+
+
+class _Server(ThreadingHTTPServer):
+    root: Path
+    paths: list[str]
+    sent: int
+    ranges: bool
+    status: int
+    upload_times: dict[str, str]
+
+
+@contextmanager
+def serve(root: Path, *, ranges: bool = True) -> Iterator[_Server]:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.root, server.paths, server.sent = root, [], 0
+    server.ranges, server.status, server.upload_times = ranges, 0, {}
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def url(server: _Server) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/simple"

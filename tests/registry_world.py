@@ -1,0 +1,109 @@
+"""A small published world for the scanner tests: vLLM and transformers wheels carrying the
+real registry sources from tests/fixtures/sources, padded so that reading them whole would
+cost megabytes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from wheelhouse import Wheel
+
+SOURCES = Path(__file__).parent / "fixtures" / "sources"
+MODELS = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "models"
+REGISTRY = "vllm/model_executor/models/registry.py"
+CONFIG = "vllm/transformers_utils/config.py"
+CONFIG_AUTO = "transformers/models/auto/configuration_auto.py"
+
+
+def source(name: str) -> str:
+    return (SOURCES / f"{name}.pysrc").read_text()
+
+
+def padding(size: int = 3_000_000) -> bytes:
+    return os.urandom(size)  # incompressible: a stand-in for compiled kernels
+
+
+UPLOADS = {
+    "vllm-0.2.7": "2024-01-04T00:00:00Z",
+    "vllm-0.8.5": "2025-04-28T23:59:40Z",
+    "vllm-0.9.0": "2025-05-15T00:00:00Z",
+    "vllm-0.33.0": "2026-11-01T00:00:00Z",
+    "transformers-4.51.3": "2025-04-14T00:00:00Z",
+    "transformers-5.24.0": "2026-10-20T00:00:00Z",
+}
+
+
+def wheels() -> list[Wheel]:
+    return [
+        Wheel(
+            "vllm",
+            "0.2.7",
+            {
+                "vllm/_C.so": padding(),
+                "vllm/model_executor/models/__init__.py": source("vllm-0.2.7-models-init"),
+            },
+            requires=["torch==2.1.2", "transformers>=4.36.0"],
+            requires_python=">=3.8",
+        ),
+        Wheel(
+            "vllm",
+            "0.8.5",
+            {
+                "vllm/_C.so": padding(),
+                REGISTRY: source("vllm-0.8.5-registry"),
+                CONFIG: source("vllm-0.8.5-config"),
+            },
+            requires=["transformers>=4.51.1", "torch==2.6.0", "tokenizers>=0.21.1"],
+            requires_python="<3.13,>=3.9",
+        ),
+        # a release whose wheel lacks the registry: scanning it must say so
+        Wheel("vllm", "0.9.0", {"vllm/_C.so": padding(100_000)}, requires=["torch==2.7.0"]),
+        Wheel(
+            "vllm",
+            "0.33.0",
+            {
+                "vllm/_C.so": padding(),
+                REGISTRY: source("vllm-0.33.0-registry"),
+                CONFIG: source("vllm-0.33.0-config"),
+            },
+            requires=["transformers<5.21.0,>=5.16.1", "torch==2.14.0"],
+            requires_python="<3.15,>=3.11",
+        ),
+        Wheel(
+            "transformers",
+            "4.51.3",
+            {CONFIG_AUTO: source("transformers-4.51.3-configuration_auto")},
+            requires=["tokenizers<0.22,>=0.21"],
+        ),
+        Wheel(
+            "transformers",
+            "5.24.0",
+            {
+                CONFIG_AUTO: source("transformers-5.24.0-configuration_auto"),
+                "transformers/models/auto/auto_mappings.py": source(
+                    "transformers-5.24.0-auto_mappings"
+                ),
+            },
+        ),
+        # 5.20.2 stands for the release vLLM 0.33.0 allows; same mappings as 5.24.0 here
+        Wheel(
+            "transformers",
+            "5.20.2",
+            {
+                CONFIG_AUTO: source("transformers-5.24.0-configuration_auto"),
+                "transformers/models/auto/auto_mappings.py": source(
+                    "transformers-5.24.0-auto_mappings"
+                ),
+            },
+        ),
+        Wheel("torch", "2.14.0", {"torch/version.py": "cuda: Optional[str] = '13.0'\n"}),
+    ]
+
+
+def upload_times(folder: Path) -> dict[str, str]:
+    out = {}
+    for path in folder.glob("*.whl"):
+        key = "-".join(path.name.split("-")[:2])
+        out[path.name] = UPLOADS.get(key, "2026-10-01T00:00:00Z")
+    return out

@@ -1,0 +1,323 @@
+"""check-model, which, scan --update and new-profile against the served registry world."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from envkit.profile import load_profile
+from helpers import envkit
+from indexserver import url
+from registry_world import MODELS
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN2VL = MODELS / "Qwen2-VL-2B-Instruct"
+QWEN35 = MODELS / "Qwen3.5-9B"
+
+
+def pinned(vllm: str, transformers: str) -> str:
+    return f"""# hand-written comment that must survive scan --update
+python = "3.12"
+requirements = ["vllm=={vllm}"]
+constraints = ["transformers=={transformers}"]
+
+[torch]
+backend = "cu124"
+"""
+
+
+@pytest.fixture(scope="module")
+def envs(world, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two profiles whose [models] tables come from `envkit scan --update`."""
+    root = tmp_path_factory.mktemp("mc")
+    folder = root / "envs"
+    folder.mkdir()
+    (folder / "old.toml").write_text(pinned("0.8.5", "4.51.3"))
+    (folder / "new.toml").write_text(pinned("0.33.0", "5.20.2"))
+    for name in ("old", "new"):
+        res = envkit("scan", "--update", name, "--index-url", url(world), cwd=root)
+        assert res.code == 0, res.err
+    return folder
+
+
+def run(envs: Path, *args: str):  # type: ignore[no-untyped-def]
+    return envkit("--envs", str(envs), *args, cwd=envs.parent)
+
+
+def test_scan_update_writes_sorted_lists_and_keeps_comments(envs: Path):
+    text = (envs / "old.toml").read_text()
+    assert text.startswith("# hand-written comment that must survive scan --update")
+    profile = load_profile(envs / "old.toml")
+    models = profile.models
+    assert (models.vllm, models.transformers) == ("0.8.5", "4.51.3")
+    assert len(models.architectures) == 146 and list(models.architectures) == sorted(
+        models.architectures
+    )
+    assert "qwen2_vl" in models.model_types and "mllama" in models.vllm_model_types
+    assert "vllm-0.8.5" in models.source
+
+
+def test_report_1_models_against_the_old_profile(envs: Path):
+    ok = run(envs, "check-model", "old", str(QWEN2VL), "--json")
+    assert ok.code == 0, ok.err
+    data = ok.json()
+    assert data["ok"] is True and data["model_type"] == "qwen2_vl"
+    assert data["architectures"] == ["Qwen2VLForConditionalGeneration"]
+    assert data["problems"] == [] and "old" in data["supported_by"]
+    bad = run(envs, "check-model", "old", str(QWEN35 / "config.json"), "--json")
+    assert bad.code == 1
+    data = bad.json()
+    assert data["ok"] is False and data["model_type"] == "qwen3_5"
+    codes = {p["code"] for p in data["problems"]}
+    assert codes == {"unknown-model-type", "unsupported-architecture"}
+    assert all(p["message"] for p in data["problems"])
+    assert data["supported_by"] == ["new"]
+    text = run(envs, "check-model", "old", str(QWEN35))
+    assert "CANNOT load" in text.out and "supported by: new" in text.out
+
+
+def test_which_puts_loadable_profiles_first(envs: Path):
+    res = run(envs, "which", str(QWEN2VL), "--json")
+    assert res.code == 0
+    verdicts = res.json()["profiles"]
+    assert [v["profile"] for v in verdicts] == ["new", "old"]  # newer vLLM first
+    assert all(v["ok"] for v in verdicts)
+    res = run(envs, "which", str(QWEN35), "--json")
+    assert [(v["profile"], v["ok"]) for v in res.json()["profiles"]] == [
+        ("new", True),
+        ("old", False),
+    ]
+
+
+def write_config(tmp_path: Path, data: object, name: str = "config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_dropped_out_of_tree_and_remote_code(envs: Path, tmp_path: Path):
+    phi = write_config(
+        tmp_path,
+        {
+            "model_type": "phi3small",
+            "architectures": ["Phi3SmallForCausalLM"],
+            "auto_map": {"AutoConfig": "configuration_phi3_small.Cfg"},
+        },
+    )
+    res = run(
+        envs, "check-model", "new", str(phi), "--json", "--index-url", "http://127.0.0.1:9/simple"
+    )
+    data = res.json()
+    assert res.code == 1
+    assert [p["code"] for p in data["problems"]] == ["architecture-removed"]
+    assert "until vLLM 0.9.2" in data["problems"][0]["message"]
+    assert data["remote_code"] is True and any("trust-remote-code" in n for n in data["notes"])
+    assert data["supported_by"] == ["old"]
+    bart = write_config(tmp_path, {"model_type": "bart", "architectures": ["BartModel"]}, "b.json")
+    data = run(envs, "check-model", "new", str(bart), "--json").json()
+    assert data["problems"][0]["code"] == "architecture-out-of-tree"
+
+
+def test_no_profile_can_load_it_names_the_releases(envs: Path, world, tmp_path: Path):
+    cfg = write_config(tmp_path, {"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
+    # hide it from both profiles: a profile folder holding only a profile without llama
+    only = tmp_path / "envs"
+    only.mkdir()
+    (only / "x.toml").write_text((envs / "old.toml").read_text().replace('"LlamaForCausalLM",', ""))
+    res = envkit(
+        "--envs", str(only), "which", str(cfg), "--json", "--index-url", url(world), cwd=tmp_path
+    )
+    assert res.code == 1
+    releases = res.json()["releases"]
+    assert (releases["first"], releases["newest"]) == ("0.2.7", "0.33.0")
+    offline = envkit(
+        "--envs",
+        str(only),
+        "which",
+        str(cfg),
+        "--json",
+        "--index-url",
+        "http://127.0.0.1:9/simple",
+        cwd=tmp_path,
+        env={"ENVKIT_CACHE_DIR": str(tmp_path / "empty-cache")},
+    )
+    assert offline.code == 1
+    assert "could not look up vLLM releases" in offline.json()["releases_lookup"]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ('{"model_type": "llama",', "not valid JSON (line 1"),
+        ("[1, 2]", "not an object"),
+        ('{"architectures": ["LlamaForCausalLM"]}', "has no model_type"),
+        ('{"model_type": "llama", "architectures": "LlamaForCausalLM"}', "must be a list"),
+        ('{"model_type": "llama", "architectures": [1]}', "must be a list"),
+    ],
+)
+def test_broken_configs_exit_2(envs: Path, tmp_path: Path, content: str, fragment: str):
+    res = run(envs, "check-model", "old", str(write_config(tmp_path, content)))
+    assert res.code == 2, res
+    assert fragment in res.err and "Traceback" not in res.err
+
+
+def test_bad_model_arguments(envs: Path, tmp_path: Path):
+    for model in (str(tmp_path), "../../etc", "no/such/path/at/all", "not a model"):
+        res = run(envs, "check-model", "old", model)
+        assert res.code == 2, (model, res)
+    (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
+    assert run(envs, "check-model", "old", str(tmp_path / "bin")).code == 2
+    assert run(envs, "check-model", "../x", str(QWEN2VL)).code == 2
+
+
+class _Hub(BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        _Hub.seen.append(self.headers.get("Authorization", ""))
+        if self.path == "/Qwen/Qwen2-VL-2B-Instruct/resolve/main/config.json":
+            body = (QWEN2VL / "config.json").read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            self.send_error(401)
+
+
+@pytest.fixture
+def hub() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_repo_id_fetches_only_config_with_the_token_never_shown(envs: Path, hub: str):
+    token = "hf_SECRETSECRETSECRET"
+    env = {"HF_ENDPOINT": hub, "HF_TOKEN": token}
+    res = envkit(
+        "--envs",
+        str(envs),
+        "check-model",
+        "old",
+        "Qwen/Qwen2-VL-2B-Instruct",
+        "--json",
+        cwd=envs.parent,
+        env=env,
+    )
+    assert res.code == 0, res.err
+    assert res.json()["model"] == "hub:Qwen/Qwen2-VL-2B-Instruct"
+    assert f"Bearer {token}" in _Hub.seen
+    gated = envkit(
+        "--envs", str(envs), "check-model", "old", "Org/gated-model", cwd=envs.parent, env=env
+    )
+    assert gated.code == 2 and "HF_TOKEN" in gated.err
+    for out in (res.out, res.err, gated.out, gated.err):
+        assert token not in out
+    offline = envkit(
+        "--envs",
+        str(envs),
+        "check-model",
+        "old",
+        "Qwen/Qwen2-VL-2B-Instruct",
+        cwd=envs.parent,
+        env={"HF_ENDPOINT": "http://127.0.0.1:9"},
+    )
+    assert offline.code == 2 and "Offline?" in offline.err
+
+
+def test_new_profile_drafts_a_loadable_profile(envs: Path, world, tmp_path: Path):
+    folder = tmp_path / "envs"
+    res = envkit(
+        "--envs",
+        str(folder),
+        "new-profile",
+        "qwen35",
+        "--for-model",
+        str(QWEN35),
+        "--index-url",
+        url(world),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert res.code == 0, res.err
+    profile = load_profile(folder / "qwen35.toml")
+    assert profile.requirements == ("vllm==0.33.0",)
+    # vLLM 0.33.0 allows >=5.16.1,<5.21.0; 5.24.0 is outside, 5.20.2 inside and knows qwen3_5
+    assert "transformers==5.20.2" in profile.constraints and "torch==2.14.0" in profile.constraints
+    assert profile.torch.backend == "cu130" and profile.python == "3.12"
+    assert "qwen3_5" in profile.models.model_types
+    check = envkit("--envs", str(folder), "check-model", "qwen35", str(QWEN35), cwd=tmp_path)
+    assert check.code == 0
+    again = envkit(
+        "--envs",
+        str(folder),
+        "new-profile",
+        "qwen35",
+        "--for-model",
+        str(QWEN35),
+        "--index-url",
+        url(world),
+        cwd=tmp_path,
+    )
+    assert again.code == 2 and "--force" in again.err
+    older = envkit(
+        "--envs",
+        str(folder),
+        "new-profile",
+        "q085",
+        "--for-model",
+        str(QWEN2VL),
+        "--vllm",
+        "0.8.5",
+        "--index-url",
+        url(world),
+        cwd=tmp_path,
+    )
+    assert older.code == 0, older.err
+    assert "transformers==4.51.3" in load_profile(folder / "q085.toml").constraints
+    wrong = envkit(
+        "--envs",
+        str(folder),
+        "new-profile",
+        "q",
+        "--for-model",
+        str(QWEN35),
+        "--vllm",
+        "0.8.5",
+        "--index-url",
+        url(world),
+        cwd=tmp_path,
+    )
+    assert wrong.code == 2 and "does not list" in wrong.err
+
+
+def test_shipped_profiles_answer_report_1_offline(tmp_path: Path):
+    shipped = ROOT / "envs"
+    res = envkit(
+        "--envs",
+        str(shipped),
+        "which",
+        str(QWEN35),
+        "--json",
+        cwd=tmp_path,
+        env={"UV_DEFAULT_INDEX": "http://127.0.0.1:9/simple"},
+    )
+    data = res.json()
+    assert res.code == 0
+    assert "vllm-0.8.5+qwen2-vl" not in data["supported_by"]
+    assert {"vllm-0.17.1+qwen3.5", "vllm-0.33.0"} <= set(data["supported_by"])
+    res = envkit(
+        "--envs", str(shipped), "check-model", "vllm-0.8.5+qwen2-vl", str(QWEN2VL), cwd=tmp_path
+    )
+    assert res.code == 0
