@@ -7,10 +7,12 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from envkit.profile import load_profile
+
 from helpers import envkit
 from indexserver import url
 from registry_world import MODELS
@@ -176,7 +178,7 @@ def test_bad_model_arguments(envs: Path, tmp_path: Path):
 
 
 class _Hub(BaseHTTPRequestHandler):
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     def log_message(self, *args: object) -> None:
         pass

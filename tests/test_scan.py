@@ -22,6 +22,7 @@ from envkit.registry_scan import (
     scan_vllm,
 )
 from envkit.wheelfetch import WheelError
+
 from helpers import envkit
 from indexserver import url
 from registry_world import source
