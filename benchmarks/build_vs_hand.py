@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def timed(commands: list[list[str]], cwd: Path) -> float:
     start = time.perf_counter()
     for command in commands:
-        subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
     return time.perf_counter() - start
 
 
@@ -49,12 +50,35 @@ def main() -> int:
     constraints.write_text(constraints_text(profile))
     extra = ["--exclude-newer", profile.exclude_newer] if profile.exclude_newer else []
     imports = ", ".join(profile.checks.imports) or "vllm"
-    envkit_cmd = [[sys.executable, "-m", "envkit", "--envs", str(ROOT / "envs"), "build",
-                   profile.name, "--torch-index", "default", "--python", python]]
+    envkit_cmd = [
+        [
+            sys.executable,
+            "-m",
+            "envkit",
+            "--envs",
+            str(ROOT / "envs"),
+            "build",
+            profile.name,
+            "--torch-index",
+            "default",
+            "--python",
+            python,
+        ]
+    ]
     hand_cmd = [
         [uv, "venv", "--quiet", "--python", python, ".venv"],
-        [uv, "pip", "install", "--quiet", "--python", ".venv/bin/python", "-c", str(constraints),
-         *extra, *profile.requirements],
+        [
+            uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            ".venv/bin/python",
+            "-c",
+            str(constraints),
+            *extra,
+            *profile.requirements,
+        ],
         [".venv/bin/python", "-c", f"import {imports}"],
     ]
     try:

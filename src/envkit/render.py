@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,18 @@ def _width() -> int:
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _wrap(text: str, first: str, rest: str) -> str:
+    """A paragraph folded to the terminal's width (messages people must read in full)."""
+    return textwrap.fill(
+        text,
+        _width(),
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
 
 
 def _cut_left(text: str, width: int) -> str:
@@ -287,11 +300,11 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
         _echo(f"{verdict.profile}: ", nl=False, bold=True)
         _echo(f"{mark} it{using}", fg=colour)
         for problem in verdict.problems:
-            _echo(f"  {problem.code}: " + _cut(problem.message, _width() - len(problem.code) - 4))
+            _echo(_wrap(f"{problem.code}: {problem.message}", "  ", "    "))
             if problem.fix:
-                _echo("    fix: " + _cut(problem.fix, _width() - 9))
+                _echo(_wrap(f"fix: {problem.fix}", "    ", "      "))
         for note in verdict.notes:
-            _echo("  note: " + _cut(note, _width() - 8))
+            _echo(_wrap(f"note: {note}", "  ", "    "))
     if rep.verdict is not None or not rep.ok:
         names = ", ".join(rep.supported_by)
         _echo(f"supported by: {names or 'no shipped profile'}")
