@@ -15,9 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from . import process
 from .errors import BadInput, redact
 from .interpreters import find_interpreter
+from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, machine_platform
+from .lockstate import states
 from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
 from .uvtool import Uv
 from .venvslot import VenvSlot, new_build_id
@@ -34,6 +38,8 @@ class BuildOptions:
     torch_index: str | None = None  # None: uv's --torch-backend; "default"; or a mirror URL
     index_url: str | None = None
     stream: bool = True  # let uv draw its progress on the terminal
+    use_lock: bool = True  # install the published lock of this machine's cell, if any
+    constraints: str | None = None  # the constraints folder (default: beside envs/)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +62,7 @@ class BuildResult:
     recovered: tuple[str, ...]
     seconds: dict[str, float] = field(default_factory=dict)
     report: Report | None = None
+    lock: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -69,6 +76,7 @@ class BuildResult:
             "interpreter": self.interpreter,
             "torch": {"source": self.torch.description, "cuda": self.torch.cuda or None},
             "command": list(self.command),
+            "lock": str(self.lock) if self.lock else None,
             "replaced_previous": self.replaced,
             "kept_previous": not self.ok,
             "recovered": list(self.recovered),
@@ -116,6 +124,83 @@ def constraints_text(profile: Profile) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True, kw_only=True)
+class InstallPlan:
+    """What the one `uv pip install` gets: a fresh resolution, or the published lock."""
+
+    requirements: tuple[str, ...]
+    uv_args: tuple[str, ...]
+    constraints: str | None  # the constraints file's text; None when installing a lock
+    lock: Path | None
+    describe: str
+    command: tuple[str, ...]
+
+
+def plan_install(
+    profile: Profile, options: BuildOptions, python: Version, source: TorchSource
+) -> InstallPlan:
+    """Use the lock of this machine's cell when one is published (unless --no-lock).
+
+    The lock is installed with the same torch source as a fresh resolution would use; a
+    lock made from another source fails its hash check, and the build keeps the old venv.
+
+    A stale lock is refused (BadInput) with the command that refreshes it; a cell without a
+    lock, or one that could not resolve, is resolved afresh.
+    """
+    cell = f"py{python.major}.{python.minor}-{machine_platform()}-" + (
+        options.torch_backend or profile.torch.backend or "any"
+    )
+    if options.use_lock:
+        for state in states(profile, options.constraints):
+            if state.cell.name != cell:
+                continue
+            if state.state == STALE:
+                raise BadInput(
+                    f"The published lock for {profile.name} / {cell} is stale: {state.reason}.",
+                    "Refresh it (that command), or build without it: --no-lock.",
+                )
+            if state.state in (LOCKED, SOURCE_ONLY):
+                locked = state.files[0]
+                # The requirements form of the lock, not the pylock: uv installs registry
+                # pins from its cache, where pylock URLs are fetched again every time.
+                args = (
+                    "-r",
+                    str(locked),
+                    "--require-hashes",
+                    *source.uv_args,
+                    *(("--default-index", options.index_url) if options.index_url else ()),
+                )
+                return InstallPlan(
+                    requirements=(),
+                    uv_args=args,
+                    constraints=None,
+                    lock=locked,
+                    describe=f"installing the published lock {locked.name} (exact, hash-checked)",
+                    command=("uv", "pip", "install", *args),
+                )
+    extra = list(source.uv_args)
+    if options.index_url:
+        extra += ["--default-index", options.index_url]
+    if profile.exclude_newer:
+        extra += ["--exclude-newer", profile.exclude_newer]
+    return InstallPlan(
+        requirements=profile.requirements,
+        uv_args=tuple(extra),
+        constraints=constraints_text(profile),
+        lock=None,
+        describe=f"installing {' '.join(profile.requirements)} (torch from {source.description})",
+        command=(
+            "uv",
+            "pip",
+            "install",
+            "-c",
+            "envkit-constraints.txt",
+            *extra,
+            *profile.requirements,
+        ),
+    )
+
+
 def build(
     profile: Profile,
     options: BuildOptions,
@@ -133,6 +218,8 @@ def build(
     )
     progress(f"looking for Python {profile.python}")
     interpreter = find_interpreter(profile.python, options.python)
+    plan = plan_install(profile, options, interpreter.version, source)
+    command = list(plan.command)
     slot = VenvSlot(options.venv)
     seconds: dict[str, float] = {}
     with slot.locked(progress) as recovered:
@@ -140,37 +227,22 @@ def build(
             progress(f"recovered: {note}")
         build_id = new_build_id()
         staging = slot.begin(build_id)
-        command: list[str] = []
         try:
             start = time.monotonic()
             progress(f"creating a venv with Python {interpreter.version} ({interpreter.path})")
             uv.create_venv(staging, str(interpreter.path), stream=False)
-            constraints = staging / "envkit-constraints.txt"
-            constraints.write_text(constraints_text(profile), encoding="utf-8")
-            extra = list(source.uv_args)
-            if options.index_url:
-                extra += ["--default-index", options.index_url]
-            if profile.exclude_newer:
-                extra += ["--exclude-newer", profile.exclude_newer]
-            command = [
-                "uv",
-                "pip",
-                "install",
-                "-c",
-                "envkit-constraints.txt",
-                *extra,
-                *profile.requirements,
-            ]
             seconds["venv"] = time.monotonic() - start
-            progress(
-                f"installing {' '.join(profile.requirements)} (torch from {source.description})"
-            )
+            constraints = None
+            if plan.constraints is not None:
+                constraints = staging / "envkit-constraints.txt"
+                constraints.write_text(plan.constraints, encoding="utf-8")
+            progress(plan.describe)
             start = time.monotonic()
             uv.pip_install(
                 venv_python(staging),
-                profile.requirements,
+                plan.requirements,
                 constraints=constraints,
-                options=extra,
+                options=plan.uv_args,
                 stream=options.stream,
                 # a backend in the user's environment would overrule the choice made here
                 unset_env=("UV_TORCH_BACKEND",) if options.torch_index else (),
@@ -192,6 +264,7 @@ def build(
                     recovered=tuple(recovered),
                     seconds=seconds,
                     report=report,
+                    lock=plan.lock,
                 )
             process.checkpoint()
             progress(f"swapping the verified environment into {slot.venv}")
@@ -211,6 +284,7 @@ def build(
         recovered=tuple(recovered),
         seconds=seconds,
         report=report,
+        lock=plan.lock,
     )
 
 

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 _requested = threading.Event()
@@ -85,6 +86,7 @@ def run(
     merge_stderr: bool = False,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    cwd: Path | None = None,
 ) -> Completed:
     """Run a child to its end. Without ``capture`` it writes to our terminal.
 
@@ -102,6 +104,7 @@ def run(
                 else None,
                 stdin=subprocess.DEVNULL,
                 env=None if env is None else dict(env),
+                cwd=cwd,
                 text=True,
                 preexec_fn=_child_setup if os.name == "posix" else None,
             )

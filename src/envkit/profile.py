@@ -39,8 +39,10 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "torch": dict,
         "verify": dict,
         "models": dict,
+        "matrix": dict,
     },
     "torch": {"backend": str, "cuda": str},
+    "matrix": {"python": list, "platforms": list, "backends": list},
     "verify": {"versions": dict, "imports": list, "probes": list},
     "models": {
         "vllm": str,
@@ -92,6 +94,26 @@ class Models:
     source: str = ""
 
 
+# Matrix platform -> uv --python-platform. Linux cells target glibc 2.35 (Ubuntu 22.04):
+# the oldest glibc of today's GPU hosts, new enough for the manylinux_2_31 wheels recent
+# vLLM releases publish (an older baseline would resolve them to source distributions).
+PLATFORMS = {
+    "linux-x86_64": "x86_64-manylinux_2_35",
+    "linux-aarch64": "aarch64-manylinux_2_35",
+    "macos-arm64": "aarch64-apple-darwin",
+    "windows-x86_64": "x86_64-pc-windows-msvc",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Matrix:
+    """The lock axes: every combination is a cell (see lockmatrix.py)."""
+
+    python: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ("linux-x86_64",)
+    backends: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     name: str
@@ -104,6 +126,7 @@ class Profile:
     torch: Torch = field(default_factory=Torch)
     checks: Checks = field(default_factory=Checks)
     models: Models = field(default_factory=Models)
+    matrix: Matrix = field(default_factory=Matrix)
 
     @property
     def python_spec(self) -> SpecifierSet:
@@ -261,6 +284,36 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         out_of_tree=_str_map(models_doc, "models.out_of_tree", problem),
         source=_str(models_doc, "source"),
     )
+    matrix_doc = _table(doc, "matrix")
+    pythons = _names(matrix_doc, "matrix.python", problem)
+    for version in pythons:
+        if not re.fullmatch(r"\d+\.\d+", version):
+            problem("matrix.python", f"{version!r} is not a Python version such as '3.12'")
+        elif (
+            isinstance(python, str)
+            and python
+            and Version(f"{version}.0") not in (_safe_spec(python))
+            and Version(f"{version}.99") not in _safe_spec(python)
+        ):
+            problem("matrix.python", f"Python {version} does not fit python = {python!r}")
+    platforms = _names(matrix_doc, "matrix.platforms", problem)
+    for plat in platforms:
+        if plat not in PLATFORMS:
+            close = difflib.get_close_matches(plat, list(PLATFORMS), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f" (one of {', '.join(PLATFORMS)})"
+            problem("matrix.platforms", f"unknown platform {plat!r}{hint}")
+    backends = _names(matrix_doc, "matrix.backends", problem)
+    for each in backends:
+        if not BACKEND_RE.fullmatch(each):
+            problem("matrix.backends", f"{each!r} is not a torch backend")
+    is_range = isinstance(python, str) and not re.fullmatch(r"\d+\.\d+", python)
+    if not pythons and is_range and "matrix" in doc:
+        problem("matrix.python", "list the Python versions to lock (python is a range)")
+    matrix = Matrix(
+        python=pythons or ((python,) if isinstance(python, str) and python else ()),
+        platforms=platforms or ("linux-x86_64",),
+        backends=backends or ((backend,) if backend else ()),
+    )
     if problems:
         raise ProfileError(problems)
     return Profile(
@@ -274,7 +327,15 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         torch=Torch(backend=backend, cuda=cuda),
         checks=Checks(versions=versions, imports=imports, probes=probes),
         models=models,
+        matrix=matrix,
     )
+
+
+def _safe_spec(text: str) -> SpecifierSet:
+    try:
+        return python_specifier(text)
+    except InvalidSpecifier:
+        return SpecifierSet()
 
 
 def _check_shape(table: Mapping[str, Any], prefix: str, problem: Any) -> None:

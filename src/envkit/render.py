@@ -18,6 +18,8 @@ import click
 from .build import BuildResult
 from .catalog import Listing
 from .errors import EXIT_CODES, EnvkitError, redact
+from .lockmatrix import CellResult
+from .lockstate import CellState
 from .modelcheck import ModelReport
 from .profile import Profile
 from .registry_scan import Scan
@@ -330,3 +332,78 @@ def drafted(profile: Profile, architecture: str, as_json: bool) -> None:
         fg="green",
     )
     _echo(f"Review it, then: envkit build {profile.name}")
+
+
+_STATE_COLOUR = {
+    "locked": "green",
+    "source-only": "yellow",
+    "unresolvable": "red",
+    "stale": "red",
+    "missing": "red",
+}
+
+
+def lock_results(results: Sequence[CellResult], as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": all(r.state != "unresolvable" for r in results),
+                "cells": [r.to_dict() for r in results],
+            }
+        )
+        return
+    for r in results:
+        _echo(f"{r.cell.profile} / {r.cell.name}: ", nl=False)
+        _echo(r.state, fg=_STATE_COLOUR.get(r.state), nl=False)
+        _echo(f" ({r.seconds:.1f} s)" + (f", wrote {', '.join(r.files)}" if r.files else ""))
+        if r.reason:
+            _echo(_wrap(r.reason, "    ", "    "))
+
+
+def _state_rows(found: Sequence[CellState]) -> None:
+    rows = [("PROFILE", "CELL", "STATE", "NOTE")]
+    rows += [
+        (s.cell.profile, s.cell.name, s.state, s.reason.split(":")[0] if s.reason else "")
+        for s in found
+    ]
+    _echo(table(rows))
+
+
+def lock_check(found: Sequence[CellState], as_json: bool) -> None:
+    bad = [s for s in found if s.state in ("stale", "missing")]
+    if as_json:
+        emit_json(
+            {
+                "ok": not bad,
+                "cells": [s.to_dict() for s in found],
+                "stale": [f"{s.cell.profile}/{s.cell.name}" for s in bad],
+            }
+        )
+        return
+    _state_rows(found)
+    if bad:
+        _echo(f"{len(bad)} of {len(found)} cells are stale or missing:", fg="red", bold=True)
+        for s in bad:
+            _echo(_wrap(f"{s.cell.profile}/{s.cell.name}: {s.reason}", "  ", "    "))
+    else:
+        _echo(f"All {len(found)} cells are current.", fg="green", bold=True)
+
+
+def matrix(found: Sequence[CellState], as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": True, "cells": [s.to_dict() for s in found]})
+        return
+    _state_rows(found)
+
+
+def github_matrix(found: Sequence[CellState]) -> None:
+    """The object GitHub Actions takes as strategy.matrix, on one line (for $GITHUB_OUTPUT)."""
+    include = [{**s.cell.to_dict(), "state": s.state} for s in found]
+    _echo(json.dumps({"include": include}, separators=(",", ":")))
+
+
+def published(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(result)
+        return
+    _echo(f"Published {len(result['files'])} files and index.json to {result['to']}.", fg="green")

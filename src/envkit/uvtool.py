@@ -39,16 +39,18 @@ def find_uv() -> str:
     )
 
 
-Runner = Callable[[Sequence[str], bool, "Mapping[str, str] | None"], process.Completed]
+Runner = Callable[
+    [Sequence[str], bool, "Mapping[str, str] | None", "Path | None"], process.Completed
+]
 """Runs a full command line; ``stream`` says whether the user watches; ``env`` replaces
-the environment when not None."""
+the environment when not None; ``cwd`` is the working folder."""
 
 
 def subprocess_runner(
-    args: Sequence[str], stream: bool, env: Mapping[str, str] | None
+    args: Sequence[str], stream: bool, env: Mapping[str, str] | None, cwd: Path | None
 ) -> process.Completed:
     """Run a command; let it write to our terminal, or capture everything."""
-    return process.run(args, capture=not stream, merge_stderr=True, env=env)
+    return process.run(args, capture=not stream, merge_stderr=True, env=env, cwd=cwd)
 
 
 class Uv:
@@ -66,10 +68,11 @@ class Uv:
         stream: bool = False,
         unset_env: Sequence[str] = (),
         hint: str = "",
+        cwd: Path | None = None,
     ) -> process.Completed:
         command = [self.binary, *args]
         env = {k: v for k, v in os.environ.items() if k not in unset_env} if unset_env else None
-        done = self.runner(command, stream, env)
+        done = self.runner(command, stream, env, cwd)
         if done.returncode != 0:
             output = done.stdout if not stream else "(uv's output is shown above)"
             raise CommandFailed(["uv", *args], done.returncode, output, what, hint)
@@ -106,7 +109,8 @@ class Uv:
         args += list(options)
         if not stream:
             args.append("--quiet")
-        args += ["--", *requirements]
+        if requirements:
+            args += ["--", *requirements]
         self.run(
             args,
             what="Installing the profile",
@@ -114,4 +118,42 @@ class Uv:
             unset_env=unset_env,
             hint="The environment at --venv was not touched. Check the profile's requirements "
             "and constraints, the index (--index-url, --torch-index) and the network.",
+        )
+
+    def pip_compile(
+        self,
+        folder: Path,
+        output: str,
+        *,
+        python_version: str,
+        platform: str,
+        options: Sequence[str],
+        unset_env: Sequence[str] = (),
+    ) -> None:
+        """Resolve ``requirements.in`` with ``constraints.txt`` in ``folder`` into ``output``.
+
+        Run inside ``folder`` with relative names, so uv's annotations hold no temporary paths.
+        """
+        args = [
+            "pip",
+            "compile",
+            "requirements.in",
+            "--constraints",
+            "constraints.txt",
+            "--python-version",
+            python_version,
+            "--python-platform",
+            platform,
+            "--generate-hashes",
+            "--no-header",
+            "--quiet",
+            "--output-file",
+            output,
+            *options,
+        ]
+        self.run(
+            args,
+            what=f"Resolving for Python {python_version} on {platform}",
+            unset_env=unset_env,
+            cwd=folder,
         )

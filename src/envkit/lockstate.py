@@ -1,0 +1,177 @@
+"""The state of published locks: which cells are current, stale, missing; and publishing them.
+
+A cell is stale when its files name another profile digest than the profile has now (the
+profile was edited since), or, with ``resolve``, when resolving it again gives another body
+(the index changed under an unpinned dependency). ``constraints/index.json`` lists every
+published file with its sha256, for people who fetch the files without envkit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import EnvkitError
+from .lockmatrix import (
+    LOCKED,
+    MISSING,
+    SOURCE_ONLY,
+    STALE,
+    UNRESOLVABLE,
+    Cell,
+    Locker,
+    body,
+    cells,
+    constraints_root,
+    digest,
+    file_digest,
+    read_manifest,
+)
+from .profile import Profile
+from .profile_write import write_atomic
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellState:
+    cell: Cell
+    state: str
+    reason: str = ""
+    files: tuple[Path, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.cell.to_dict(),
+            "state": self.state,
+            "reason": self.reason,
+            "files": [str(f) for f in self.files],
+        }
+
+
+def states(profile: Profile, root: str | None = None) -> list[CellState]:
+    """Every cell of ``profile`` with its state, from the files on disk."""
+    folder = constraints_root(profile, root) / profile.name
+    manifest = read_manifest(folder / "lock.json")
+    recorded = manifest.get("cells", {}) if isinstance(manifest.get("cells"), dict) else {}
+    current = digest(profile)
+    out = []
+    for cell in cells(profile):
+        txt, pylock = folder / f"{cell.name}.txt", folder / cell.pylock_name
+        entry = recorded.get(cell.name, {})
+        if entry.get("state") == UNRESOLVABLE and manifest.get("digest") == current:
+            out.append(CellState(cell=cell, state=UNRESOLVABLE, reason=entry.get("reason", "")))
+        elif not txt.is_file() or not pylock.is_file():
+            out.append(
+                CellState(
+                    cell=cell,
+                    state=MISSING,
+                    reason=f"not locked: envkit lock {profile.name} --cell {cell.name}",
+                )
+            )
+        elif file_digest(txt) != current or file_digest(pylock) != current:
+            out.append(
+                CellState(
+                    cell=cell,
+                    state=STALE,
+                    files=(txt, pylock),
+                    reason=f"the profile changed since the lock: envkit lock "
+                    f"{profile.name} --cell {cell.name}",
+                )
+            )
+        else:
+            state = SOURCE_ONLY if entry.get("state") == SOURCE_ONLY else LOCKED
+            out.append(
+                CellState(
+                    cell=cell, state=state, reason=entry.get("reason", ""), files=(txt, pylock)
+                )
+            )
+    return out
+
+
+def check(profiles: Iterable[Profile], root: str | None, locker: Locker | None) -> list[CellState]:
+    """Every cell's state; with a ``locker``, locked cells are also resolved again."""
+    found: list[CellState] = []
+    for profile in profiles:
+        for state in states(profile, root):
+            if locker is not None and state.state in (LOCKED, SOURCE_ONLY):
+                state = _re_resolved(profile, state, locker)
+            found.append(state)
+    return found
+
+
+def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellState:
+    with tempfile.TemporaryDirectory(prefix="envkit-check-") as tmp:
+        again = locker.resolve(profile, state.cell, Path(tmp))
+        if again.state == UNRESOLVABLE:
+            return CellState(
+                cell=state.cell,
+                state=STALE,
+                files=state.files,
+                reason=f"no longer resolves: {again.reason}",
+            )
+        if (Path(tmp) / "cell.txt").read_text() != body(state.files[0]):
+            return CellState(
+                cell=state.cell,
+                state=STALE,
+                files=state.files,
+                reason="resolving again gives another result: envkit lock "
+                f"{profile.name} --cell {state.cell.name}",
+            )
+    return state
+
+
+class StaleLocks(EnvkitError):
+    exit_code = 1
+
+
+def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> dict[str, Any]:
+    """Write ``index.json`` (and, with ``to``, copies of every locked file) atomically."""
+    entries: list[dict[str, Any]] = []
+    sources: list[Path] = []
+    stale: list[str] = []
+    source_roots: set[Path] = set()
+    for profile in profiles:
+        source_roots.add(constraints_root(profile, root))
+        for state in states(profile, root):
+            if state.state in (STALE, MISSING):
+                stale.append(f"{profile.name}/{state.cell.name} ({state.state})")
+                continue
+            for path in state.files:
+                sources.append(path)
+                entries.append(
+                    {
+                        "profile": profile.name,
+                        "cell": state.cell.name,
+                        "state": state.state,
+                        "file": f"{profile.name}/{path.name}",
+                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "digest": digest(profile),
+                    }
+                )
+    if stale:
+        raise StaleLocks(
+            "Refusing to publish stale or missing cells: " + ", ".join(stale) + ".",
+            "Lock them first: envkit lock --all (add --torch-index default where the PyTorch "
+            "index is out of reach).",
+        )
+    if len(source_roots) > 1 and to is None:
+        raise EnvkitError(
+            "The profiles' constraints live in different folders.",
+            "Publish them one folder at a time, or pass --to DIR.",
+        )
+    target = to or next(iter(source_roots), Path("constraints"))
+    for entry, source in zip(entries, sources, strict=True) if to is not None else []:
+        dest = target / entry["file"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.tmp")
+        shutil.copyfile(source, tmp)
+        tmp.replace(dest)
+    target.mkdir(parents=True, exist_ok=True)
+    index = {"format": 1, "files": sorted(entries, key=lambda e: (e["profile"], e["file"]))}
+    write_atomic(target / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
+    return {"ok": True, "to": str(target), "files": index["files"]}
