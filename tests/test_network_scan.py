@@ -10,6 +10,7 @@ from packaging.version import Version
 from envkit.catalog import list_profiles
 from envkit.registry_scan import Scanner, releases_listing
 from envkit.wheelfetch import index_url
+
 from helpers import envkit
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +24,12 @@ class Wheel:
     requires: list[str] = field(default_factory=list)
     scripts: dict[str, str] = field(default_factory=dict)  # console_scripts name -> mod:func
     requires_python: str = ""
+    tag: str = "py3-none-any"
+    sdist: bool = False  # also publish a source distribution
 
     @property
     def filename(self) -> str:
-        return f"{self.name.replace('-', '_')}-{self.version}-py3-none-any.whl"
+        return f"{self.name.replace('-', '_')}-{self.version}-{self.tag}.whl"
 
     def write(self, folder: Path) -> Path:
         dist_info = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
@@ -36,8 +40,7 @@ class Wheel:
         entries: dict[str, str | bytes] = dict(self.files)
         entries[f"{dist_info}/METADATA"] = metadata
         entries[f"{dist_info}/WHEEL"] = (
-            "Wheel-Version: 1.0\nGenerator: envkit-tests\nRoot-Is-Purelib: true\n"
-            "Tag: py3-none-any\n"
+            f"Wheel-Version: 1.0\nGenerator: envkit-tests\nRoot-Is-Purelib: true\nTag: {self.tag}\n"
         )
         if self.scripts:
             entries[f"{dist_info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
@@ -48,6 +51,8 @@ class Wheel:
             f"{path},{_record_hash(data)},{len(data)}\n" for path, data in blobs.items()
         )
         entries[f"{dist_info}/RECORD"] = record + f"{dist_info}/RECORD,,\n"
+        if self.sdist:
+            self._write_sdist(folder, str(entries[f"{dist_info}/METADATA"]))
         path = folder / self.filename
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for name, data in sorted(entries.items()):
@@ -55,6 +60,18 @@ class Wheel:
                 info.compress_type = zipfile.ZIP_DEFLATED
                 zf.writestr(info, data)
         return path
+
+    def _write_sdist(self, folder: Path, metadata: str) -> None:
+        base = f"{self.name.replace('-', '_')}-{self.version}"
+        with tarfile.open(folder / f"{base}.tar.gz", "w:gz") as tar:
+            for name, text in (
+                (f"{base}/PKG-INFO", metadata),
+                (f"{base}/setup.py", "raise SystemExit('would compile')\n"),
+            ):
+                data = text.encode()
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
 
 
 def write_index(root: Path, wheels: list[Wheel]) -> str:
@@ -65,6 +82,9 @@ def write_index(root: Path, wheels: list[Wheel]) -> str:
         folder = simple / wheel.name
         folder.mkdir(parents=True, exist_ok=True)
         projects.setdefault(wheel.name, []).append(wheel.write(folder))
+        projects[wheel.name] += [
+            p for p in folder.glob("*.tar.gz") if p not in projects[wheel.name]
+        ]
     for name, paths in projects.items():
         links = "".join(
             f'<a href="{p.name}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">{p.name}</a>\n'
@@ -123,6 +143,7 @@ def vllm(version: str = "0.8.5") -> Wheel:
         },
         requires=["transformers>=4.51", "torch==2.6.0"],
         scripts={"vllm": "vllm.cli:main"},
+        requires_python=">=3.10",
     )
 
 

@@ -88,7 +88,8 @@ def torch_index_option(func: F) -> F:
         metavar="default|URL",
         envvar="ENVKIT_TORCH_INDEX",
         help="Where torch comes from: 'default' takes it from the default index, a URL "
-        "uses a PyTorch index mirror ('{backend}' is substituted). [env: ENVKIT_TORCH_INDEX]",
+        "uses a PyTorch index mirror ('{backend}' is substituted). Verification still "
+        "demands the profile's CUDA. [env: ENVKIT_TORCH_INDEX]",
     )(func)
 
 
@@ -144,15 +145,14 @@ def show(state: State, profile: str, as_json: bool) -> int:
     help="Override the profile's torch backend (cpu, cu124, ...); verification then "
     "demands that backend's CUDA.",
 )
-@click.option(
-    "--torch-index",
-    metavar="default|URL",
-    envvar="ENVKIT_TORCH_INDEX",
-    help="Where torch comes from: 'default' takes it from the default index, a URL "
-    "uses a PyTorch index mirror ('{backend}' is substituted). Verification still "
-    "demands the profile's CUDA. [env: ENVKIT_TORCH_INDEX]",
-)
+@torch_index_option
 @click.option("--index-url", metavar="URL", help="The default package index for uv.")
+@click.option(
+    "--no-lock",
+    is_flag=True,
+    help="Resolve afresh even when a lock of this machine's cell is published.",
+)
+@constraints_option
 @json_option
 @click.pass_obj
 def build(
@@ -163,6 +163,8 @@ def build(
     torch_backend: str | None,
     torch_index: str | None,
     index_url: str | None,
+    no_lock: bool,
+    constraints: str | None,
     as_json: bool,
 ) -> int:
     """Recreate the venv from PROFILE with uv, verify it, then swap it in.
@@ -178,6 +180,8 @@ def build(
         torch_index=torch_index,
         index_url=index_url,
         stream=not as_json and sys.stderr.isatty(),
+        use_lock=not no_lock,
+        constraints=constraints,
     )
     result = run_build(loaded, options, progress=render.progress)
     render.build(result, as_json)
@@ -391,6 +395,12 @@ def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile
     "--check", is_flag=True, help="Change nothing: exit 1 naming every stale or missing cell."
 )
 @click.option("--resolve", is_flag=True, help="With --check: also resolve every cell again.")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Ask the index even where uv's cache could answer (profiles with exclude_newer "
+    "otherwise resolve from the cache first).",
+)
 @torch_index_option
 @index_option
 @constraints_option
@@ -404,6 +414,7 @@ def lock(
     jobs: int,
     check: bool,
     resolve: bool,
+    refresh: bool,
     torch_index: str | None,
     index: str | None,
     constraints: str | None,
@@ -418,7 +429,13 @@ def lock(
         raise BadInput(f"--torch-index {torch_index!r} is neither 'default' nor a URL.")
     locker = Locker(
         Uv(),
-        LockOptions(torch_index=torch_index, index_url=index, jobs=jobs, root=constraints),
+        LockOptions(
+            torch_index=torch_index,
+            index_url=index,
+            jobs=jobs,
+            root=constraints,
+            refresh=refresh or resolve,
+        ),
         render.progress,
     )
     if check:

@@ -129,6 +129,7 @@ class LockOptions:
     index_url: str | None = None
     jobs: int = 4
     root: str | None = None  # the constraints folder
+    refresh: bool = False  # ask the index even where uv's cache could answer
 
 
 @dataclass
@@ -165,16 +166,15 @@ class Locker:
         (folder / "constraints.txt").write_text("\n".join(profile.constraints) + "\n")
         options, unset = self._uv_options(profile, cell)
         self.progress(f"resolving {profile.name} / {cell.name}")
+        # With exclude_newer the answer cannot depend on when the index is asked, so uv's
+        # cache is tried alone first (--offline: none of the revalidation round trips that
+        # dominate a warm lock); a cache miss goes to the network, which also decides
+        # whether a cell is unresolvable.
+        cached_first = bool(profile.exclude_newer) and not self.options.refresh
         try:
             for output in ("cell.txt", "pylock.toml"):
-                self.uv.pip_compile(
-                    folder,
-                    output,
-                    python_version=cell.python,
-                    platform=PLATFORMS[cell.platform],
-                    options=options,
-                    unset_env=unset,
-                )
+                self._compile(folder, output, cell, options, unset, cached_first=cached_first)
+                cached_first = True  # the first output fetched all that the second needs
         except CommandFailed as exc:
             return CellResult(cell=cell, state=UNRESOLVABLE, reason=_reason(exc.output))
         sources = source_only(folder / "pylock.toml")
@@ -189,6 +189,36 @@ class Locker:
                 else ""
             ),
         )
+
+    def _compile(
+        self,
+        folder: Path,
+        output: str,
+        cell: Cell,
+        options: list[str],
+        unset: tuple[str, ...],
+        *,
+        cached_first: bool,
+    ) -> None:
+        """One uv pip compile; ``cached_first`` tries uv's cache alone before the network."""
+
+        def compile_(extra: list[str]) -> None:
+            self.uv.pip_compile(
+                folder,
+                output,
+                python_version=cell.python,
+                platform=PLATFORMS[cell.platform],
+                options=[*options, *extra],
+                unset_env=unset,
+            )
+
+        if cached_first:
+            try:
+                compile_(["--offline"])
+                return
+            except CommandFailed:
+                pass  # a cache miss: the network decides
+        compile_([])
 
     def _uv_options(self, profile: Profile, cell: Cell) -> tuple[list[str], tuple[str, ...]]:
         options: list[str] = []
@@ -274,7 +304,13 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 def source_only(pylock: Path) -> tuple[str, ...]:
     """Packages the resolution takes as a source distribution only (no wheel for the target)."""
-    doc = tomlkit.parse(pylock.read_text(encoding="utf-8")).unwrap()
+    text = pylock.read_text(encoding="utf-8")
+    try:
+        import tomllib  # 3.11+: six times faster than tomlkit, and this runs once per cell
+
+        doc: dict[str, Any] = tomllib.loads(text)
+    except ImportError:  # pragma: no cover - Python 3.10
+        doc = tomlkit.parse(text).unwrap()
     return tuple(
         sorted(
             str(p.get("name"))

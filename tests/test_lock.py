@@ -1,0 +1,236 @@
+"""Lock matrices against local indexes, with the real uv: lock, check, matrix, publish, build."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envkit.uvtool import find_uv
+
+import wheelhouse
+from conftest import Indexes
+from helpers import PY, build_args, envkit
+
+OTHER = "3.12" if PY != "3.12" else "3.11"
+
+
+def matrix_profile(pythons: list[str], python: str = ">=3.9", extra: str = "") -> str:
+    return f'''description = "lock test"
+python = "{python}"
+requirements = ["vllm==0.8.5"{extra}]
+constraints = ["transformers==4.51.3"]
+
+[torch]
+backend = "cu124"
+
+[verify]
+imports = ["vllm", "transformers", "torch"]
+
+[matrix]
+python = [{", ".join(f'"{p}"' for p in pythons)}]
+platforms = ["linux-x86_64", "linux-aarch64"]
+backends = ["cu124"]
+'''
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A project: envs/ with a 4-cell profile, constraints/ beside it."""
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
+    return tmp_path
+
+
+def lock_args(indexes: Indexes, *extra: str) -> list[str]:
+    return ["--index-url", indexes.default, "--torch-index", "default", *extra]
+
+
+def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes):
+    res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo)
+    assert res.code == 0, res.err
+    cells = {c["cell"]: c for c in res.json()["cells"]}
+    assert set(cells) == {
+        f"py{p}-{plat}-cu124" for p in (PY, OTHER) for plat in ("linux-x86_64", "linux-aarch64")
+    }
+    assert all(c["state"] == "locked" for c in cells.values())
+    folder = repo / "constraints" / "m"
+    cell_file = folder / f"py{PY}-linux-x86_64-cu124.txt"
+    txt = cell_file.read_text()
+    lines = txt.splitlines()
+    assert lines[0] == f"# envkit lock: profile m, cell py{PY}-linux-x86_64-cu124"
+    assert lines[1].startswith("# profile-digest: sha256:")
+    assert lines[2].startswith("# uv: ")
+    assert "reproduce: envkit lock m --cell" in txt
+    assert "transformers==4.51.3 \\" in txt and "--hash=sha256:" in txt
+    assert "requirements.in" in txt and "envkit-lock-" not in txt  # no temporary paths
+    pylock = folder / f"pylock.py{PY.replace('.', '')}-linux-x86_64-cu124.toml"
+    assert 'lock-version = "1.0"' in pylock.read_text()
+    manifest = json.loads((folder / "lock.json").read_text())
+    assert manifest["cells"][f"py{PY}-linux-x86_64-cu124"]["state"] == "locked"
+    # deterministic: a second lock writes the same bytes
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    # plain uv, handed the published file, resolves the pinned transformers
+    (repo / "in.txt").write_text("vllm==0.8.5\n")
+    out = subprocess.run(
+        [
+            find_uv(),
+            "pip",
+            "compile",
+            "in.txt",
+            "-c",
+            str(cell_file),
+            "--default-index",
+            indexes.default,
+            "--python-version",
+            PY,
+            "--quiet",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "transformers==4.51.3" in out.stdout
+
+
+def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes):
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    ok = envkit("lock", "m", "--check", "--json", cwd=repo)
+    assert ok.code == 0 and ok.json()["stale"] == []
+    resolved = envkit("lock", "m", "--check", "--resolve", *lock_args(indexes), cwd=repo)
+    assert resolved.code == 0, resolved.out + resolved.err
+    profile = repo / "envs" / "m.toml"
+    profile.write_text(profile.read_text().replace("transformers==4.51.3", "transformers==5.0.0"))
+    stale = envkit("lock", "m", "--check", "--json", cwd=repo)
+    assert stale.code == 1
+    assert len(stale.json()["stale"]) == 4
+    text = envkit("lock", "--all", "--check", cwd=repo)
+    assert text.code == 1 and "4 of 4 cells are stale or missing" in text.out
+    assert "envkit lock m --cell" in text.out
+    # build refuses the stale lock and says how to refresh it
+    build = envkit("build", "m", *build_args(indexes.default), cwd=repo)
+    assert build.code == 2 and "is stale" in build.err and "--no-lock" in build.err
+
+
+def test_unresolvable_and_source_only_cells_beside_good_ones(tmp_path: Path):
+    index = wheelhouse.write_index(
+        tmp_path / "idx",
+        [
+            wheelhouse.vllm(),
+            wheelhouse.transformers("4.51.3", with_attribute=True),
+            wheelhouse.torch("2.6.0", cuda="12.4"),
+            wheelhouse.Wheel(
+                "fastkernels",
+                "1.0",
+                {"fastkernels/__init__.py": ""},
+                tag="py3-none-manylinux_2_17_x86_64",
+                sdist=True,
+            ),
+        ],
+    )
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "k.toml").write_text(
+        matrix_profile(["3.9", PY], extra=', "fastkernels==1.0"')
+    )
+    res = envkit(
+        "lock", "k", "--json", "--index-url", index, "--torch-index", "default", cwd=tmp_path
+    )
+    assert res.code == 1  # a cell could not resolve
+    cells = {c["cell"]: c for c in res.json()["cells"]}
+    bad = cells["py3.9-linux-x86_64-cu124"]
+    assert bad["state"] == "unresolvable"
+    assert "3.10" in bad["reason"] and "\n" not in bad["reason"]  # uv's reason, one paragraph
+    assert cells[f"py{PY}-linux-x86_64-cu124"]["state"] == "locked"
+    aarch = cells[f"py{PY}-linux-aarch64-cu124"]
+    assert aarch["state"] == "source-only" and aarch["source_only"] == ["fastkernels"]
+    matrix = envkit("matrix", "k", "--json", cwd=tmp_path).json()
+    states = {c["cell"]: c["state"] for c in matrix["cells"]}
+    assert states["py3.9-linux-x86_64-cu124"] == "unresolvable"
+    assert states[f"py{PY}-linux-aarch64-cu124"] == "source-only"
+
+
+def test_github_matrix_covers_every_cell(repo: Path):
+    (repo / "envs" / "second.toml").write_text(matrix_profile([PY]))
+    res = envkit("matrix", "--github", cwd=repo)
+    assert res.code == 0
+    data = json.loads(res.out)
+    assert list(data) == ["include"]
+    assert len(data["include"]) == 6
+    assert {e["profile"] for e in data["include"]} == {"m", "second"}
+    for entry in data["include"]:
+        assert set(entry) >= {"profile", "cell", "python", "platform", "backend", "state"}
+    assert res.out.count("\n") == 1  # one line, for $GITHUB_OUTPUT
+
+
+def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path):
+    refused = envkit("publish", "--all", cwd=repo)
+    assert refused.code == 1 and "Refusing to publish" in refused.err
+    assert envkit("lock", "--all", *lock_args(indexes), cwd=repo).code == 0
+    res = envkit("publish", "--all", "--json", cwd=repo)
+    assert res.code == 0
+    index = json.loads((repo / "constraints" / "index.json").read_text())
+    assert len(index["files"]) == 8
+    for entry in index["files"]:
+        data = (repo / "constraints" / entry["file"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        assert entry["digest"].startswith("sha256:")
+    out = tmp_path / "site"
+    assert envkit("publish", "m", "--to", str(out), cwd=repo).code == 0
+    assert (out / "index.json").is_file() and len(list((out / "m").iterdir())) == 8
+
+
+def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: Indexes):
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    folder = repo / "constraints" / "m"
+    old = {p.name: p.read_text() for p in folder.glob("*.txt")}
+    profile = repo / "envs" / "m.toml"
+    profile.write_text(profile.read_text() + "# edited\n")
+    for delay in (0.3, 0.6, 0.9, 1.2):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envkit", "lock", "m", "--jobs", "1", *lock_args(indexes)],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for path in folder.glob("*.txt"):
+            text = path.read_text()
+            complete = text.startswith("# envkit lock:") and "vllm==0.8.5" in text
+            assert text == old[path.name] or (complete and text.endswith("\n")), path
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert envkit("lock", "m", "--check", cwd=repo).code == 0
+
+
+def test_build_installs_the_published_lock(repo: Path, indexes: Indexes):
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    res = envkit("build", "m", "--json", *build_args(indexes.default), cwd=repo)
+    assert res.code == 0, res.err
+    data = res.json()
+    assert data["lock"].endswith(f"py{PY}-linux-x86_64-cu124.txt")
+    assert "--require-hashes" in data["command"]
+    fresh = envkit("build", "m", "--json", "--no-lock", *build_args(indexes.default), cwd=repo)
+    assert fresh.code == 0 and fresh.json()["lock"] is None
+
+
+def test_bad_lock_arguments(repo: Path):
+    assert envkit("lock", cwd=repo).code == 2
+    assert envkit("lock", "m", "--all", cwd=repo).code == 2
+    assert envkit("lock", "m", "--cell", "nope", "--torch-index", "default", cwd=repo).code == 2
+    assert envkit("lock", "m", "--torch-index", "pypi", cwd=repo).code == 2
+    assert envkit("lock", "m", "--resolve", cwd=repo).code == 2
+    bad = repo / "envs" / "bad.toml"
+    bad.write_text(matrix_profile([PY]).replace("linux-aarch64", "linux-arm"))
+    res = envkit("matrix", "bad", cwd=repo)
+    assert res.code == 2 and "did you mean 'linux-aarch64'" in res.err
