@@ -17,6 +17,7 @@ import click
 from packaging.version import Version
 
 from . import __version__, lockstate, modelcheck, process, render
+from . import plan as memplan
 from .build import BuildOptions
 from .build import build as run_build
 from .catalog import envs_dir, list_profiles, resolve_profile
@@ -497,6 +498,84 @@ def publish(
     result = lockstate.publish(_profiles(state, profiles, every), constraints, to)
     render.published(result, as_json)
     return EXIT_OK
+
+
+@cli.command()
+@click.argument("profile")
+@click.argument("model")
+@click.option("--gpu-memory", required=True, metavar="SIZE", help="The GPU's memory: 8GiB, 24GB.")
+@click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts.")
+@click.option(
+    "--gpu-memory-utilization",
+    "utilization",
+    type=float,
+    default=0.9,
+    show_default=True,
+    help="vLLM's share of the GPU's total memory.",
+)
+@click.option("--max-model-len", type=click.IntRange(1), help="Context length to plan for.")
+@click.option(
+    "--dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "float16", "half", "bfloat16", "float32"]),
+)
+@click.option(
+    "--kv-cache-dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]),
+)
+@click.option(
+    "--reserve",
+    default="1GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Activation peak and CUDA graphs, outside weights and KV cache.",
+)
+@click.option("--compose", is_flag=True, help="Also print a docker-compose service.")
+@json_option
+@click.pass_obj
+def plan(
+    state: State,
+    profile: str,
+    model: str,
+    gpu_memory: str,
+    free: str | None,
+    utilization: float,
+    max_model_len: int | None,
+    dtype: str,
+    kv_cache_dtype: str,
+    reserve: str,
+    compose: bool,
+    as_json: bool,
+) -> int:
+    """Will MODEL fit this GPU with PROFILE's vLLM? Memory, context, images, command.
+
+    Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
+    """
+    loaded = resolve_profile(profile, envs_dir(state.envs))
+    config = load_model_config(model)
+    folder = Path(model) if Path(model).is_dir() else Path(model).parent
+    inp = memplan.PlanInput(
+        model=folder,
+        gpu_memory=memplan.parse_size(gpu_memory, "--gpu-memory"),
+        free=memplan.parse_size(free, "--free") if free else None,
+        utilization=utilization,
+        max_model_len=max_model_len,
+        dtype=dtype,
+        kv_cache_dtype=kv_cache_dtype,
+        reserve=memplan.parse_size(reserve, "--reserve"),
+    )
+    result = memplan.make_plan(config.raw, folder, model, inp)
+    verdict = modelcheck.judge(loaded, config)
+    extra = (
+        memplan.compose(model, result.recommended, loaded.models.vllm)
+        if (compose and result.command)
+        else ""
+    )
+    render.plan(result, verdict, extra, as_json)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

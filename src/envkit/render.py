@@ -20,7 +20,8 @@ from .catalog import Listing
 from .errors import EXIT_CODES, EnvkitError, redact
 from .lockmatrix import CellResult
 from .lockstate import CellState
-from .modelcheck import ModelReport
+from .modelcheck import ModelReport, Verdict
+from .plan import GIB, Plan
 from .profile import Profile
 from .registry_scan import Scan
 from .verify import Report, Status
@@ -407,3 +408,52 @@ def published(result: dict[str, Any], as_json: bool) -> None:
         emit_json(result)
         return
     _echo(f"Published {len(result['files'])} files and index.json to {result['to']}.", fg="green")
+
+
+def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
+    if as_json:
+        data = result.to_dict()
+        data["profile"] = verdict.to_dict()
+        if compose:
+            data["compose"] = compose
+        emit_json(data)
+        return
+    mem = result.memory
+    rows = [
+        ("GPU", f"{mem['total'] / GIB:.2f} GiB total, {mem['free'] / GIB:.2f} GiB free"),
+        ("vLLM asks", f"{mem['requested'] / GIB:.2f} GiB"),
+        ("weights", f"{mem['weights'] / GIB:.2f} GiB ({result.numbers['weights_source']})"),
+        ("reserve", f"{mem['reserve'] / GIB:.2f} GiB (activations, CUDA graphs)"),
+        (
+            "KV cache",
+            f"{mem['kv_cache'] / GIB:.2f} GiB, {mem['kv_per_token']} bytes per token "
+            f"({result.numbers['full_attention_layers']} attention layers)",
+        ),
+        (
+            "context",
+            f"{result.numbers['max_model_len']} asked, "
+            f"{result.numbers['max_model_len_that_fits']} fit at the recommendation",
+        ),
+    ]
+    if result.mm:
+        rows.append(
+            (
+                "images",
+                f"{result.mm['max_image_tokens']} tokens per image at most "
+                f"({result.mm['max_pixels']} pixels, {result.mm['source']})",
+            )
+        )
+    _echo(table(rows))
+    for problem in result.problems:
+        _echo(_wrap(f"{problem['code']}: {problem['message']}", "  ", "    "), fg="red")
+        _echo(_wrap(f"fix: {problem['fix']}", "    ", "      "))
+    for note in (*result.notes, *(p.message for p in verdict.problems)):
+        _echo(_wrap(f"note: {note}", "  ", "    "))
+    if result.ok:
+        _echo("It fits as asked.", fg="green", bold=True)
+    else:
+        _echo("It does not fit as asked.", fg="red", bold=True)
+    if result.command:
+        _echo("recommended: " + result.command)
+    if compose:
+        _echo(compose, nl=False)

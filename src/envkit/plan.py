@@ -1,0 +1,442 @@
+"""``envkit plan``: will this model fit this GPU, the way vLLM budgets memory?
+
+vLLM's budget (``Worker.init_device`` and ``determine_available_memory`` in vLLM's GPU
+worker) in four lines:
+
+1. vLLM asks for ``U x total`` bytes (``--gpu-memory-utilization``, default 0.9) and refuses to
+   start when the GPU has less free memory than that.
+2. Out of that budget come the weights, the activation peak of a profiling run and CUDA
+   graphs (here one stated reserve, ``--reserve``, default 1 GiB), and the KV cache gets the
+   rest.
+3. Each token of context holds, per full-attention layer, a key and a value vector per KV
+   head: ``2 x kv_heads x head_dim x bytes``. Linear-attention layers of hybrid models
+   (``layer_types``) keep a fixed-size state instead; MLA models (``kv_lora_rank``) keep one
+   latent vector of ``kv_lora_rank + qk_rope_head_dim``.
+4. A request of ``max_model_len`` tokens must fit in the KV cache; concurrency is the number
+   of such requests that fit at once.
+
+Vision models profile with the largest image the processor accepts: ``max_pixels`` over the
+pixels one vision token covers (``(patch_size x merge_size)^2``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+
+GIB = 1024**3
+DTYPE_BYTES = {
+    "float32": 4,
+    "float": 4,
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "int8": 1,
+}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+IMAGE_TOKEN_TARGET = 512  # the profiling image a small GPU can afford (field report 3)
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """``8GiB``, ``6.98GiB``, ``24GB``, ``512MiB`` or plain bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]i?b|b)?\s*", text.lower())
+    if not match:
+        raise BadInput(f"{what} {text!r} is not a size.", "Write it like 8GiB, 6.98GiB or 24GB.")
+    return int(float(match.group(1)) * _UNITS[match.group(2) or ""])
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    inner = config.get("text_config") or config.get("llm_config")
+    return {**config, **inner} if isinstance(inner, dict) else config
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shapes:
+    layers: int
+    full_attention_layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    intermediate: int
+    tied: bool
+    mla_width: int  # kv_lora_rank + qk_rope_head_dim, 0 when not MLA
+    experts: int
+    moe_intermediate: int
+    dtype: str
+
+
+def shapes(config: dict[str, Any]) -> Shapes:
+    text = _text_config(config)
+
+    def num(key: str, default: int | None = None) -> int:
+        value = text.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise BadInput(f"config.json has no usable {key!r} for the memory plan.")
+        return value
+
+    layers = num("num_hidden_layers")
+    heads = num("num_attention_heads")
+    hidden = num("hidden_size")
+    kinds = text.get("layer_types")
+    full = (
+        sum(1 for k in kinds if "full" in str(k) or k == "attention")
+        if isinstance(kinds, list) and kinds
+        else layers
+    )
+    dtype = str(
+        text.get("dtype") or text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16"
+    )
+    mla = 0
+    if isinstance(text.get("kv_lora_rank"), int):
+        mla = text["kv_lora_rank"] + int(text.get("qk_rope_head_dim") or 0)
+    return Shapes(
+        layers=layers,
+        full_attention_layers=full,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=num("num_key_value_heads", heads),
+        head_dim=num("head_dim", hidden // heads) if text.get("head_dim") else hidden // heads,
+        vocab=num("vocab_size"),
+        intermediate=num("intermediate_size", 4 * hidden),
+        tied=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        mla_width=mla,
+        experts=int(text.get("num_experts") or text.get("n_routed_experts") or 0),
+        moe_intermediate=int(text.get("moe_intermediate_size") or 0),
+        dtype=dtype,
+    )
+
+
+def parameters_from_shapes(s: Shapes) -> int:
+    """Parameter count of a decoder (attention with biases on q/k/v as Qwen2 has them,
+    a gated MLP, two norms per layer); MoE layers count every expert."""
+    q = s.heads * s.head_dim
+    kv = s.kv_heads * s.head_dim
+    attention = s.hidden * q + q + 2 * (s.hidden * kv + kv) + q * s.hidden
+    if s.experts:
+        mlp = s.experts * 3 * s.hidden * (s.moe_intermediate or s.intermediate)
+        mlp += s.experts * s.hidden  # router
+    else:
+        mlp = 3 * s.hidden * s.intermediate
+    per_layer = attention + mlp + 2 * s.hidden
+    embeddings = s.vocab * s.hidden * (1 if s.tied else 2)
+    return s.layers * per_layer + embeddings + s.hidden
+
+
+def kv_bytes_per_token(s: Shapes, kv_dtype_bytes: int) -> int:
+    if s.mla_width:
+        return s.full_attention_layers * s.mla_width * kv_dtype_bytes
+    return 2 * s.full_attention_layers * s.kv_heads * s.head_dim * kv_dtype_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vision:
+    pixels_per_token: int
+    max_pixels: int
+    source: str
+
+    @property
+    def max_image_tokens(self) -> int:
+        return self.max_pixels // self.pixels_per_token
+
+
+def vision(model: Path, config: dict[str, Any]) -> Vision | None:
+    """The largest image vLLM profiles with, from preprocessor_config.json / vision_config."""
+    vc = config.get("vision_config")
+    pre: dict[str, Any] = {}
+    pre_path = model / "preprocessor_config.json"
+    if pre_path.is_file():
+        try:
+            pre = json.loads(pre_path.read_text(encoding="utf-8"))
+        except ValueError:
+            raise BadInput(f"{pre_path} is not valid JSON.") from None
+    if not isinstance(vc, dict) and not pre:
+        return None
+    vc = vc if isinstance(vc, dict) else {}
+    patch = int(pre.get("patch_size") or vc.get("patch_size") or 14)
+    merge = int(pre.get("merge_size") or vc.get("spatial_merge_size") or 2)
+    per_token = (patch * merge) ** 2
+    size: dict[str, Any] = pre["size"] if isinstance(pre.get("size"), dict) else {}
+    max_pixels = pre.get("max_pixels") or size.get("longest_edge") or size.get("max_pixels")
+    source = (
+        "preprocessor_config.json max_pixels"
+        if max_pixels
+        else ("the processor default (16384 vision tokens)")
+    )
+    if not max_pixels:
+        max_pixels = 16384 * per_token
+    return Vision(pixels_per_token=per_token, max_pixels=int(max_pixels), source=source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInput:
+    model: Path
+    gpu_memory: int
+    free: int | None = None
+    utilization: float = 0.9
+    max_model_len: int | None = None
+    dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    reserve: int = GIB
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    ok: bool
+    problems: tuple[dict[str, str], ...]
+    memory: dict[str, int]
+    numbers: dict[str, Any]
+    recommended: dict[str, Any]
+    mm: dict[str, Any] | None
+    command: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "problems": list(self.problems),
+            "memory": self.memory,
+            **self.numbers,
+            "recommended": self.recommended,
+            "mm": self.mm,
+            "command": self.command,
+            "notes": list(self.notes),
+        }
+
+
+def _serve_dtype(asked: str, config_dtype: str) -> str:
+    if asked != "auto":
+        if asked not in DTYPE_BYTES:
+            raise BadInput(f"--dtype {asked!r} is not one of auto, float16, bfloat16, float32.")
+        return asked
+    # vLLM's "auto": the checkpoint's dtype, except that float32 checkpoints are served in 16 bits
+    return "bfloat16" if config_dtype in ("float32", "float") else config_dtype
+
+
+def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -> tuple[int, str]:
+    index = model / "model.safetensors.index.json"
+    checkpoint_bytes = DTYPE_BYTES.get(s.dtype, 2)
+    if index.is_file():
+        try:
+            total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
+        except (ValueError, KeyError, TypeError):
+            raise BadInput(f"{index} has no metadata.total_size.") from None
+        return int(total) * serve_bytes // checkpoint_bytes, "model.safetensors.index.json"
+    params = parameters_from_shapes(s)
+    note = "estimated from config.json shapes"
+    if isinstance(config.get("vision_config"), dict):
+        note += " (the vision tower is not counted)"
+    return params * serve_bytes, note
+
+
+def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInput) -> Plan:
+    """The memory plan. Problems are about the settings as asked; recommendations fix them."""
+    s = shapes(config)
+    if not 0 < inp.utilization <= 1:
+        raise BadInput(f"--gpu-memory-utilization {inp.utilization} must be in (0, 1].")
+    free = inp.free if inp.free is not None else inp.gpu_memory
+    if free > inp.gpu_memory:
+        raise BadInput("--free is larger than --gpu-memory.")
+    dtype = _serve_dtype(inp.dtype, s.dtype)
+    serve_bytes = DTYPE_BYTES[dtype]
+    kv_bytes = (
+        DTYPE_BYTES.get(inp.kv_cache_dtype, serve_bytes)
+        if inp.kv_cache_dtype != "auto"
+        else serve_bytes
+    )
+    weights, weights_source = _weights(model, config, s, serve_bytes)
+    per_token = kv_bytes_per_token(s, kv_bytes)
+    text = _text_config(config)
+    length = inp.max_model_len or int(text.get("max_position_embeddings") or 4096)
+    problems: list[dict[str, str]] = []
+    requested = int(inp.utilization * inp.gpu_memory)
+    # one point below the free fraction: the CUDA context and other processes take a little
+    # more once vLLM starts (field report 2: 6.98 of 8 GiB free, 0.86 works)
+    safe = math.floor((free / inp.gpu_memory - 0.01) * 100) / 100
+    if requested > free:
+        problems.append(
+            {
+                "code": "exceeds-free-memory",
+                "message": (
+                    f"{inp.utilization} x {inp.gpu_memory / GIB:.2f} GiB = "
+                    f"{requested / GIB:.2f} GiB is more than the {free / GIB:.2f} GiB free: "
+                    "vLLM refuses to start"
+                ),
+                "fix": f"--gpu-memory-utilization {safe:.2f}",
+            }
+        )
+    kv_room_asked = requested - weights - inp.reserve
+    # the recommendation: the asked utilisation if it fits, else the least that holds a
+    # full-length context, else the most this GPU can give (and the context that fits then)
+    need = math.ceil((weights + inp.reserve + per_token * length) / inp.gpu_memory * 100) / 100
+    utilization = min(inp.utilization, safe)
+    if kv_room_asked < per_token * length:
+        utilization = need if need <= safe else safe
+    kv_room = int(utilization * inp.gpu_memory) - weights - inp.reserve
+    fits = kv_room // per_token if per_token and kv_room > 0 else 0
+    fits = fits // 16 * 16  # vLLM allocates the KV cache in blocks of 16 tokens
+    if kv_room_asked <= 0:
+        problems.append(
+            {
+                "code": "no-room-for-kv-cache",
+                "message": (
+                    f"weights {weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
+                    f"leave no KV cache in a {requested / GIB:.2f} GiB budget"
+                ),
+                "fix": f"--gpu-memory-utilization {need:.2f}"
+                if need <= safe
+                else "a smaller model, fewer bytes per weight (quantised), or a larger GPU",
+            }
+        )
+    elif kv_room_asked < per_token * length:
+        problems.append(
+            {
+                "code": "max-model-len-too-long",
+                "message": (
+                    f"a {length}-token context needs {per_token * length / GIB:.2f} GiB of "
+                    f"KV cache; {kv_room_asked / GIB:.2f} GiB are left"
+                ),
+                "fix": f"--gpu-memory-utilization {need:.2f}"
+                if need <= safe
+                else (f"--max-model-len {fits}" if fits else "a smaller model or a larger GPU"),
+            }
+        )
+    rec_len = min(length, fits) if fits else 0
+    recommended: dict[str, Any] = {
+        "gpu_memory_utilization": utilization,
+        "max_model_len": rec_len,
+        "dtype": dtype,
+    }
+    mm = None
+    image = vision(model, config)
+    if image is not None:
+        target = IMAGE_TOKEN_TARGET * image.pixels_per_token
+        mm = {
+            "max_image_tokens": image.max_image_tokens,
+            "max_pixels": image.max_pixels,
+            "pixels_per_token": image.pixels_per_token,
+            "source": image.source,
+            "recommended_max_pixels": min(target, image.max_pixels),
+        }
+        if image.max_image_tokens > IMAGE_TOKEN_TARGET:
+            recommended["mm_processor_kwargs"] = {"max_pixels": target}
+    memory = {
+        "total": inp.gpu_memory,
+        "free": free,
+        "requested": requested,
+        "weights": weights,
+        "reserve": inp.reserve,
+        "kv_cache": max(kv_room_asked, 0),
+        "kv_per_token": per_token,
+    }
+    numbers = {
+        "dtype": dtype,
+        "kv_cache_dtype": inp.kv_cache_dtype,
+        "weights_source": weights_source,
+        "max_model_len": length,
+        "max_model_len_that_fits": fits,
+        "concurrency": round(kv_room / (per_token * rec_len), 2) if rec_len else 0,
+        "full_attention_layers": s.full_attention_layers,
+        "layers": s.layers,
+        "highest_safe_utilization": safe,
+    }
+    notes = []
+    if s.full_attention_layers != s.layers:
+        notes.append(
+            f"hybrid model: {s.full_attention_layers} of {s.layers} layers hold a KV "
+            "cache; linear-attention layers keep a fixed-size state"
+        )
+    command = serve_command(model_arg, recommended, inp.kv_cache_dtype) if rec_len else ""
+    if not rec_len:
+        notes.append("no setting fits this model on this GPU: no command to recommend")
+    return Plan(
+        ok=not problems,
+        problems=tuple(problems),
+        memory=memory,
+        numbers=numbers,
+        recommended=recommended,
+        mm=mm,
+        command=command,
+        notes=tuple(notes),
+    )
+
+
+def serve_command(model: str, rec: dict[str, Any], kv_cache_dtype: str = "auto") -> str:
+    parts = [
+        "vllm",
+        "serve",
+        _quote(model),
+        "--dtype",
+        rec["dtype"],
+        "--gpu-memory-utilization",
+        f"{rec['gpu_memory_utilization']:.2f}",
+        "--max-model-len",
+        str(rec["max_model_len"]),
+    ]
+    if kv_cache_dtype != "auto":
+        parts += ["--kv-cache-dtype", kv_cache_dtype]
+    if "mm_processor_kwargs" in rec:
+        parts += ["--mm-processor-kwargs", "'" + json.dumps(rec["mm_processor_kwargs"]) + "'"]
+    return " ".join(parts)
+
+
+def _quote(text: str) -> str:
+    return text if re.fullmatch(r"[\w./:@+-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+
+
+def compose(model: str, rec: dict[str, Any], vllm_version: str) -> str:
+    """A docker-compose service running the recommended command (vLLM's OpenAI image)."""
+    args = [
+        "--model",
+        model,
+        "--dtype",
+        rec["dtype"],
+        "--gpu-memory-utilization",
+        f"{rec['gpu_memory_utilization']:.2f}",
+        "--max-model-len",
+        str(rec["max_model_len"]),
+    ]
+    if "mm_processor_kwargs" in rec:
+        args += ["--mm-processor-kwargs", json.dumps(rec["mm_processor_kwargs"])]
+    image = f"vllm/vllm-openai:v{vllm_version}" if vllm_version else "vllm/vllm-openai:latest"
+    lines = [
+        "services:",
+        "  vllm:",
+        f"    image: {image}",
+        "    ports:",
+        '      - "8000:8000"',
+        "    ipc: host",
+        "    environment:",
+        "      - HF_TOKEN  # passed through, never written",
+        "    command:",
+        *(f"      - {json.dumps(a)}" for a in args),
+        "    deploy:",
+        "      resources:",
+        "        reservations:",
+        "          devices:",
+        "            - driver: nvidia",
+        "              count: 1",
+        "              capabilities: [gpu]",
+    ]
+    return "\n".join(lines) + "\n"
