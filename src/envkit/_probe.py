@@ -23,23 +23,26 @@ def _real(path):
     return os.path.realpath(path) if path else path
 
 
-def _distributions(wanted):
+def _distributions(wanted, every=False):
     from importlib import metadata
 
     found = {name: [] for name in wanted}
     for dist in metadata.distributions():
         name = _norm(dist.metadata["Name"] or "")
         if name not in found:
-            continue
+            if not every:
+                continue
+            found[name] = []
         location = ""
         try:
             location = str(dist.locate_file(""))
         except Exception:
             pass
         installer = (dist.read_text("INSTALLER") or "").strip()
-        found[name].append(
-            {"version": dist.version, "location": _real(location), "installer": installer}
-        )
+        entry = {"version": dist.version, "location": _real(location), "installer": installer}
+        if every and name in ("vllm", "transformers", "torch"):
+            entry["requires"] = list(dist.requires or [])
+        found[name].append(entry)
     return found
 
 
@@ -138,10 +141,14 @@ def main(spec_path, out_path):
         "user_site": _real(site.getusersitepackages()) if site.ENABLE_USER_SITE else "",
         "site_packages": [_real(p) for p in site.getsitepackages()],
     }
-    facts["distributions"] = _distributions([_norm(n) for n in spec.get("distributions", [])])
+    facts["distributions"] = _distributions(
+        [_norm(n) for n in spec.get("distributions", [])], bool(spec.get("all_distributions"))
+    )
     facts["imports"] = {name: _import(name) for name in spec.get("imports", [])}
     facts["probes"] = {name: _probe(name) for name in spec.get("probes", [])}
-    if spec.get("torch"):
+    if spec.get("torch") or (
+        spec.get("torch_if_installed") and facts["distributions"].get("torch")
+    ):
         facts["torch"] = _torch()
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(facts, fh)

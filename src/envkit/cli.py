@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 import click
 from packaging.version import Version
 
-from . import __version__, lockstate, modelcheck, process, render
+from . import __version__, lockstate, modelcheck, process, render, serverprobe
+from . import doctor as doctor_module
 from . import plan as memplan
 from .build import BuildOptions
 from .build import build as run_build
@@ -576,6 +577,63 @@ def plan(
     )
     render.plan(result, verdict, extra, as_json)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
+@cli.command()
+@click.argument("base_url")
+@click.option("--model", "model", metavar="M", help="Model to ask (default: the first listed).")
+@click.option(
+    "--api-key-env",
+    metavar="VAR",
+    help="Environment variable holding the API key (read, sent, never printed).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for each answer.",
+)
+@json_option
+@click.pass_obj
+def probe(
+    state: State,
+    base_url: str,
+    model: str | None,
+    api_key_env: str | None,
+    timeout: float,
+    as_json: bool,
+) -> int:
+    """Check a running OpenAI-compatible server: GET /models, then a 16-token chat.
+
+    When BASE_URL fails, the usual mistakes are tried (missing or doubled /v1, an endpoint
+    given as the base) and the base URL that works is named. Exit 0 when the chat answers.
+    """
+    result = serverprobe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
+    render.probe(result, as_json)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
+@cli.command()
+@click.option(
+    "--venv",
+    type=click.Path(path_type=Path),
+    help="The venv to inspect [default: $VIRTUAL_ENV, ./.venv, python3 on PATH].",
+)
+@click.option("--profile", "profile", metavar="PROFILE", help="Also report drift from PROFILE.")
+@json_option
+@click.pass_obj
+def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) -> int:
+    """Inspect an environment and this machine without changing them.
+
+    Duplicate copies and their installers, drift from a profile, known-bad vLLM and
+    transformers pairs, torch's CUDA against the driver, WSL2, GPUs without bfloat16, old
+    hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
+    """
+    loaded = resolve_profile(profile, envs_dir(state.envs)) if profile else None
+    diagnosis = doctor_module.diagnose(venv, loaded)
+    render.diagnosis(diagnosis, as_json)
+    return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ import click
 
 from .build import BuildResult
 from .catalog import Listing
+from .doctor import Diagnosis
 from .errors import EXIT_CODES, EnvkitError, redact
 from .lockmatrix import CellResult
 from .lockstate import CellState
@@ -24,6 +25,7 @@ from .modelcheck import ModelReport, Verdict
 from .plan import GIB, Plan
 from .profile import Profile
 from .registry_scan import Scan
+from .serverprobe import ProbeResult
 from .verify import Report, Status
 
 JSON_VERSION = 1
@@ -457,3 +459,62 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         _echo("recommended: " + result.command)
     if compose:
         _echo(compose, nl=False)
+
+
+def probe(result: ProbeResult, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for answer in result.tried:
+        status = str(answer.status) if answer.status else "no answer"
+        _echo(
+            f"GET {answer.url}/models: {status}"
+            if not answer.url.endswith("/models")
+            else f"GET {answer.url}: {status}"
+        )
+        if answer.problem:
+            _echo(_wrap(answer.problem, "  ", "  "))
+    if result.models:
+        _echo(f"models: {', '.join(result.models)}")
+    if result.chat is not None:
+        _echo(
+            f"POST {result.chat.url}: {result.chat.status or 'no answer'}"
+            f" in {result.chat.seconds:.2f} s"
+        )
+        if result.chat.problem:
+            _echo(_wrap(result.chat.problem, "  ", "  "))
+    for note in result.notes:
+        _echo(_wrap(f"note: {note}", "", "  "))
+    if result.ok:
+        _echo(f"The server answers at {result.base}.", fg="green", bold=True)
+    else:
+        _echo("The server does not answer as an OpenAI-compatible API.", fg="red", bold=True)
+
+
+_SEVERITY = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def diagnosis(d: Diagnosis, as_json: bool) -> None:
+    if as_json:
+        emit_json(d.to_dict())
+        return
+    kind = "venv" if d.venv else "system interpreter"
+    _echo(_cut_left(f"python {d.python} ({kind} {d.prefix})", _width()))
+    for gpu in d.gpus:
+        _echo(
+            f"gpu {gpu['name']}: driver {gpu['driver']}, compute capability "
+            f"{gpu['compute_capability']}, {gpu['memory_free_mib']} of "
+            f"{gpu['memory_total_mib']} MiB free"
+        )
+    for f in d.findings:
+        _echo(f"{f.severity:<7} ", fg=_SEVERITY.get(f.severity), nl=False)
+        _echo(_wrap(f"{f.code}: {f.evidence}", "", "        "))
+        if f.fix:
+            _echo(_wrap(f"fix: {f.fix}", "        ", "          "))
+    if d.environment:
+        _echo("environment: " + ", ".join(f"{k}={v}" for k, v in d.environment.items()))
+    errors = sum(1 for f in d.findings if f.severity == "error")
+    if errors:
+        _echo(f"{errors} error(s) found.", fg="red", bold=True)
+    else:
+        _echo("No errors found.", fg="green", bold=True)

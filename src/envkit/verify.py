@@ -85,6 +85,16 @@ def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
+def probe_spec(profile: Profile) -> dict[str, Any]:
+    """What the probe must look at for ``profile``'s checks."""
+    return {
+        "distributions": sorted(profile.expected_versions()),
+        "imports": list(profile.checks.imports),
+        "probes": list(profile.checks.probes),
+        "torch": bool(profile.torch.cuda or profile.torch.backend),
+    }
+
+
 def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]:
     """Run the probe in ``venv``'s interpreter once and return its facts."""
     python = venv_python(venv)
@@ -93,12 +103,14 @@ def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]
             f"{str(venv)!r} is not a virtual environment (no {python.relative_to(venv)}).",
             f"Build it with `envkit build {profile.name} --venv {venv}`.",
         )
-    spec = {
-        "distributions": sorted(profile.expected_versions()),
-        "imports": list(profile.checks.imports),
-        "probes": list(profile.checks.probes),
-        "torch": bool(profile.torch.cuda or profile.torch.backend),
-    }
+    return run_probe(python, probe_spec(profile), venv, timeout)
+
+
+def run_probe(
+    python: Path, spec: dict[str, Any], where: Path, timeout: float = 900
+) -> dict[str, Any]:
+    """Run ``_probe.py`` with ``spec`` in the interpreter ``python``; its facts."""
+    venv = where
     source = resources.files("envkit").joinpath("_probe.py").read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="envkit-probe-") as tmp:
         script, spec_file, out_file = (Path(tmp) / n for n in ("probe.py", "spec.json", "out"))
