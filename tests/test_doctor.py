@@ -1,0 +1,171 @@
+"""envkit doctor on venvs the tests build: mixed installs, drift, drivers, WSL2, hf-xet, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envkit.uvtool import find_uv
+
+import wheelhouse
+from conftest import Indexes
+from helpers import build_args, envkit, profile_text
+
+# Output recorded from nvidia-smi on an 8 GiB RTX 2070 (field report 2's card): the plain
+# header, and --query-gpu=name,driver_version,memory.total,memory.free,compute_cap as CSV.
+SMI = Path(__file__).parent / "fixtures" / "nvidia-smi"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    root = tmp_path_factory.mktemp("doctor")
+    (root / "envs").mkdir()
+    (root / "envs" / "good.toml").write_text(profile_text())
+    res = envkit("build", "good", *build_args(indexes.default), cwd=root)
+    assert res.code == 0, res.err
+    return root
+
+
+@pytest.fixture
+def project(built: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "p"
+    shutil.copytree(built, copy, symlinks=True)
+    return copy
+
+
+def no_gpu_path(tmp_path: Path) -> str:
+    """PATH without any nvidia-smi (this machine has none; make sure of it)."""
+    dirs = [
+        d
+        for d in os.environ["PATH"].split(os.pathsep)
+        if d and not (Path(d) / "nvidia-smi").exists()
+    ]
+    return os.pathsep.join(dirs)
+
+
+def fake_smi(tmp_path: Path) -> str:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    listing, header = SMI / "rtx2070-query.csv", SMI / "rtx2070-header.txt"
+    script.write_text(f'#!/bin/sh\nif [ -n "$1" ]; then cat {listing}; else cat {header}; fi\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def doctor(project: Path, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    res = envkit("doctor", "--venv", ".venv", *args, "--json", cwd=project, env=env)
+    return res, {f["code"]: f for f in res.json()["findings"]}
+
+
+def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path):
+    res, found = doctor(project, "--profile", "good", env={"PATH": no_gpu_path(tmp_path)})
+    assert res.code == 0, res.out
+    assert found["no-nvidia-driver"]["evidence"].startswith("no NVIDIA driver found")
+    assert found["no-nvidia-driver"]["severity"] == "info"
+    assert res.json()["venv"] is True and "drift-version" not in found
+    text = envkit("doctor", "--venv", ".venv", cwd=project, env={"PATH": no_gpu_path(tmp_path)})
+    assert text.code == 0 and "No errors found." in text.out
+
+
+def test_mixed_install_names_both_installers(project: Path, tmp_path: Path):
+    shadow = tmp_path / "user-site"
+    (shadow / "transformers").mkdir(parents=True)
+    (shadow / "transformers" / "__init__.py").write_text("__version__ = '5.0.0'\n")
+    info = shadow / "transformers-5.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 5.0.0\n")
+    (info / "INSTALLER").write_text("pip\n")
+    res, found = doctor(project, env={"PYTHONPATH": str(shadow)})
+    assert res.code == 1
+    dup = found["duplicate-distribution"]
+    assert dup["severity"] == "error"
+    assert "by different installers" in dup["evidence"]
+    assert "(installer: pip)" in dup["evidence"] and "(installer: uv)" in dup["evidence"]
+
+
+def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes):
+    subprocess.run(
+        [
+            find_uv(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(project / ".venv/bin/python"),
+            "--default-index",
+            indexes.default,
+            "transformers==5.0.0",
+        ],
+        check=True,
+    )
+    res, found = doctor(project, "--profile", "good")
+    assert res.code == 1
+    assert "transformers: 5.0.0 (profile: 4.51.3)" in found["drift-version"]["evidence"]
+    bad = found["known-bad-pair"]
+    assert "requires transformers>=4.51" in bad["evidence"] and "5.0.0" in bad["evidence"]
+    assert "transformers<5" in bad["fix"]
+
+
+def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path):
+    res, found = doctor(project, env={"PATH": fake_smi(tmp_path)})
+    assert res.code == 1
+    data = res.json()
+    assert data["gpus"][0]["name"] == "NVIDIA GeForce RTX 2070"
+    assert "built for CUDA 12.4" in found["driver-too-old"]["evidence"]
+    assert "supports CUDA 12.2 at most" in found["driver-too-old"]["evidence"]
+    assert "compute capability 7.5" in found["no-bfloat16"]["evidence"]
+    assert "--dtype float16" in found["no-bfloat16"]["fix"]
+    assert "no-nvidia-driver" not in found
+
+
+def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path):
+    index = wheelhouse.write_index(
+        tmp_path / "xet", [wheelhouse.Wheel("hf-xet", "1.1.0", {"hf_xet/__init__.py": ""})]
+    )
+    subprocess.run(
+        [
+            find_uv(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(project / ".venv/bin/python"),
+            "--default-index",
+            index,
+            "hf-xet==1.1.0",
+        ],
+        check=True,
+    )
+    secrets = {
+        "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz",
+        "OPENAI_API_KEY": "sk-0123456789abcd",
+        "VLLM_API_KEY": "plain-but-named-key",
+    }
+    env = {"WSL_DISTRO_NAME": "Ubuntu-22.04", "VLLM_WSL2_ENABLE_PIN_MEMORY": "1", **secrets}
+    res, found = doctor(project, env=env)
+    assert "VLLM_WSL2_ENABLE_PIN_MEMORY is '1'" in found["wsl2-pinned-memory"]["evidence"]
+    assert "hf-xet 1.1.0 is older than 1.1.7" in found["old-hf-xet"]["evidence"]
+    environment = res.json()["environment"]
+    assert all(environment[name] == "***" for name in secrets)
+    assert environment["VLLM_WSL2_ENABLE_PIN_MEMORY"] == "1"
+    text = envkit("doctor", "--venv", ".venv", cwd=project, env=env)
+    for value in secrets.values():
+        assert value not in res.out + text.out + text.err
+    _res, found = doctor(project, env={"HF_HUB_DISABLE_XET": "1"})
+    assert "old-hf-xet" not in found and found["xet-disabled"]["severity"] == "info"
+
+
+def test_doctor_bad_input(tmp_path: Path):
+    res = envkit("doctor", "--venv", "nowhere", cwd=tmp_path)
+    assert res.code == 2 and "is not a virtual environment" in res.err
+    (tmp_path / "envs").mkdir()
+    res = envkit("doctor", "--profile", "../x", cwd=tmp_path)
+    assert res.code == 2
+    assert json.loads(envkit("doctor", "--json", cwd=tmp_path).out)["venv"] in (True, False)

@@ -1,0 +1,262 @@
+"""envkit plan: the memory formulas against hand-computed cases and the field reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envkit.errors import BadInput
+from envkit.plan import (
+    GIB,
+    PlanInput,
+    kv_bytes_per_token,
+    make_plan,
+    parameters_from_shapes,
+    parse_size,
+    shapes,
+)
+
+from helpers import envkit
+from registry_world import MODELS
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILE = "vllm-0.8.5+qwen2-vl"
+
+# Qwen2.5-3B-Instruct and Qwen2.5-1.5B-Instruct, as their config.json files give them
+QWEN25_3B = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 2048,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "intermediate_size": 11008,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 32768,
+    "torch_dtype": "bfloat16",
+}
+QWEN25_15B = {
+    **QWEN25_3B,
+    "hidden_size": 1536,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 12,
+    "intermediate_size": 8960,
+}
+
+
+def model_dir(tmp_path: Path, config: dict, name: str = "m") -> Path:  # type: ignore[type-arg]
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def plan_for(folder: Path, **kw):  # type: ignore[no-untyped-def]
+    config = json.loads((folder / "config.json").read_text())
+    return make_plan(config, folder, str(folder), PlanInput(model=folder, **kw))
+
+
+def test_sizes():
+    assert parse_size("8GiB") == 8 * GIB
+    assert parse_size("6.98GiB") == int(6.98 * GIB)
+    assert parse_size("24GB") == 24 * 10**9
+    assert parse_size("512 MiB") == 512 * 1024**2
+    for bad in ("eight", "8XB", "", "-1GiB"):
+        with pytest.raises(BadInput):
+            parse_size(bad)
+
+
+def test_dense_model_by_hand(tmp_path: Path):
+    config = {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 1024,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "vocab_size": 1000,
+        "intermediate_size": 4096,
+        "torch_dtype": "float16",
+        "max_position_embeddings": 2048,
+    }
+    s = shapes(config)
+    assert (s.kv_heads, s.head_dim) == (8, 128)  # no GQA: every head has its own K and V
+    # per layer: q,k,v with biases 3*(1024*1024+1024), o 1024*1024, MLP 3*1024*4096, 2 norms
+    per_layer = 3 * (1024 * 1024 + 1024) + 1024 * 1024 + 3 * 1024 * 4096 + 2 * 1024
+    assert parameters_from_shapes(s) == 4 * per_layer + 2 * 1000 * 1024 + 1024
+    assert kv_bytes_per_token(s, 2) == 2 * 4 * 8 * 128 * 2
+    plan = plan_for(model_dir(tmp_path, config), gpu_memory=GIB * 2, utilization=0.5)
+    assert plan.memory["weights"] == parameters_from_shapes(s) * 2
+    room = int(0.5 * 2 * GIB) - plan.memory["weights"] - GIB
+    assert room < 0 and not plan.ok  # 1 GiB budget, 1 GiB reserve: nothing left
+    assert plan.problems[0]["code"] == "no-room-for-kv-cache"
+
+
+def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path):
+    folder = model_dir(tmp_path, QWEN25_3B)
+    plan = plan_for(
+        folder,
+        gpu_memory=parse_size("8GiB"),
+        free=parse_size("6.98GiB"),
+        utilization=0.9,
+        max_model_len=4096,
+        dtype="float16",
+    )
+    assert not plan.ok
+    assert plan.problems[0]["code"] == "exceeds-free-memory"  # 0.9 x 8 = 7.2 > 6.98
+    assert plan.numbers["highest_safe_utilization"] == 0.86
+    assert plan.memory["kv_per_token"] == 2 * 36 * 2 * 128 * 2  # GQA: 2 KV heads
+    weights = plan.memory["weights"]
+    assert abs(weights / GIB - 5.75) < 0.01  # about 6 GiB of float16 weights
+    # at 0.86 the KV cache gets 0.86*8 - 5.75 - 1 = 0.13 GiB: under 4096 tokens
+    fits = (int(0.86 * 8 * GIB) - weights - GIB) // plan.memory["kv_per_token"] // 16 * 16
+    assert plan.recommended["gpu_memory_utilization"] == 0.86
+    assert plan.recommended["max_model_len"] == fits < 4096
+    assert "--max-model-len 3840" in plan.command
+
+
+def test_report_2_one_and_a_half_b_model_fits_at_the_recommendation(tmp_path: Path):
+    folder = model_dir(tmp_path, QWEN25_15B)
+    plan = plan_for(
+        folder,
+        gpu_memory=parse_size("8GiB"),
+        free=parse_size("6.98GiB"),
+        utilization=0.86,
+        max_model_len=4096,
+        dtype="float16",
+    )
+    assert plan.ok, plan.problems
+    assert abs(plan.memory["weights"] / GIB - 2.88) < 0.01  # about 3 GiB
+    assert plan.recommended["max_model_len"] == 4096
+    room = int(0.86 * 8 * GIB) - plan.memory["weights"] - GIB
+    assert plan.numbers["concurrency"] == round(room / (28672 * 4096), 2)
+    assert plan.numbers["concurrency"] > 20
+
+
+def test_hybrid_model_counts_only_full_attention_layers():
+    config = json.loads((MODELS / "Qwen3.5-9B" / "config.json").read_text())
+    s = shapes(config)
+    assert (s.layers, s.full_attention_layers) == (32, 8)
+    assert kv_bytes_per_token(s, 2) == 2 * 8 * 4 * 256 * 2
+    plan = make_plan(
+        config,
+        MODELS / "Qwen3.5-9B",
+        "Qwen3.5-9B",
+        PlanInput(
+            model=MODELS / "Qwen3.5-9B", gpu_memory=24 * GIB, max_model_len=10000, utilization=0.4
+        ),
+    )
+    assert plan.memory["weights"] == 18819627488  # metadata.total_size, bfloat16 as served
+    assert plan.numbers["weights_source"] == "model.safetensors.index.json"
+    assert not plan.ok and plan.recommended["gpu_memory_utilization"] == 0.79
+    assert any("hybrid model" in n for n in plan.notes)
+
+
+def test_mla_latent_cache():
+    config = {
+        "model_type": "deepseek_v3",
+        "hidden_size": 1024,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "vocab_size": 100,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+    }
+    assert kv_bytes_per_token(shapes(config), 2) == 2 * (512 + 64) * 2
+
+
+def test_vision_budgets_report_3():
+    qwen2vl = json.loads((MODELS / "Qwen2-VL-2B-Instruct" / "config.json").read_text())
+    plan = make_plan(
+        qwen2vl,
+        MODELS / "Qwen2-VL-2B-Instruct",
+        "m",
+        PlanInput(model=MODELS / "Qwen2-VL-2B-Instruct", gpu_memory=24 * GIB, max_model_len=8192),
+    )
+    assert plan.mm is not None
+    assert plan.mm["max_image_tokens"] == 12845056 // (28 * 28) == 16384
+    assert plan.recommended["mm_processor_kwargs"] == {"max_pixels": 512 * 28 * 28}
+    qwen35 = json.loads((MODELS / "Qwen3.5-9B" / "config.json").read_text())
+    plan = make_plan(
+        qwen35,
+        MODELS / "Qwen3.5-9B",
+        "m",
+        PlanInput(model=MODELS / "Qwen3.5-9B", gpu_memory=48 * GIB, max_model_len=10000),
+    )
+    assert plan.mm is not None and plan.mm["pixels_per_token"] == 32 * 32
+    assert plan.mm["max_pixels"] == 16384 * 32 * 32 == 16_777_216  # about 4096 x 4096
+    assert plan.recommended["mm_processor_kwargs"] == {"max_pixels": 524288}
+    assert "--mm-processor-kwargs '{\"max_pixels\": 524288}'" in plan.command
+
+
+def test_cli_json_shape_exit_codes_and_compose(tmp_path: Path):
+    folder = model_dir(tmp_path, QWEN25_15B)
+    args = [
+        "--envs",
+        str(ROOT / "envs"),
+        "plan",
+        PROFILE,
+        str(folder),
+        "--gpu-memory",
+        "8GiB",
+        "--free",
+        "6.98GiB",
+        "--max-model-len",
+        "4096",
+        "--dtype",
+        "float16",
+    ]
+    res = envkit(*args, "--json", cwd=tmp_path)
+    assert res.code == 1  # 0.9 asked, 0.86 is the most that starts
+    data = res.json()
+    assert set(data) >= {"ok", "problems", "memory", "recommended", "mm", "command"}
+    assert data["recommended"]["gpu_memory_utilization"] == 0.86
+    assert data["recommended"]["max_model_len"] == 4096
+    assert data["command"].startswith(f"vllm serve {folder} --dtype float16")
+    fits = envkit(*args, "--gpu-memory-utilization", "0.86", "--compose", cwd=tmp_path)
+    assert fits.code == 0, fits.out
+    assert "It fits as asked." in fits.out and "image: vllm/vllm-openai:v0.8.5" in fits.out
+    vl = envkit(
+        "--envs",
+        str(ROOT / "envs"),
+        "plan",
+        PROFILE,
+        str(MODELS / "Qwen2-VL-2B-Instruct"),
+        "--gpu-memory",
+        "24GiB",
+        "--json",
+        cwd=tmp_path,
+    ).json()
+    assert vl["mm"]["max_image_tokens"] == 16384
+    assert vl["recommended"]["mm_processor_kwargs"] == {"max_pixels": 401408}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--gpu-memory", "lots"],
+        ["--gpu-memory", "8GiB", "--free", "9GiB"],
+        ["--gpu-memory", "8GiB", "--gpu-memory-utilization", "1.5"],
+    ],
+)
+def test_cli_bad_input(tmp_path: Path, extra: list[str]):
+    folder = model_dir(tmp_path, QWEN25_15B)
+    res = envkit("--envs", str(ROOT / "envs"), "plan", PROFILE, str(folder), *extra, cwd=tmp_path)
+    assert res.code == 2 and "Traceback" not in res.err
+
+
+def test_cli_config_without_shapes(tmp_path: Path):
+    folder = model_dir(tmp_path, {"model_type": "llama", "architectures": ["X"]})
+    res = envkit(
+        "--envs",
+        str(ROOT / "envs"),
+        "plan",
+        PROFILE,
+        str(folder),
+        "--gpu-memory",
+        "8GiB",
+        cwd=tmp_path,
+    )
+    assert res.code == 2 and "num_hidden_layers" in res.err
