@@ -1,0 +1,119 @@
+"""CLI commands for environments: profiles, show, build, verify."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import render
+from .build import BuildOptions
+from .build import build as run_build
+from .catalog import envs_dir, list_profiles, resolve_profile
+from .cli import (
+    State,
+    cli,
+    constraints_option,
+    json_option,
+    torch_index_option,
+    venv_option,
+)
+from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from .venvslot import VenvSlot
+from .verify import verify as run_verify
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def profiles(state: State, as_json: bool) -> int:
+    """List the profiles in the profiles folder."""
+    listing = list_profiles(envs_dir(state.envs))
+    render.profiles(listing, as_json)
+    return EXIT_BAD_INPUT if listing.errors else EXIT_OK
+
+
+@cli.command()
+@click.argument("profile")
+@json_option
+@click.pass_obj
+def show(state: State, profile: str, as_json: bool) -> int:
+    """Show one profile: pins, torch backend, checks, supported models."""
+    render.show(resolve_profile(profile, envs_dir(state.envs)), as_json)
+    return EXIT_OK
+
+
+@cli.command()
+@click.argument("profile")
+@venv_option
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH_OR_VERSION",
+    help="Interpreter to build with: a path, or a version that must also fit the profile.",
+)
+@click.option(
+    "--torch-backend",
+    metavar="NAME",
+    help="Override the profile's torch backend (cpu, cu124, ...); verification then "
+    "demands that backend's CUDA.",
+)
+@torch_index_option
+@click.option("--index-url", metavar="URL", help="The default package index for uv.")
+@click.option(
+    "--no-lock",
+    is_flag=True,
+    help="Resolve afresh even when a lock of this machine's cell is published.",
+)
+@constraints_option
+@json_option
+@click.pass_obj
+def build(
+    state: State,
+    profile: str,
+    venv: Path,
+    python: str | None,
+    torch_backend: str | None,
+    torch_index: str | None,
+    index_url: str | None,
+    no_lock: bool,
+    constraints: str | None,
+    as_json: bool,
+) -> int:
+    """Recreate the venv from PROFILE with uv, verify it, then swap it in.
+
+    The new environment is built aside and verified; only then does it replace the one at
+    --venv. A failed, interrupted or killed build leaves the previous environment in place.
+    """
+    loaded = resolve_profile(profile, envs_dir(state.envs))
+    options = BuildOptions(
+        venv=venv,
+        python=python,
+        torch_backend=torch_backend,
+        torch_index=torch_index,
+        index_url=index_url,
+        stream=not as_json and sys.stderr.isatty(),
+        use_lock=not no_lock,
+        constraints=constraints,
+    )
+    result = run_build(loaded, options, progress=render.progress)
+    render.build(result, as_json)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
+@cli.command()
+@click.argument("profile")
+@venv_option
+@json_option
+@click.pass_obj
+def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
+    """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA."""
+    loaded = resolve_profile(profile, envs_dir(state.envs))
+    slot = VenvSlot(venv)
+    with slot.locked(render.progress) as recovered:
+        for note in recovered:
+            render.progress(f"recovered: {note}")
+        report = run_verify(loaded, slot.venv)
+    render.report(report, as_json)
+    return EXIT_OK if report.ok else EXIT_CHECK_FAILED

@@ -1,0 +1,147 @@
+"""CLI commands for lock matrices: lock, matrix, publish."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import lockstate, render
+from .catalog import envs_dir, list_profiles, resolve_profile
+from .cli import State, cli, constraints_option, json_option, torch_index_option
+from .cli_models import index_option
+from .errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from .lockmatrix import Locker, LockOptions
+from .profile import Profile
+from .uvtool import Uv
+
+
+def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile]:
+    folder = envs_dir(state.envs)
+    if every == bool(names):
+        raise BadInput("Name the profiles, or pass --all (not both).")
+    if every:
+        listing = list_profiles(folder)
+        if listing.errors:
+            raise listing.errors[0]
+        return list(listing.profiles)
+    return [resolve_profile(name, folder) for name in names]
+
+
+@cli.command()
+@click.argument("profiles", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every profile in the profiles folder.")
+@click.option("--cell", metavar="CELL", help="Only this cell (e.g. py3.12-linux-x86_64-cu124).")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Cells resolved at once.",
+)
+@click.option(
+    "--check", is_flag=True, help="Change nothing: exit 1 naming every stale or missing cell."
+)
+@click.option("--resolve", is_flag=True, help="With --check: also resolve every cell again.")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Ask the index even where uv's cache could answer (profiles with exclude_newer "
+    "otherwise resolve from the cache first).",
+)
+@torch_index_option
+@index_option
+@constraints_option
+@json_option
+@click.pass_obj
+def lock(
+    state: State,
+    profiles: tuple[str, ...],
+    every: bool,
+    cell: str | None,
+    jobs: int,
+    check: bool,
+    resolve: bool,
+    refresh: bool,
+    torch_index: str | None,
+    index: str | None,
+    constraints: str | None,
+    as_json: bool,
+) -> int:
+    """Resolve every cell of each profile (Python x platform x torch backend) with hashes.
+
+    Writes constraints/<profile>/<cell>.txt and a PEP 751 pylock beside it.
+    """
+    chosen = _profiles(state, profiles, every)
+    if torch_index and torch_index != "default" and "://" not in torch_index:
+        raise BadInput(f"--torch-index {torch_index!r} is neither 'default' nor a URL.")
+    locker = Locker(
+        Uv(),
+        LockOptions(
+            torch_index=torch_index,
+            index_url=index,
+            jobs=jobs,
+            root=constraints,
+            refresh=refresh or resolve,
+        ),
+        render.progress,
+    )
+    if check:
+        found = lockstate.check(chosen, constraints, locker if resolve else None)
+        render.lock_check(found, as_json)
+        return EXIT_CHECK_FAILED if any(s.state in ("stale", "missing") for s in found) else EXIT_OK
+    if resolve:
+        raise BadInput("--resolve goes with --check.")
+    results = locker.lock(chosen, only=cell)
+    render.lock_results(results, as_json)
+    return EXIT_CHECK_FAILED if any(r.state == "unresolvable" for r in results) else EXIT_OK
+
+
+@cli.command()
+@click.argument("profile", required=False)
+@click.option(
+    "--github",
+    is_flag=True,
+    help='Print a GitHub Actions strategy.matrix object: {"include": [...]}.',
+)
+@constraints_option
+@json_option
+@click.pass_obj
+def matrix(
+    state: State, profile: str | None, github: bool, constraints: str | None, as_json: bool
+) -> int:
+    """The lock cells of one profile (or all) and their state."""
+    chosen = _profiles(state, (profile,) if profile else (), not profile)
+    found = [s for p in chosen for s in lockstate.states(p, constraints)]
+    if github:
+        render.github_matrix(found)
+    else:
+        render.matrix(found, as_json)
+    return EXIT_OK
+
+
+@cli.command()
+@click.argument("profiles", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every profile in the profiles folder.")
+@click.option(
+    "--to",
+    "to",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Publish into DIR instead of the constraints folder itself.",
+)
+@constraints_option
+@json_option
+@click.pass_obj
+def publish(
+    state: State,
+    profiles: tuple[str, ...],
+    every: bool,
+    to: Path | None,
+    constraints: str | None,
+    as_json: bool,
+) -> int:
+    """Write the locked cells and constraints/index.json (file, sha256, digest), atomically."""
+    result = lockstate.publish(_profiles(state, profiles, every), constraints, to)
+    render.published(result, as_json)
+    return EXIT_OK

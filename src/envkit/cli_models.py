@@ -1,0 +1,181 @@
+"""CLI commands for model knowledge: check-model, which, scan, new-profile."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+from packaging.version import Version
+
+from . import modelcheck, render
+from .catalog import envs_dir, list_profiles, resolve_profile
+from .cli import F, State, cli, json_option
+from .errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from .modelcheck import load_model_config
+from .profile import NAME_RE, Profile, load_profile
+from .profile_write import draft, update_models, write_new_profile
+from .registry_scan import Scanner, parse_target, releases_listing
+from .wheelfetch import index_url
+
+
+def index_option(func: F) -> F:
+    return click.option(
+        "--index-url",
+        "index",
+        metavar="URL",
+        help="Package index to read wheels from [default: $UV_DEFAULT_INDEX, $UV_INDEX_URL, "
+        "$PIP_INDEX_URL, or PyPI].",
+    )(func)
+
+
+def _shipped(state: State) -> list[Profile]:
+    folder = envs_dir(state.envs)
+    return list(list_profiles(folder).profiles) if folder.is_dir() else []
+
+
+def _model_report(state: State, profile: Profile | None, model: str, index: str | None) -> int:
+    config = load_model_config(model)
+    scanner = Scanner(index_url(index))
+    report = modelcheck.report(
+        config, profile, _shipped(state), lambda arch: releases_listing(scanner, arch)
+    )
+    render.model_report(report, state.json)
+    return EXIT_OK if report.ok else EXIT_CHECK_FAILED
+
+
+@cli.command("check-model")
+@click.argument("profile")
+@click.argument("model")
+@index_option
+@json_option
+@click.pass_obj
+def check_model(state: State, profile: str, model: str, index: str | None, as_json: bool) -> int:
+    """Can PROFILE load MODEL (a folder, a config.json, or a Hub repo id)?
+
+    Decided from config.json before anything is installed: the model type must be known to
+    the pinned transformers or configured by the pinned vLLM, and an architecture must be in
+    the pinned vLLM's registry. Exit 0 loadable, 1 not, 2 bad input.
+    """
+    loaded = resolve_profile(profile, envs_dir(state.envs))
+    return _model_report(state, loaded, model, index)
+
+
+@cli.command()
+@click.argument("model")
+@index_option
+@json_option
+@click.pass_obj
+def which(state: State, model: str, index: str | None, as_json: bool) -> int:
+    """Every shipped profile's verdict on MODEL, loadable first."""
+    return _model_report(state, None, model, index)
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option(
+    "--update",
+    "update",
+    metavar="PROFILE",
+    help="Rewrite PROFILE's [models] table from scans of its vllm and transformers pins.",
+)
+@click.option("--no-cache", is_flag=True, help="Read the wheel again even if scanned before.")
+@index_option
+@json_option
+@click.pass_obj
+def scan(
+    state: State,
+    target: str | None,
+    update: str | None,
+    no_cache: bool,
+    index: str | None,
+    as_json: bool,
+) -> int:
+    """Read what a release can load from its published wheel: vllm==X or transformers==Y.
+
+    Only the needed files are read (HTTP range requests); the source is parsed, never run.
+    """
+    scanner = Scanner(index_url(index), use_cache=not no_cache)
+    if update:
+        if target:
+            raise BadInput("Give either TARGET or --update PROFILE, not both.")
+        profile = resolve_profile(update, envs_dir(state.envs))
+        pins = profile.expected_versions()
+        missing = [n for n in ("vllm", "transformers") if n not in pins]
+        if missing:
+            raise BadInput(
+                f"Profile {profile.name} pins no exact {' or '.join(missing)} version.",
+                "Pin vllm==X in requirements and transformers==Y in constraints.",
+            )
+        vllm = scanner.scan("vllm", Version(pins["vllm"]))
+        transformers = scanner.scan("transformers", Version(pins["transformers"]))
+        update_models(profile.path, vllm, transformers)
+        render.scans([vllm, transformers], as_json, updated=str(profile.path))
+        return EXIT_OK
+    if not target:
+        raise BadInput("Nothing to scan.", "Give vllm==X or transformers==Y, or --update PROFILE.")
+    project, version = parse_target(target)
+    render.scans([scanner.scan(project, version)], as_json)
+    return EXIT_OK
+
+
+@cli.command("new-profile")
+@click.argument("name")
+@click.option(
+    "--for-model",
+    "model",
+    required=True,
+    metavar="MODEL",
+    help="The model (folder, config.json or repo id) the profile must load.",
+)
+@click.option(
+    "--vllm",
+    "vllm_version",
+    metavar="VERSION",
+    help="Draft for this vLLM release instead of the newest that lists the model.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing profile of that name.")
+@index_option
+@json_option
+@click.pass_obj
+def new_profile(
+    state: State,
+    name: str,
+    model: str,
+    vllm_version: str | None,
+    force: bool,
+    index: str | None,
+    as_json: bool,
+) -> int:
+    """Draft envs/NAME.toml for the newest vLLM release that lists MODEL's architecture.
+
+    Pins come from that release's requirements: its torch, and the newest transformers it
+    allows that was published before it and knows the model type.
+    """
+    if not NAME_RE.fullmatch(name):
+        raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
+    config = load_model_config(model)
+    scanner = Scanner(index_url(index))
+    listing = next(
+        (found for arch in config.architectures if (found := releases_listing(scanner, arch))),
+        None,
+    )
+    if listing is None:
+        raise BadInput(
+            f"No published vLLM release lists {' or '.join(config.architectures) or 'it'}.",
+            "A profile cannot be drafted for a model no vLLM release supports.",
+        )
+    if vllm_version:
+        _p, wanted = parse_target(f"vllm=={vllm_version}")
+        if not (Version(listing.first) <= wanted <= Version(listing.newest)):
+            raise BadInput(
+                f"vLLM {wanted} does not list {listing.architecture} "
+                f"(vLLM {listing.first} through {listing.newest} do).",
+                "Pick a release in that range, or leave out --vllm.",
+            )
+        listing = dataclasses.replace(listing, newest=str(wanted))
+    path = envs_dir(state.envs) / f"{name}.toml"
+    text = draft(name, config.model_type, listing, scanner)
+    write_new_profile(path, text, force=force)
+    profile = load_profile(path)
+    render.drafted(profile, listing.architecture, as_json)
+    return EXIT_OK

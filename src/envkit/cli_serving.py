@@ -1,0 +1,150 @@
+"""CLI commands for serving: plan, probe, doctor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import doctor as doctor_module
+from . import modelcheck, render, serverprobe
+from . import plan as memplan
+from .catalog import envs_dir, resolve_profile
+from .cli import State, cli, json_option
+from .errors import EXIT_CHECK_FAILED, EXIT_OK
+from .modelcheck import load_model_config
+
+
+@cli.command()
+@click.argument("profile")
+@click.argument("model")
+@click.option("--gpu-memory", required=True, metavar="SIZE", help="The GPU's memory: 8GiB, 24GB.")
+@click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts.")
+@click.option(
+    "--gpu-memory-utilization",
+    "utilization",
+    type=float,
+    default=0.9,
+    show_default=True,
+    help="vLLM's share of the GPU's total memory.",
+)
+@click.option("--max-model-len", type=click.IntRange(1), help="Context length to plan for.")
+@click.option(
+    "--dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "float16", "half", "bfloat16", "float32"]),
+)
+@click.option(
+    "--kv-cache-dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]),
+)
+@click.option(
+    "--reserve",
+    default="1GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Activation peak and CUDA graphs, outside weights and KV cache.",
+)
+@click.option("--compose", is_flag=True, help="Also print a docker-compose service.")
+@json_option
+@click.pass_obj
+def plan(
+    state: State,
+    profile: str,
+    model: str,
+    gpu_memory: str,
+    free: str | None,
+    utilization: float,
+    max_model_len: int | None,
+    dtype: str,
+    kv_cache_dtype: str,
+    reserve: str,
+    compose: bool,
+    as_json: bool,
+) -> int:
+    """Will MODEL fit this GPU with PROFILE's vLLM? Memory, context, images, command.
+
+    Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
+    """
+    loaded = resolve_profile(profile, envs_dir(state.envs))
+    config = load_model_config(model)
+    folder = Path(model) if Path(model).is_dir() else Path(model).parent
+    inp = memplan.PlanInput(
+        model=folder,
+        gpu_memory=memplan.parse_size(gpu_memory, "--gpu-memory"),
+        free=memplan.parse_size(free, "--free") if free else None,
+        utilization=utilization,
+        max_model_len=max_model_len,
+        dtype=dtype,
+        kv_cache_dtype=kv_cache_dtype,
+        reserve=memplan.parse_size(reserve, "--reserve"),
+    )
+    result = memplan.make_plan(config.raw, folder, model, inp)
+    verdict = modelcheck.judge(loaded, config)
+    extra = (
+        memplan.compose(model, result.recommended, loaded.models.vllm)
+        if (compose and result.command)
+        else ""
+    )
+    render.plan(result, verdict, extra, as_json)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
+@cli.command()
+@click.argument("base_url")
+@click.option("--model", "model", metavar="M", help="Model to ask (default: the first listed).")
+@click.option(
+    "--api-key-env",
+    metavar="VAR",
+    help="Environment variable holding the API key (read, sent, never printed).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for each answer.",
+)
+@json_option
+@click.pass_obj
+def probe(
+    state: State,
+    base_url: str,
+    model: str | None,
+    api_key_env: str | None,
+    timeout: float,
+    as_json: bool,
+) -> int:
+    """Check a running OpenAI-compatible server: GET /models, then a 16-token chat.
+
+    When BASE_URL fails, the usual mistakes are tried (missing or doubled /v1, an endpoint
+    given as the base) and the base URL that works is named. Exit 0 when the chat answers.
+    """
+    result = serverprobe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
+    render.probe(result, as_json)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
+@cli.command()
+@click.option(
+    "--venv",
+    type=click.Path(path_type=Path),
+    help="The venv to inspect [default: $VIRTUAL_ENV, ./.venv, python3 on PATH].",
+)
+@click.option("--profile", "profile", metavar="PROFILE", help="Also report drift from PROFILE.")
+@json_option
+@click.pass_obj
+def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) -> int:
+    """Inspect an environment and this machine without changing them.
+
+    Duplicate copies and their installers, drift from a profile, known-bad vLLM and
+    transformers pairs, torch's CUDA against the driver, WSL2, GPUs without bfloat16, old
+    hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
+    """
+    loaded = resolve_profile(profile, envs_dir(state.envs)) if profile else None
+    diagnosis = doctor_module.diagnose(venv, loaded)
+    render.diagnosis(diagnosis, as_json)
+    return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
