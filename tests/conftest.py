@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import indexserver
 import registry_world
 import wheelhouse
-from helpers import profile_text
+from helpers import build_args, envkit, profile_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,3 +85,22 @@ def scan_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "cache"
     monkeypatch.setenv("ENVKIT_CACHE_DIR", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def built_template(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    """A project with envs/good.toml built into .venv once per session; copy before use."""
+    root = tmp_path_factory.mktemp("built")
+    (root / "envs").mkdir()
+    (root / "envs" / "good.toml").write_text(profile_text())
+    res = envkit("build", "good", *build_args(indexes.default), cwd=root)
+    assert res.code == 0, res.err
+    return root
+
+
+@pytest.fixture
+def built_copy(built_template: Path, tmp_path: Path) -> Path:
+    """A private copy of the built project (the venv is relocatable, so copies work)."""
+    copy = tmp_path / "p"
+    shutil.copytree(built_template, copy, symlinks=True)
+    return copy

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -15,28 +14,16 @@ from envkit.uvtool import find_uv
 
 import wheelhouse
 from conftest import Indexes
-from helpers import build_args, envkit, profile_text
+from helpers import envkit
 
 # Output recorded from nvidia-smi on an 8 GiB RTX 2070 (field report 2's card): the plain
 # header, and --query-gpu=name,driver_version,memory.total,memory.free,compute_cap as CSV.
 SMI = Path(__file__).parent / "fixtures" / "nvidia-smi"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    root = tmp_path_factory.mktemp("doctor")
-    (root / "envs").mkdir()
-    (root / "envs" / "good.toml").write_text(profile_text())
-    res = envkit("build", "good", *build_args(indexes.default), cwd=root)
-    assert res.code == 0, res.err
-    return root
-
-
 @pytest.fixture
-def project(built: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "p"
-    shutil.copytree(built, copy, symlinks=True)
-    return copy
+def project(built_copy: Path) -> Path:
+    return built_copy
 
 
 def no_gpu_path(tmp_path: Path) -> str:

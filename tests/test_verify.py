@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,25 +10,12 @@ import pytest
 from envkit.uvtool import find_uv
 
 from conftest import Indexes
-from helpers import build_args, envkit, profile_text
-
-
-@pytest.fixture(scope="module")
-def built_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    root = tmp_path_factory.mktemp("verify")
-    (root / "envs").mkdir()
-    (root / "envs" / "good.toml").write_text(profile_text())
-    res = envkit("build", "good", *build_args(indexes.default), cwd=root)
-    assert res.code == 0, res.err
-    return root
+from helpers import envkit, profile_text
 
 
 @pytest.fixture
-def project(built_once: Path, tmp_path: Path) -> Path:
-    """A private copy of the built project (the venv is relocatable, so copies work)."""
-    copy = tmp_path / "p"
-    shutil.copytree(built_once, copy, symlinks=True)
-    return copy
+def project(built_copy: Path) -> Path:
+    return built_copy
 
 
 def checks(res) -> dict:  # type: ignore[no-untyped-def,type-arg]

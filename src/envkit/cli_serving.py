@@ -85,7 +85,7 @@ def plan(
     result = memplan.make_plan(config.raw, folder, model, inp)
     verdict = modelcheck.judge(loaded, config)
     extra = (
-        memplan.compose(model, result.recommended, loaded.models.vllm)
+        memplan.compose(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
         if (compose and result.command)
         else ""
     )

@@ -382,11 +382,9 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     )
 
 
-def serve_command(model: str, rec: dict[str, Any], kv_cache_dtype: str = "auto") -> str:
-    parts = [
-        "vllm",
-        "serve",
-        _quote(model),
+def serve_args(rec: dict[str, Any], kv_cache_dtype: str = "auto") -> list[str]:
+    """The recommended settings as vllm serve flags."""
+    args = [
         "--dtype",
         rec["dtype"],
         "--gpu-memory-utilization",
@@ -395,30 +393,25 @@ def serve_command(model: str, rec: dict[str, Any], kv_cache_dtype: str = "auto")
         str(rec["max_model_len"]),
     ]
     if kv_cache_dtype != "auto":
-        parts += ["--kv-cache-dtype", kv_cache_dtype]
+        args += ["--kv-cache-dtype", kv_cache_dtype]
     if "mm_processor_kwargs" in rec:
-        parts += ["--mm-processor-kwargs", "'" + json.dumps(rec["mm_processor_kwargs"]) + "'"]
-    return " ".join(parts)
+        args += ["--mm-processor-kwargs", json.dumps(rec["mm_processor_kwargs"])]
+    return args
+
+
+def serve_command(model: str, rec: dict[str, Any], kv_cache_dtype: str = "auto") -> str:
+    return " ".join(
+        ["vllm", "serve", *(_quote(a) for a in [model, *serve_args(rec, kv_cache_dtype)])]
+    )
 
 
 def _quote(text: str) -> str:
     return text if re.fullmatch(r"[\w./:@+-]+", text) else "'" + text.replace("'", "'\\''") + "'"
 
 
-def compose(model: str, rec: dict[str, Any], vllm_version: str) -> str:
+def compose(model: str, rec: dict[str, Any], vllm_version: str, kv: str = "auto") -> str:
     """A docker-compose service running the recommended command (vLLM's OpenAI image)."""
-    args = [
-        "--model",
-        model,
-        "--dtype",
-        rec["dtype"],
-        "--gpu-memory-utilization",
-        f"{rec['gpu_memory_utilization']:.2f}",
-        "--max-model-len",
-        str(rec["max_model_len"]),
-    ]
-    if "mm_processor_kwargs" in rec:
-        args += ["--mm-processor-kwargs", json.dumps(rec["mm_processor_kwargs"])]
+    args = ["--model", model, *serve_args(rec, kv)]
     image = f"vllm/vllm-openai:v{vllm_version}" if vllm_version else "vllm/vllm-openai:latest"
     lines = [
         "services:",

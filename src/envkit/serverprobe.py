@@ -109,27 +109,21 @@ def _request(url: str, key: str, timeout: float, payload: Any = None) -> Answer:
             status = response.status
     except urllib.error.HTTPError as exc:
         raw, status = exc.read(), exc.code
-    except TimeoutError:
-        return Answer(
-            url=url,
-            status=0,
-            seconds=time.monotonic() - start,
-            problem=(
-                f"no answer within {timeout:.0f} s: the server is still loading the model or "
-                "stuck (a large profiling image looks like a hang); look at its log"
-            ),
-        )
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        if isinstance(reason, TimeoutError):
+        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
+            # a timeout while connecting arrives wrapped in URLError; one while reading, bare
+            why = (
+                "nothing accepted the connection in time (a firewall, or the wrong host)"
+                if isinstance(exc, urllib.error.URLError)
+                else "the server is still loading the model or stuck (a large profiling image "
+                "looks like a hang); look at its log"
+            )
             return Answer(
                 url=url,
                 status=0,
                 seconds=time.monotonic() - start,
-                problem=(
-                    f"no answer within {timeout:.0f} s: nothing accepted the connection in time "
-                    "(a firewall, or the wrong host)"
-                ),
+                problem=f"no answer within {timeout:.0f} s: {why}",
             )
         text = str(reason)
         if "refused" in text.lower():
