@@ -62,3 +62,23 @@ def envkit(
 
 def build_args(index: str, *extra: str) -> list[str]:
     return ["--index-url", index, "--torch-index", "default", "--python", sys.executable, *extra]
+
+
+def install_into(venv: Path, index: str, requirement: str) -> None:
+    """Change a built venv behind envkit's back, with the real uv (drift on purpose)."""
+    from envkit.uvtool import find_uv
+
+    subprocess.run(
+        [
+            find_uv(),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--default-index",
+            index,
+            requirement,
+        ],
+        check=True,
+    )

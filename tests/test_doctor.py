@@ -5,16 +5,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from envkit.uvtool import find_uv
-
 import wheelhouse
 from conftest import Indexes
-from helpers import envkit
+from helpers import envkit, install_into
 
 # Output recorded from nvidia-smi on an 8 GiB RTX 2070 (field report 2's card): the plain
 # header, and --query-gpu=name,driver_version,memory.total,memory.free,compute_cap as CSV.
@@ -78,20 +75,7 @@ def test_mixed_install_names_both_installers(project: Path, tmp_path: Path):
 
 
 def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes):
-    subprocess.run(
-        [
-            find_uv(),
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(project / ".venv/bin/python"),
-            "--default-index",
-            indexes.default,
-            "transformers==5.0.0",
-        ],
-        check=True,
-    )
+    install_into(project / ".venv", indexes.default, "transformers==5.0.0")
     res, found = doctor(project, "--profile", "good")
     assert res.code == 1
     assert "transformers: 5.0.0 (profile: 4.51.3)" in found["drift-version"]["evidence"]
@@ -116,20 +100,7 @@ def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path
     index = wheelhouse.write_index(
         tmp_path / "xet", [wheelhouse.Wheel("hf-xet", "1.1.0", {"hf_xet/__init__.py": ""})]
     )
-    subprocess.run(
-        [
-            find_uv(),
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(project / ".venv/bin/python"),
-            "--default-index",
-            index,
-            "hf-xet==1.1.0",
-        ],
-        check=True,
-    )
+    install_into(project / ".venv", index, "hf-xet==1.1.0")
     secrets = {
         "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz",
         "OPENAI_API_KEY": "sk-0123456789abcd",

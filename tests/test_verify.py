@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from envkit.uvtool import find_uv
-
 from conftest import Indexes
-from helpers import envkit, profile_text
+from helpers import envkit, install_into, profile_text
 
 
 @pytest.fixture
@@ -51,20 +48,7 @@ def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path):
 
 
 def test_drifted_version_is_named_with_a_fix(project: Path, indexes: Indexes):
-    subprocess.run(
-        [
-            find_uv(),
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(project / ".venv/bin/python"),
-            "--default-index",
-            indexes.default,
-            "transformers==5.0.0",
-        ],
-        check=True,
-    )
+    install_into(project / ".venv", indexes.default, "transformers==5.0.0")
     res = envkit("verify", "good", "--json", cwd=project)
     assert res.code == 1
     found = checks(res)
