@@ -10,7 +10,7 @@ from pathlib import Path
 from wheelhouse import Wheel
 
 SOURCES = Path(__file__).parent / "fixtures" / "sources"
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "models"
+MODELS = Path(__file__).parent / "fixtures" / "models"  # copied from shared/fixtures/models
 REGISTRY = "vllm/model_executor/models/registry.py"
 CONFIG = "vllm/transformers_utils/config.py"
 CONFIG_AUTO = "transformers/models/auto/configuration_auto.py"
