@@ -215,11 +215,15 @@ def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: 
 
 def test_build_installs_the_published_lock(repo: Path, indexes: Indexes):
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
-    res = envkit("build", "m", "--json", *build_args(indexes.default), cwd=repo)
+    # no --torch-index here: the lock says torch came from the default index, and its
+    # hashes are of those files (uv's --torch-backend would ask the unreachable PyTorch index)
+    args = ["--index-url", indexes.default, "--python", sys.executable]
+    res = envkit("build", "m", "--json", *args, cwd=repo)
     assert res.code == 0, res.err
     data = res.json()
     assert data["lock"].endswith(f"py{PY}-linux-x86_64-cu124.txt")
-    assert "--require-hashes" in data["command"]
+    assert "--require-hashes" in data["command"] and "--torch-backend" not in data["command"]
+    assert data["torch"]["source"] == "the default index, as locked"
     fresh = envkit("build", "m", "--json", "--no-lock", *build_args(indexes.default), cwd=repo)
     assert fresh.code == 0 and fresh.json()["lock"] is None
 

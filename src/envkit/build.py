@@ -134,6 +134,28 @@ class InstallPlan:
     lock: Path | None
     describe: str
     command: tuple[str, ...]
+    torch: TorchSource
+
+
+def lock_torch_source(
+    mode: str, backend: str, asked: TorchSource, options: BuildOptions
+) -> TorchSource:
+    """Torch from where the lock took it (its hashes are of those files), not from the
+    build's own choice. A mirror's URL is not kept in the lock: the build must name it."""
+    if mode == "default":
+        return TorchSource(uv_args=(), cuda=asked.cuda, description="the default index, as locked")
+    if mode == "mirror":
+        if not options.torch_index or "://" not in options.torch_index:
+            raise BadInput(
+                "This lock took torch from a PyTorch index mirror, which is not recorded.",
+                "Pass the mirror with --torch-index URL (or ENVKIT_TORCH_INDEX), or --no-lock.",
+            )
+        return asked
+    return TorchSource(
+        uv_args=("--torch-backend", backend) if backend else (),
+        cuda=asked.cuda,
+        description=f"uv --torch-backend {backend}, as locked",
+    )
 
 
 def plan_install(
@@ -161,13 +183,14 @@ def plan_install(
                 )
             if state.state in (LOCKED, SOURCE_ONLY):
                 locked = state.files[0]
+                torch = lock_torch_source(state.torch, state.cell.backend, source, options)
                 # The requirements form of the lock, not the pylock: uv installs registry
                 # pins from its cache, where pylock URLs are fetched again every time.
                 args = (
                     "-r",
                     str(locked),
                     "--require-hashes",
-                    *source.uv_args,
+                    *torch.uv_args,
                     *(("--default-index", options.index_url) if options.index_url else ()),
                 )
                 return InstallPlan(
@@ -175,8 +198,10 @@ def plan_install(
                     uv_args=args,
                     constraints=None,
                     lock=locked,
-                    describe=f"installing the published lock {locked.name} (exact, hash-checked)",
+                    describe=f"installing the published lock {locked.name} (exact, hash-checked;"
+                    f" torch from {torch.description})",
                     command=("uv", "pip", "install", *args),
+                    torch=torch,
                 )
     extra = list(source.uv_args)
     if options.index_url:
@@ -184,6 +209,7 @@ def plan_install(
     if profile.exclude_newer:
         extra += ["--exclude-newer", profile.exclude_newer]
     return InstallPlan(
+        torch=source,
         requirements=profile.requirements,
         uv_args=tuple(extra),
         constraints=constraints_text(profile),
@@ -258,7 +284,7 @@ def build(
                     profile=profile.name,
                     venv=slot.venv,
                     interpreter=str(interpreter.path),
-                    torch=source,
+                    torch=plan.torch,
                     command=tuple(command),
                     replaced=False,
                     recovered=tuple(recovered),
@@ -278,7 +304,7 @@ def build(
         profile=profile.name,
         venv=slot.venv,
         interpreter=str(interpreter.path),
-        torch=source,
+        torch=plan.torch,
         command=tuple(command),
         replaced=replaced,
         recovered=tuple(recovered),

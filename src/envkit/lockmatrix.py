@@ -283,8 +283,13 @@ class Locker:
         path = folder / "lock.json"
         previous = read_manifest(path)
         known = previous.get("cells", {}) if previous.get("digest") == digest(profile) else {}
+        choice = self.options.torch_index or ""
+        # where torch came from, so a build from this lock asks the same place (a mirror's
+        # URL may hold credentials: it is not written, the build is given it again)
+        torch = {"": "backend", "default": "default"}.get(choice, "mirror")
         for r in results:
-            known[r.cell.name] = {k: v for k, v in r.to_dict().items() if k != "seconds"}
+            entry = {k: v for k, v in r.to_dict().items() if k != "seconds"}
+            known[r.cell.name] = {**entry, "torch": torch}
         data = {
             "profile": profile.name,
             "digest": digest(profile),
@@ -346,4 +351,4 @@ def _reason(output: str) -> str:
     # uv draws its error tree with box characters and a multiplication sign
     kept = [ln.strip(" \u2502\u2570\u2500\u25b6\u00d7") for ln in output.splitlines()]
     text = " ".join(ln.strip() for ln in kept if ln.strip() and not ln.startswith("warning"))
-    return text[:1200] or "uv could not resolve this cell"
+    return redact(text[:1200]) or "uv could not resolve this cell"

@@ -43,6 +43,7 @@ class CellState:
     state: str
     reason: str = ""
     files: tuple[Path, ...] = ()
+    torch: str = "backend"  # where the lock took torch from: backend, default, mirror
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,7 +88,11 @@ def states(profile: Profile, root: str | None = None) -> list[CellState]:
             state = SOURCE_ONLY if entry.get("state") == SOURCE_ONLY else LOCKED
             out.append(
                 CellState(
-                    cell=cell, state=state, reason=entry.get("reason", ""), files=(txt, pylock)
+                    cell=cell,
+                    state=state,
+                    reason=entry.get("reason", ""),
+                    files=(txt, pylock),
+                    torch=entry.get("torch", "backend"),
                 )
             )
     return out
