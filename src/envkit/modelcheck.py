@@ -40,7 +40,9 @@ class ModelConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Problem:
+class LoadProblem:
+    """One reason a profile cannot load a model, with what would fix it."""
+
     code: str
     message: str
     fix: str = ""
@@ -54,7 +56,7 @@ class Verdict:
     profile: str
     ok: bool
     architecture: str  # the one vLLM would use, when ok
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[LoadProblem, ...] = ()
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,14 +170,14 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
             ok=False,
             architecture="",
             problems=(
-                Problem(
+                LoadProblem(
                     code="profile-not-scanned",
                     message=f"Profile {profile.name} lists no architectures.",
                     fix=f"envkit scan --update {profile.name}",
                 ),
             ),
         )
-    problems: list[Problem] = []
+    problems: list[LoadProblem] = []
     notes: list[str] = []
     mt = config.model_type
     if mt in known.vllm_model_types:
@@ -188,7 +190,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
             )
         else:
             problems.append(
-                Problem(
+                LoadProblem(
                     code="unknown-model-type",
                     message=f"model type {mt!r} is unknown to transformers {known.transformers}, "
                     f"and vLLM {known.vllm} has no config class for it",
@@ -198,7 +200,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
     chosen = next((a for a in config.architectures if a in known.architectures), "")
     if not config.architectures:
         problems.append(
-            Problem(
+            LoadProblem(
                 code="no-architectures",
                 message="config.json names no architectures",
                 fix="add the model class to architectures in config.json",
@@ -229,12 +231,12 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
 
 def _architecture_problems(
     archs: tuple[str, ...], vllm: str, previous: dict[str, str], plugins: dict[str, str]
-) -> list[Problem]:
+) -> list[LoadProblem]:
     out = []
     for arch in archs:
         if arch in previous:
             out.append(
-                Problem(
+                LoadProblem(
                     code="architecture-removed",
                     message=f"{arch} was supported until vLLM {previous[arch]} and "
                     f"is not in vLLM {vllm}",
@@ -243,7 +245,7 @@ def _architecture_problems(
             )
         elif arch in plugins:
             out.append(
-                Problem(
+                LoadProblem(
                     code="architecture-out-of-tree",
                     message=f"{arch} is not in vLLM {vllm} itself; it lives in a "
                     f"plugin ({plugins[arch]})",
@@ -252,7 +254,7 @@ def _architecture_problems(
             )
         else:
             out.append(
-                Problem(
+                LoadProblem(
                     code="unsupported-architecture",
                     message=f"{arch} is not in vLLM {vllm}'s model registry",
                     fix="use a profile whose vLLM lists it (see supported_by)",
