@@ -87,11 +87,21 @@ class Shapes:
     dtype: str
 
 
+_ALIASES = {
+    "num_hidden_layers": ("n_layer", "num_layers", "n_layers"),
+    "num_attention_heads": ("n_head", "num_heads", "n_heads"),
+    "hidden_size": ("n_embd", "d_model", "dim"),
+    "num_key_value_heads": ("num_kv_heads", "n_head_kv", "multi_query_group_num"),
+    "intermediate_size": ("ffn_dim", "n_inner", "ffn_hidden_size"),
+}
+
+
 def shapes(config: dict[str, Any]) -> Shapes:
     text = _text_config(config)
 
     def num(key: str, default: int | None = None) -> int:
-        value = text.get(key, default)
+        # GPT-2/Falcon/T5-style configs name the same shapes differently
+        value = next((text[k] for k in (key, *_ALIASES.get(key, ())) if k in text), default)
         if not isinstance(value, int) or isinstance(value, bool):
             raise BadInput(f"config.json has no usable {key!r} for the memory plan.")
         return value
@@ -117,12 +127,17 @@ def shapes(config: dict[str, Any]) -> Shapes:
         hidden=hidden,
         heads=heads,
         kv_heads=num("num_key_value_heads", heads),
-        head_dim=num("head_dim", hidden // heads) if text.get("head_dim") else hidden // heads,
+        head_dim=num("head_dim") if isinstance(text.get("head_dim"), int) else hidden // heads,
         vocab=num("vocab_size"),
         intermediate=num("intermediate_size", 4 * hidden),
-        tied=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        tied=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", True))),
         mla_width=mla,
-        experts=int(text.get("num_experts") or text.get("n_routed_experts") or 0),
+        experts=int(
+            text.get("num_experts")
+            or text.get("n_routed_experts")
+            or text.get("num_local_experts")
+            or 0
+        ),
         moe_intermediate=int(text.get("moe_intermediate_size") or 0),
         dtype=dtype,
     )
@@ -130,7 +145,9 @@ def shapes(config: dict[str, Any]) -> Shapes:
 
 def parameters_from_shapes(s: Shapes) -> int:
     """Parameter count of a decoder (attention with biases on q/k/v as Qwen2 has them,
-    a gated MLP, two norms per layer); MoE layers count every expert."""
+    a gated MLP, two norms per layer); MoE layers count every expert. Embeddings are tied
+    unless ``tie_word_embeddings`` is false (transformers' default is true). Only an
+    estimate for other layouts (GPT-2's ungated MLP): the safetensors index is exact."""
     q = s.heads * s.head_dim
     kv = s.kv_heads * s.head_dim
     attention = s.hidden * q + q + 2 * (s.hidden * kv + kv) + q * s.hidden
