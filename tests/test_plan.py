@@ -80,12 +80,16 @@ def test_dense_model_by_hand(tmp_path: Path):
         "intermediate_size": 4096,
         "torch_dtype": "float16",
         "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
     }
     s = shapes(config)
     assert (s.kv_heads, s.head_dim) == (8, 128)  # no GQA: every head has its own K and V
     # per layer: q,k,v with biases 3*(1024*1024+1024), o 1024*1024, MLP 3*1024*4096, 2 norms
     per_layer = 3 * (1024 * 1024 + 1024) + 1024 * 1024 + 3 * 1024 * 4096 + 2 * 1024
     assert parameters_from_shapes(s) == 4 * per_layer + 2 * 1000 * 1024 + 1024
+    # without the key, transformers ties input and output embeddings: one matrix less
+    tied = shapes({k: v for k, v in config.items() if k != "tie_word_embeddings"})
+    assert parameters_from_shapes(tied) == parameters_from_shapes(s) - 1000 * 1024
     assert kv_bytes_per_token(s, 2) == 2 * 4 * 8 * 128 * 2
     plan = plan_for(model_dir(tmp_path, config), gpu_memory=GIB * 2, utilization=0.5)
     assert plan.memory["weights"] == parameters_from_shapes(s) * 2
