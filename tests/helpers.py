@@ -82,3 +82,16 @@ def install_into(venv: Path, index: str, requirement: str) -> None:
         ],
         check=True,
     )
+
+
+def shadow_transformers(folder: Path, version: str = "5.0.0", installer: str = "pip") -> Path:
+    """A second transformers outside the venv, as pip --user or PYTHONPATH would leave it."""
+    (folder / "transformers").mkdir(parents=True)
+    (folder / "transformers" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    info = folder / f"transformers-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: transformers\nVersion: {version}\n"
+    )
+    (info / "INSTALLER").write_text(f"{installer}\n")
+    return folder

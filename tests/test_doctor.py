@@ -11,7 +11,7 @@ import pytest
 
 import wheelhouse
 from conftest import Indexes
-from helpers import envkit, install_into
+from helpers import envkit, install_into, shadow_transformers
 
 # Output recorded from nvidia-smi on an 8 GiB RTX 2070 (field report 2's card): the plain
 # header, and --query-gpu=name,driver_version,memory.total,memory.free,compute_cap as CSV.
@@ -60,12 +60,7 @@ def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path):
 
 def test_mixed_install_names_both_installers(project: Path, tmp_path: Path):
     shadow = tmp_path / "user-site"
-    (shadow / "transformers").mkdir(parents=True)
-    (shadow / "transformers" / "__init__.py").write_text("__version__ = '5.0.0'\n")
-    info = shadow / "transformers-5.0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 5.0.0\n")
-    (info / "INSTALLER").write_text("pip\n")
+    shadow_transformers(shadow)
     res, found = doctor(project, env={"PYTHONPATH": str(shadow)})
     assert res.code == 1
     dup = found["duplicate-distribution"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Indexes
-from helpers import envkit, install_into, profile_text
+from helpers import envkit, install_into, profile_text, shadow_transformers
 
 
 @pytest.fixture
@@ -28,12 +28,7 @@ def test_clean_venv_passes_and_reports_every_kind(project: Path):
 
 def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path):
     shadow = tmp_path / "shadow"
-    (shadow / "transformers").mkdir(parents=True)
-    (shadow / "transformers" / "__init__.py").write_text("__version__ = '5.0.0'\n")
-    info = shadow / "transformers-5.0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 5.0.0\n")
-    (info / "INSTALLER").write_text("pip\n")
+    shadow_transformers(shadow)
     res = envkit("verify", "good", "--json", cwd=project, env={"PYTHONPATH": str(shadow)})
     assert res.code == 1
     found = checks(res)

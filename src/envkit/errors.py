@@ -116,12 +116,6 @@ class CommandFailed(EnvkitError):
         return data
 
 
-class BuildFailed(EnvkitError):
-    """The build did not produce a verified environment; the previous one was kept."""
-
-    exit_code = EXIT_CHECK_FAILED
-
-
 class EnvironmentBroken(EnvkitError):
     """The venv's on-disk state is not one envkit can repair by itself."""
 

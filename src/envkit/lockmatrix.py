@@ -84,13 +84,6 @@ def cells(profile: Profile) -> list[Cell]:
     ]
 
 
-def default_cell(profile: Profile) -> str:
-    """The profile's own cell: its first Python, Linux x86_64, its backend."""
-    found = cells(profile)
-    own = [c for c in found if c.platform == "linux-x86_64"] or found
-    return own[0].name if own else ""
-
-
 def digest(profile: Profile) -> str:
     """The profile's content digest: any edit of the file makes its locks stale."""
     data = profile.path.read_bytes().replace(b"\r\n", b"\n")

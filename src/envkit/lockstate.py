@@ -142,6 +142,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
     source_roots: set[Path] = set()
     for profile in profiles:
         source_roots.add(constraints_root(profile, root))
+        current = digest(profile)
         for state in states(profile, root):
             if state.state in (STALE, MISSING):
                 stale.append(f"{profile.name}/{state.cell.name} ({state.state})")
@@ -155,7 +156,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
                         "state": state.state,
                         "file": f"{profile.name}/{path.name}",
                         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                        "digest": digest(profile),
+                        "digest": current,
                     }
                 )
     if stale:

@@ -62,7 +62,7 @@ def _cut_left(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
 
 
-def table(rows: Sequence[Sequence[str]], last_flexible: bool = True) -> str:
+def table(rows: Sequence[Sequence[str]]) -> str:
     """Columns sized to their content; the last one shortened to fit the terminal."""
     if not rows:
         return ""
@@ -71,7 +71,7 @@ def table(rows: Sequence[Sequence[str]], last_flexible: bool = True) -> str:
     for row in rows:
         used = sum(w + 2 for w in widths[:-1])
         cells = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])]
-        tail = _cut(row[-1], _width() - used) if last_flexible else row[-1]
+        tail = _cut(row[-1], _width() - used)
         out.append(("  ".join([*cells, tail])).rstrip())
     return "\n".join(out)
 
