@@ -8,7 +8,6 @@ Any failure, Ctrl-C or kill before the swap leaves the previous venv where it wa
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from packaging.version import Version
 from . import process
 from .errors import BadInput, redact
 from .interpreters import find_interpreter
-from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, machine_platform
+from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, digest, machine_platform
 from .lockstate import states
 from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
 from .uvtool import Uv
@@ -245,7 +244,6 @@ def build(
     progress(f"looking for Python {profile.python}")
     interpreter = find_interpreter(profile.python, options.python)
     plan = plan_install(profile, options, interpreter.version, source)
-    command = list(plan.command)
     slot = VenvSlot(options.venv)
     seconds: dict[str, float] = {}
     with slot.locked(progress) as recovered:
@@ -270,33 +268,24 @@ def build(
                 constraints=constraints,
                 options=plan.uv_args,
                 stream=options.stream,
-                # a backend in the user's environment would overrule the choice made here
-                unset_env=("UV_TORCH_BACKEND",) if options.torch_index else (),
+                # envkit chose where torch comes from (the plan); a backend in the user's
+                # environment would overrule that choice
+                unset_env=("UV_TORCH_BACKEND",),
             )
             seconds["install"] = time.monotonic() - start
             progress("verifying inside the new environment")
             start = time.monotonic()
             report = verify(checked, staging, shown=slot.venv)
             seconds["verify"] = time.monotonic() - start
-            if not report.ok:
+            replaced = False
+            if report.ok:
+                process.checkpoint()
+                progress(f"swapping the verified environment into {slot.venv}")
+                start = time.monotonic()
+                replaced = slot.commit(build_id, _marker(profile, interpreter.path, plan))
+                seconds["swap"] = time.monotonic() - start
+            else:
                 slot.abort()
-                return BuildResult(
-                    profile=profile.name,
-                    venv=slot.venv,
-                    interpreter=str(interpreter.path),
-                    torch=plan.torch,
-                    command=tuple(command),
-                    replaced=False,
-                    recovered=tuple(recovered),
-                    seconds=seconds,
-                    report=report,
-                    lock=plan.lock,
-                )
-            process.checkpoint()
-            progress(f"swapping the verified environment into {slot.venv}")
-            start = time.monotonic()
-            replaced = slot.commit(build_id, _marker(profile, interpreter.path, source, command))
-            seconds["swap"] = time.monotonic() - start
         except BaseException:
             slot.abort()
             raise
@@ -305,7 +294,7 @@ def build(
         venv=slot.venv,
         interpreter=str(interpreter.path),
         torch=plan.torch,
-        command=tuple(command),
+        command=plan.command,
         replaced=replaced,
         recovered=tuple(recovered),
         seconds=seconds,
@@ -314,15 +303,13 @@ def build(
     )
 
 
-def _marker(
-    profile: Profile, python: Path, source: TorchSource, command: list[str]
-) -> dict[str, object]:
-    digest = hashlib.sha256(profile.path.read_bytes()).hexdigest() if profile.path.is_file() else ""
+def _marker(profile: Profile, python: Path, plan: InstallPlan) -> dict[str, object]:
     return {
         "profile": profile.name,
-        "profile_sha256": digest,
+        "profile_digest": digest(profile) if profile.path.is_file() else "",
         "python": str(python),
-        "torch_source": redact(source.description),
-        "command": [redact(part) for part in command],
+        "torch_source": redact(plan.torch.description),
+        "command": [redact(part) for part in plan.command],
+        "lock": str(plan.lock) if plan.lock else None,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
