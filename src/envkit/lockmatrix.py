@@ -28,9 +28,9 @@ from typing import Any
 
 import tomlkit
 
+from .atomicfile import write_atomic
 from .errors import BadInput, CommandFailed, redact
 from .profile import PLATFORMS, Profile
-from .profile_write import write_atomic
 from .uvtool import Uv
 
 LOCKED, SOURCE_ONLY, UNRESOLVABLE = "locked", "source-only", "unresolvable"

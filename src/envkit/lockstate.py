@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .atomicfile import write_atomic
 from .errors import EnvkitError
 from .lockmatrix import (
     LOCKED,
@@ -34,7 +34,6 @@ from .lockmatrix import (
     read_manifest,
 )
 from .profile import Profile
-from .profile_write import write_atomic
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,9 +173,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
     for entry, source in zip(entries, sources, strict=True) if to is not None else []:
         dest = target / entry["file"]
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(dest)
+        write_atomic(dest, source.read_bytes())
     target.mkdir(parents=True, exist_ok=True)
     index = {"format": 1, "files": sorted(entries, key=lambda e: (e["profile"], e["file"]))}
     write_atomic(target / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")

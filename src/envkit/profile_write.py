@@ -7,7 +7,6 @@ temporary file beside the target and is renamed over it: a profile is never half
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import tomlkit
@@ -15,22 +14,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from tomlkit.items import Array, Table
 
+from .atomicfile import write_atomic
 from .errors import BadInput
 from .registry_scan import Listing, Scan, Scanner, torch_cuda
 from .wheelfetch import WheelError
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _array(items: list[str]) -> Array:

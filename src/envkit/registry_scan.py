@@ -28,6 +28,7 @@ from packaging.version import InvalidVersion, Version
 from platformdirs import user_cache_path
 
 from .astdata import OPAQUE, SourceError, module_tables
+from .atomicfile import write_atomic
 from .errors import BadInput
 from .wheelfetch import Http, RemoteZip, WheelError, WheelFile, list_files, pick_wheel
 
@@ -122,9 +123,7 @@ def _store(scan: Scan) -> None:
     path = _cache_file(scan.project, Version(scan.version))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(scan.to_dict(), sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(scan.to_dict(), sort_keys=True))
     except OSError:
         pass  # a cache that cannot be written only costs time
 

@@ -27,20 +27,14 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from .atomicfile import write_atomic
 from .errors import BadInput, EnvironmentBroken
 
 MARKER = "envkit-build.json"
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
-    """Write aside, then rename: a reader sees the old file or the new one, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _read_json(path: Path) -> dict[str, object] | None:
