@@ -25,7 +25,7 @@ from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from .errors import EnvkitError
+from .errors import EnvkitError, redact
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 USER_AGENT = "envkit (registry scan)"
@@ -74,13 +74,13 @@ class Http:
                 data: bytes = response.read()
         except urllib.error.HTTPError as exc:
             raise NetworkError(
-                f"{_shown(url)} answered HTTP {exc.code} ({exc.reason}).",
+                f"{redact(url)} answered HTTP {exc.code} ({exc.reason}).",
                 "Check the name and version, or the index URL (--index-url).",
             ) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise NetworkError(
-                f"Cannot reach {_shown(url)}: {reason}.",
+                f"Cannot reach {redact(url)}: {reason}.",
                 "Check the network or the index URL (--index-url, UV_DEFAULT_INDEX); "
                 "results scanned before are cached and work offline.",
             ) from None
@@ -95,17 +95,11 @@ class Http:
         want = -start if start < 0 else end - start + 1
         if len(data) > want:  # the server ignored Range and sent everything
             raise NetworkError(
-                f"{_shown(url)} does not serve byte ranges.",
+                f"{redact(url)} does not serve byte ranges.",
                 "Use an index that supports HTTP range requests, or install the package and "
                 "scan it locally.",
             )
         return data
-
-
-def _shown(url: str) -> str:
-    from .errors import redact
-
-    return redact(url)
 
 
 @dataclass(frozen=True)
@@ -126,7 +120,7 @@ def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
         data: dict[str, Any] = json.loads(raw)
     except ValueError:
         raise NetworkError(
-            f"{_shown(url)} did not answer with the JSON simple API (PEP 691).",
+            f"{redact(url)} did not answer with the JSON simple API (PEP 691).",
             "Use an index that supports it (uv and PyPI do), via --index-url.",
         ) from None
     files = []
@@ -189,14 +183,14 @@ class RemoteZip:
         tail = self.http.get_range(self.url, -65536 - 22, 0)
         pos = tail.rfind(b"PK\x05\x06")
         if pos < 0:
-            raise WheelError(f"{_shown(self.url)} is not a zip file (no end of directory).")
+            raise WheelError(f"{redact(self.url)} is not a zip file (no end of directory).")
         _sig, _d, _cd, _n1, count, cd_size, cd_offset, _c = struct.unpack_from(
             "<IHHHHIIH", tail, pos
         )
         if cd_offset == 0xFFFFFFFF or count == 0xFFFF:
             loc = tail.rfind(b"PK\x06\x07", 0, pos)
             if loc < 0:
-                raise WheelError(f"{_shown(self.url)}: broken zip64 directory.")
+                raise WheelError(f"{redact(self.url)}: broken zip64 directory.")
             (eocd64,) = struct.unpack_from("<Q", tail, loc + 8)
             rec = self.http.get_range(self.url, eocd64, eocd64 + 55)
             count, cd_size, cd_offset = struct.unpack_from("<QQQ", rec, 32)
