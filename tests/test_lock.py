@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -226,6 +227,43 @@ def test_build_installs_the_published_lock(repo: Path, indexes: Indexes):
     assert data["torch"]["source"] == "the default index, as locked"
     fresh = envkit("build", "m", "--json", "--no-lock", *build_args(indexes.default), cwd=repo)
     assert fresh.code == 0 and fresh.json()["lock"] is None
+
+
+def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_path: Path):
+    """uv is told which Python to use: no interpreter on PATH (a pyenv shim, say) is run."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    ran = tmp_path / "ran"
+    for name in ("python", "python3", f"python{PY}", f"python{OTHER}"):
+        shim = shims / name
+        shim.write_text(f'#!/bin/sh\necho "$0" >> "{ran}"\nexec "{sys.executable}" "$@"\n')
+        shim.chmod(0o755)
+    env = {"PATH": f"{shims}:{os.environ['PATH']}"}
+    res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo, env=env)
+    assert res.code == 0, res.err
+    assert {c["state"] for c in res.json()["cells"]} == {"locked"}
+    assert not ran.exists(), ran.read_text()
+
+
+@pytest.mark.skipif(
+    len(getattr(os, "sched_getaffinity", lambda _p: ())(0)) < 2, reason="needs Linux, 2 CPUs"
+)
+def test_parallel_workers_start_their_children_on_one_cpu_each():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from envkit import process
+
+    ask = "import os; print(sorted(os.sched_getaffinity(0)))"
+    cpus = sorted(os.sched_getaffinity(0))
+    with ThreadPoolExecutor(2, initializer=process.one_cpu_per_worker(2)) as pool:
+        seen = list(pool.map(lambda _i: process.run([sys.executable, "-c", ask]).stdout, range(8)))
+    assert {len(json.loads(out)) for out in seen} == {1}
+    assert {json.loads(out)[0] for out in seen} <= set(cpus)
+    # one worker, or the main thread: children keep every CPU
+    with ThreadPoolExecutor(1, initializer=process.one_cpu_per_worker(1)) as pool:
+        alone = pool.submit(process.run, [sys.executable, "-c", ask]).result()
+    assert json.loads(alone.stdout) == cpus
+    assert json.loads(process.run([sys.executable, "-c", ask]).stdout) == cpus
 
 
 def test_bad_lock_arguments(repo: Path):

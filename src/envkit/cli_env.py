@@ -8,8 +8,6 @@ from pathlib import Path
 import click
 
 from . import render
-from .build import BuildOptions
-from .build import build as run_build
 from .catalog import envs_dir, list_profiles, resolve_profile
 from .cli import (
     State,
@@ -20,8 +18,8 @@ from .cli import (
     venv_option,
 )
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
-from .venvslot import VenvSlot
-from .verify import verify as run_verify
+
+# Core modules are imported inside the commands that use them: each command loads only its own.
 
 
 @cli.command()
@@ -86,6 +84,9 @@ def build(
     The new environment is built aside and verified; only then does it replace the one at
     --venv. A failed, interrupted or killed build leaves the previous environment in place.
     """
+    from .build import BuildOptions
+    from .build import build as run_build
+
     loaded = resolve_profile(profile, envs_dir(state.envs))
     options = BuildOptions(
         venv=venv,
@@ -109,6 +110,9 @@ def build(
 @click.pass_obj
 def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
     """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA."""
+    from .venvslot import VenvSlot
+    from .verify import verify as run_verify
+
     loaded = resolve_profile(profile, envs_dir(state.envs))
     slot = VenvSlot(venv)
     with slot.locked(render.progress) as recovered:

@@ -7,15 +7,13 @@ import dataclasses
 import click
 from packaging.version import Version
 
-from . import modelcheck, render
+from . import render
 from .catalog import envs_dir, list_profiles, resolve_profile
 from .cli import F, State, cli, json_option
 from .errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from .modelcheck import load_model_config
 from .profile import NAME_RE, Profile, load_profile
-from .profile_write import draft, update_models, write_new_profile
-from .registry_scan import Scanner, parse_target, releases_listing
-from .wheelfetch import index_url
+
+# Core modules are imported inside the commands that use them: each command loads only its own.
 
 
 def index_option(func: F) -> F:
@@ -34,7 +32,11 @@ def _shipped(state: State) -> list[Profile]:
 
 
 def _model_report(state: State, profile: Profile | None, model: str, index: str | None) -> int:
-    config = load_model_config(model)
+    from . import modelcheck
+    from .registry_scan import Scanner, releases_listing
+    from .wheelfetch import index_url
+
+    config = modelcheck.load_model_config(model)
     scanner = Scanner(index_url(index))
     report = modelcheck.report(
         config, profile, _shipped(state), lambda arch: releases_listing(scanner, arch)
@@ -94,6 +96,10 @@ def scan(
 
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
+    from .profile_write import update_models
+    from .registry_scan import Scanner, parse_target
+    from .wheelfetch import index_url
+
     scanner = Scanner(index_url(index), use_cache=not no_cache)
     if update:
         if target:
@@ -151,6 +157,11 @@ def new_profile(
     Pins come from that release's requirements: its torch, and the newest transformers it
     allows that was published before it and knows the model type.
     """
+    from .modelcheck import load_model_config
+    from .profile_write import draft, write_new_profile
+    from .registry_scan import Scanner, parse_target, releases_listing
+    from .wheelfetch import index_url
+
     if not NAME_RE.fullmatch(name):
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
     config = load_model_config(model)

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import click
 
-from . import doctor as doctor_module
-from . import modelcheck, render, serverprobe
-from . import plan as memplan
+from . import render
 from .catalog import envs_dir, resolve_profile
 from .cli import State, cli, json_option
 from .errors import EXIT_CHECK_FAILED, EXIT_OK
-from .modelcheck import load_model_config
+
+# Core modules are imported inside the commands that use them: each command loads only its own.
 
 
 @cli.command()
@@ -69,8 +68,11 @@ def plan(
 
     Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
     """
+    from . import modelcheck
+    from . import plan as memplan
+
     loaded = resolve_profile(profile, envs_dir(state.envs))
-    config = load_model_config(model)
+    config = modelcheck.load_model_config(model)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
     inp = memplan.PlanInput(
         model=folder,
@@ -123,6 +125,8 @@ def probe(
     When BASE_URL fails, the usual mistakes are tried (missing or doubled /v1, an endpoint
     given as the base) and the base URL that works is named. Exit 0 when the chat answers.
     """
+    from . import serverprobe
+
     result = serverprobe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
     render.probe(result, as_json)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
@@ -144,6 +148,8 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     transformers pairs, torch's CUDA against the driver, WSL2, GPUs without bfloat16, old
     hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
     """
+    from . import doctor as doctor_module
+
     loaded = resolve_profile(profile, envs_dir(state.envs)) if profile else None
     diagnosis = doctor_module.diagnose(venv, loaded)
     render.diagnosis(diagnosis, as_json)

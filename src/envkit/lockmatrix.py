@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +30,7 @@ from typing import Any
 
 import tomlkit
 
+from . import process
 from .atomicfile import write_atomic
 from .errors import BadInput, CommandFailed, redact
 from .profile import PLATFORMS, Profile
@@ -123,6 +126,10 @@ class LockOptions:
     jobs: int = 4
     root: str | None = None  # the constraints folder
     refresh: bool = False  # ask the index even where uv's cache could answer
+    # The Python uv builds source distributions' metadata with (the target version is
+    # --python-version): envkit's own, so a lock does not depend on which Pythons the
+    # locking machine has, and uv need not search for one.
+    interpreter: str = field(default_factory=lambda: os.path.realpath(sys.executable))
 
 
 @dataclass
@@ -146,7 +153,10 @@ class Locker:
                 "See the cells with `envkit matrix`.",
             )
         self.uv_version()
-        with ThreadPoolExecutor(max_workers=max(1, self.options.jobs)) as pool:
+        jobs = max(1, min(self.options.jobs, len(todo)))
+        with ThreadPoolExecutor(
+            max_workers=jobs, initializer=process.one_cpu_per_worker(jobs)
+        ) as pool:
             results = list(pool.map(lambda pc: self._lock_cell(*pc), todo))
         for profile in {p.name: p for p, _c in todo}.values():
             mine = [r for r in results if r.cell.profile == profile.name]
@@ -201,6 +211,7 @@ class Locker:
                 output,
                 python_version=cell.python,
                 platform=PLATFORMS[cell.platform],
+                interpreter=self.options.interpreter,
                 options=[*options, *extra],
                 unset_env=unset,
             )
@@ -303,6 +314,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def source_only(pylock: Path) -> tuple[str, ...]:
     """Packages the resolution takes as a source distribution only (no wheel for the target)."""
     text = pylock.read_text(encoding="utf-8")
+    if len(re.findall(r"^wheels = ", text, re.M)) == text.count("[[packages]]"):
+        return ()  # every package has wheels: no need to parse (a tenth of a second a matrix)
     try:
         import tomllib  # 3.11+: six times faster than tomlkit, and this runs once per cell
 

@@ -11,22 +11,24 @@ import json
 import shutil
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .build import BuildResult
-from .catalog import Listing
-from .doctor import Diagnosis
 from .errors import EXIT_CODES, EnvkitError, redact
-from .lockmatrix import CellResult
-from .lockstate import CellState
-from .modelcheck import ModelReport, Verdict
-from .plan import GIB, Plan
-from .profile import Profile
-from .registry_scan import Scan
-from .serverprobe import ProbeResult
-from .verify import Report, Status
+
+if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
+    from .build import BuildResult
+    from .catalog import Listing
+    from .doctor import Diagnosis
+    from .lockmatrix import CellResult
+    from .lockstate import CellState
+    from .modelcheck import ModelReport, Verdict
+    from .plan import Plan
+    from .profile import Profile
+    from .registry_scan import Scan
+    from .serverprobe import ProbeResult
+    from .verify import Report
 
 JSON_VERSION = 1
 
@@ -158,10 +160,10 @@ def show(profile: Profile, as_json: bool) -> None:
     _echo(table(rows))
 
 
-_MARK = {
-    Status.PASS: ("ok", "green"),
-    Status.WARN: ("warn", "yellow"),
-    Status.FAIL: ("FAIL", "red"),
+_MARK = {  # by verify.Status value
+    "pass": ("ok", "green"),
+    "warn": ("warn", "yellow"),
+    "fail": ("FAIL", "red"),
 }
 
 
@@ -178,11 +180,11 @@ def _report_text(rep: Report) -> None:
     _echo(_cut_left(f"profile {rep.profile}  python {rep.python}  venv {venv}", width))
     name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
     for check in rep.checks:
-        mark, colour = _MARK[check.status]
+        mark, colour = _MARK[check.status.value]
         found = check.found
         if found.startswith(venv + "/"):
             found = rep.venv.name + found[len(venv) :]
-        if check.status is not Status.PASS and check.expected:
+        if check.status.value != "pass" and check.expected:
             found = f"{found} (want {check.expected})"
         lead = f"  {mark:<4}  {check.kind:<11}  {_cut(check.name, name_w):<{name_w}}  "
         rest = (
@@ -191,7 +193,7 @@ def _report_text(rep: Report) -> None:
             else _cut(found, width - len(lead))
         )
         _echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
-        if check.detail and check.status is not Status.PASS:
+        if check.detail and check.status.value != "pass":
             _echo("        " + _cut(check.detail, width - 8))
         if check.fix:
             _echo("        fix: " + _cut(check.fix, width - 13))
@@ -420,6 +422,8 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
             data["compose"] = compose
         emit_json(data)
         return
+    from .plan import GIB  # loaded already: the plan was made
+
     mem = result.memory
     rows = [
         ("GPU", f"{mem['total'] / GIB:.2f} GiB total, {mem['free'] / GIB:.2f} GiB free"),

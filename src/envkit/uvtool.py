@@ -127,12 +127,16 @@ class Uv:
         *,
         python_version: str,
         platform: str,
+        interpreter: str,
         options: Sequence[str],
         unset_env: Sequence[str] = (),
     ) -> None:
         """Resolve ``requirements.in`` with ``constraints.txt`` in ``folder`` into ``output``.
 
         Run inside ``folder`` with relative names, so uv's annotations hold no temporary paths.
+        ``interpreter`` is the Python uv would build a source distribution's metadata with;
+        naming it spares uv its interpreter discovery, which runs every Python on ``PATH``
+        (through pyenv's shell shims, that was nine tenths of a warm resolution).
         """
         args = [
             "pip",
@@ -144,6 +148,8 @@ class Uv:
             python_version,
             "--python-platform",
             platform,
+            "--python",
+            interpreter,
             "--generate-hashes",
             "--no-header",
             "--quiet",
