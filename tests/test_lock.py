@@ -245,27 +245,6 @@ def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_p
     assert not ran.exists(), ran.read_text()
 
 
-@pytest.mark.skipif(
-    len(getattr(os, "sched_getaffinity", lambda _p: ())(0)) < 2, reason="needs Linux, 2 CPUs"
-)
-def test_parallel_workers_start_their_children_on_one_cpu_each():
-    from concurrent.futures import ThreadPoolExecutor
-
-    from envkit import process
-
-    ask = "import os; print(sorted(os.sched_getaffinity(0)))"
-    cpus = sorted(os.sched_getaffinity(0))
-    with ThreadPoolExecutor(2, initializer=process.one_cpu_per_worker(2)) as pool:
-        seen = list(pool.map(lambda _i: process.run([sys.executable, "-c", ask]).stdout, range(8)))
-    assert {len(json.loads(out)) for out in seen} == {1}
-    assert {json.loads(out)[0] for out in seen} <= set(cpus)
-    # one worker, or the main thread: children keep every CPU
-    with ThreadPoolExecutor(1, initializer=process.one_cpu_per_worker(1)) as pool:
-        alone = pool.submit(process.run, [sys.executable, "-c", ask]).result()
-    assert json.loads(alone.stdout) == cpus
-    assert json.loads(process.run([sys.executable, "-c", ask]).stdout) == cpus
-
-
 def test_bad_lock_arguments(repo: Path):
     assert envkit("lock", cwd=repo).code == 2
     assert envkit("lock", "m", "--all", cwd=repo).code == 2

@@ -1,0 +1,62 @@
+"""Children of envkit: they die with it, and parallel workers spread them over the CPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from envkit import process
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
+def test_a_child_dies_with_envkit():
+    code = "from envkit import process; process.run(['sleep', '60'])"
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        for _ in range(100):
+            kids = subprocess.run(
+                ["pgrep", "-P", str(parent.pid)], capture_output=True, text=True
+            ).stdout.split()
+            if kids:
+                break
+            time.sleep(0.05)
+        assert kids, "the child never started"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    child = int(kids[0])
+    for _ in range(100):
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state == "Z":
+            return
+        time.sleep(0.05)
+    os.kill(child, signal.SIGKILL)
+    pytest.fail("the child outlived envkit")
+
+
+@pytest.mark.skipif(
+    len(getattr(os, "sched_getaffinity", lambda _p: ())(0)) < 2, reason="needs Linux, 2 CPUs"
+)
+def test_parallel_workers_start_their_children_on_one_cpu_each():
+    ask = "import os; print(sorted(os.sched_getaffinity(0)))"
+    cpus = sorted(os.sched_getaffinity(0))
+    with ThreadPoolExecutor(2, initializer=process.one_cpu_per_worker(2)) as pool:
+        seen = list(pool.map(lambda _i: process.run([sys.executable, "-c", ask]).stdout, range(8)))
+    assert {len(json.loads(out)) for out in seen} == {1}
+    assert {json.loads(out)[0] for out in seen} <= set(cpus)
+    # one worker, or the main thread: children keep every CPU
+    with ThreadPoolExecutor(1, initializer=process.one_cpu_per_worker(1)) as pool:
+        alone = pool.submit(process.run, [sys.executable, "-c", ask]).result()
+    assert json.loads(alone.stdout) == cpus
+    assert json.loads(process.run([sys.executable, "-c", ask]).stdout) == cpus
