@@ -8,6 +8,9 @@ Two things make this more than ``subprocess.run``:
   records the request for :func:`checkpoint`.
 - A child dies with envkit (Linux parent-death signal): a killed build never leaves uv
   writing into a folder that recovery is about to remove.
+
+Work that runs children from several threads at once (the lock matrix) gives its pool
+:func:`one_cpu_per_worker`, so the children do not oversubscribe the cores.
 """
 
 from __future__ import annotations
