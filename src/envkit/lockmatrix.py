@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -153,14 +154,18 @@ class Locker:
                 "See the cells with `envkit matrix`.",
             )
         self.uv_version()
+        # read each profile once: every file of this run names the content it was locked from
+        digests = {p.name: digest(p) for p, _c in todo}
         jobs = max(1, min(self.options.jobs, len(todo)))
         with ThreadPoolExecutor(
             max_workers=jobs, initializer=process.one_cpu_per_worker(jobs)
         ) as pool:
-            results = list(pool.map(lambda pc: self._lock_cell(*pc), todo))
+            results = list(
+                pool.map(lambda pc: self._lock_cell(pc[0], pc[1], digests[pc[0].name]), todo)
+            )
         for profile in {p.name: p for p, _c in todo}.values():
             mine = [r for r in results if r.cell.profile == profile.name]
-            self._write_manifest(profile, mine)
+            self._write_manifest(profile, digests[profile.name], mine)
         return results
 
     def resolve(self, profile: Profile, cell: Cell, folder: Path) -> CellResult:
@@ -239,9 +244,7 @@ class Locker:
             options += ["--exclude-newer", profile.exclude_newer]
         return options, (("UV_TORCH_BACKEND",) if choice else ())
 
-    def _lock_cell(self, profile: Profile, cell: Cell) -> CellResult:
-        import time
-
+    def _lock_cell(self, profile: Profile, cell: Cell, profile_digest: str) -> CellResult:
         start = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="envkit-lock-") as tmp:
             result = self.resolve(profile, cell, Path(tmp))
@@ -249,7 +252,7 @@ class Locker:
             files: tuple[str, ...] = ()
             if result.state != UNRESOLVABLE:
                 out.mkdir(parents=True, exist_ok=True)
-                head = self.header(profile, cell, result)
+                head = self.header(profile, cell, result, profile_digest)
                 write_atomic(out / f"{cell.name}.txt", head + (Path(tmp) / "cell.txt").read_text())
                 write_atomic(out / cell.pylock_name, head + (Path(tmp) / "pylock.toml").read_text())
                 files = (f"{cell.name}.txt", cell.pylock_name)
@@ -262,7 +265,7 @@ class Locker:
             seconds=time.monotonic() - start,
         )
 
-    def header(self, profile: Profile, cell: Cell, result: CellResult) -> str:
+    def header(self, profile: Profile, cell: Cell, result: CellResult, profile_digest: str) -> str:
         torch = self.options.torch_index or ""
         torch_text = {
             "": f"uv --torch-backend {cell.backend}" if cell.backend else "default index",
@@ -272,7 +275,7 @@ class Locker:
         index = redact(self.options.index_url) if self.options.index_url else "uv's default index"
         lines = [
             f"envkit lock: profile {profile.name}, cell {cell.name}",
-            f"profile-digest: {digest(profile)}",
+            f"profile-digest: {profile_digest}",
             f"uv: {self.uv_version()}",
             f"index: {index}; torch: {torch_text}",
             f"reproduce: envkit lock {profile.name} --cell {cell.name}{redact(flag)}",
@@ -281,12 +284,14 @@ class Locker:
             lines.append(f"source-only: {', '.join(result.source_only)}")
         return "".join(f"# {line}\n" for line in lines)
 
-    def _write_manifest(self, profile: Profile, results: list[CellResult]) -> None:
+    def _write_manifest(
+        self, profile: Profile, profile_digest: str, results: list[CellResult]
+    ) -> None:
         folder = constraints_root(profile, self.options.root) / profile.name
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "lock.json"
         previous = read_manifest(path)
-        known = previous.get("cells", {}) if previous.get("digest") == digest(profile) else {}
+        known = previous.get("cells", {}) if previous.get("digest") == profile_digest else {}
         choice = self.options.torch_index or ""
         # where torch came from, so a build from this lock asks the same place (a mirror's
         # URL may hold credentials: it is not written, the build is given it again)
@@ -296,7 +301,7 @@ class Locker:
             known[r.cell.name] = {**entry, "torch": torch}
         data = {
             "profile": profile.name,
-            "digest": digest(profile),
+            "digest": profile_digest,
             "uv": self.uv_version(),
             "cells": dict(sorted(known.items())),
         }
