@@ -44,6 +44,17 @@ def module_tables(
     for ``from .auto_mappings import NAMES``.
     """
     try:
+        return _module_tables(source, imports, filename)
+    except (RecursionError, MemoryError):
+        raise SourceError(
+            f"{filename or 'source'} is nested too deeply (or too large) to read as data."
+        ) from None
+
+
+def _module_tables(
+    source: str, imports: Mapping[str, Mapping[str, Any]] | None, filename: str
+) -> dict[str, Any]:
+    try:
         tree = ast.parse(source, filename=filename or "<source>")
     except (SyntaxError, ValueError) as exc:
         raise SourceError(f"{filename or 'source'} is not valid Python: {exc}") from None

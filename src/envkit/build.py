@@ -7,6 +7,7 @@ Any failure, Ctrl-C or kill before the swap leaves the previous venv where it wa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -17,7 +18,8 @@ from typing import Any
 from packaging.version import Version
 
 from . import process
-from .errors import BadInput, redact
+from .errors import BadInput, EnvkitError, Interrupted
+from .redaction import redact
 from .interpreters import find_interpreter
 from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, digest, machine_platform
 from .lockstate import states
@@ -245,7 +247,9 @@ def build(
     interpreter = find_interpreter(profile.python, options.python)
     plan = plan_install(profile, options, interpreter.version, source)
     slot = VenvSlot(options.venv)
+    slot.check_replaceable()  # before anything is created beside it
     seconds: dict[str, float] = {}
+    marker = _marker(profile, interpreter.path, plan)
     with slot.locked(progress) as recovered:
         for note in recovered:
             progress(f"recovered: {note}")
@@ -255,6 +259,8 @@ def build(
             start = time.monotonic()
             progress(f"creating a venv with Python {interpreter.version} ({interpreter.path})")
             uv.create_venv(staging, str(interpreter.path), stream=False)
+            slot.mark(build_id, {**marker, "state": "building"})
+            process.fault_point("venv-created")
             seconds["venv"] = time.monotonic() - start
             constraints = None
             if plan.constraints is not None:
@@ -272,20 +278,27 @@ def build(
                 # environment would overrule that choice
                 unset_env=("UV_TORCH_BACKEND",),
             )
+            process.fault_point("installed")
             seconds["install"] = time.monotonic() - start
             progress("verifying inside the new environment")
             start = time.monotonic()
             report = verify(checked, staging, shown=slot.venv)
             seconds["verify"] = time.monotonic() - start
+            process.fault_point("verified")
             replaced = False
             if report.ok:
                 process.checkpoint()
                 progress(f"swapping the verified environment into {slot.venv}")
                 start = time.monotonic()
-                replaced = slot.commit(build_id, _marker(profile, interpreter.path, plan))
+                replaced = slot.commit(build_id, marker)
                 seconds["swap"] = time.monotonic() - start
             else:
                 slot.abort()
+        except KeyboardInterrupt:
+            if not slot.committed:
+                with contextlib.suppress(KeyboardInterrupt, EnvkitError, OSError):
+                    slot.abort()
+            raise Interrupted(slot.describe()) from None
         except BaseException:
             slot.abort()
             raise

@@ -14,12 +14,14 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, process, render
+from . import __version__, process, redaction, render
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    BadInput,
     EnvkitError,
+    Interrupted,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,30 +98,49 @@ def cli(state: State, envs: str | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (``sys.exit`` happens only in ``__main__``)."""
-    state = State()
+    args = list(argv) if argv is not None else sys.argv[1:]
+    state = State(json="--json" in args)  # usage errors are JSON too when --json was asked
+    redaction.forget_secrets()
+    redaction.remember_environment_secrets()
     restore = process.install_signal_handlers()
     try:
-        code = cli.main(
-            args=list(argv) if argv is not None else None,
-            obj=state,
-            standalone_mode=False,
-            prog_name="envkit",
-        )
+        code = cli.main(args=args, obj=state, standalone_mode=False, prog_name="envkit")
         return int(code) if isinstance(code, int) else EXIT_OK
+    except Interrupted as exc:
+        render.interrupted(state.json, exc.message)
+        return EXIT_INTERRUPTED
     except EnvkitError as exc:
         render.error(exc, state.json)
         return exc.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         render.interrupted(state.json)
         return EXIT_INTERRUPTED
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        render.usage_error(exc.format_message(), state.json)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        render.interrupted(state.json)
-        return EXIT_INTERRUPTED
+    except (RecursionError, MemoryError):
+        render.error(
+            BadInput(
+                "The input is nested too deeply or is too large to read.",
+                "Check the files and arguments given; envkit reads model and profile files "
+                "of ordinary size.",
+            ),
+            state.json,
+        )
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        # a file or folder the command needed (read-only, full disk, vanished): one message
+        where = f" {exc.filename!r}" if exc.filename else ""
+        render.error(
+            BadInput(
+                f"Cannot access{where}: {exc.strerror or type(exc).__name__}.",
+                "Check the path, its permissions and the free space, then run again.",
+            ),
+            state.json,
+        )
+        return EXIT_BAD_INPUT
     finally:
         restore()
 

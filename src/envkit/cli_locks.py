@@ -10,7 +10,7 @@ from . import lockstate, render
 from .catalog import envs_dir, list_profiles, resolve_profile
 from .cli import State, cli, constraints_option, json_option, torch_index_option
 from .cli_models import index_option
-from .errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from .lockmatrix import Locker, LockOptions
 from .profile import Profile
 from .uvtool import Uv
@@ -89,11 +89,14 @@ def lock(
     if check:
         found = lockstate.check(chosen, constraints, locker if resolve else None)
         render.lock_check(found, as_json)
-        return EXIT_CHECK_FAILED if any(s.state in ("stale", "missing") for s in found) else EXIT_OK
+        failing = ("stale", "missing", "unresolvable")
+        return EXIT_CHECK_FAILED if any(s.state in failing for s in found) else EXIT_OK
     if resolve:
         raise BadInput("--resolve goes with --check.")
     results = locker.lock(chosen, only=cell)
     render.lock_results(results, as_json)
+    if any(r.state == "unreachable" for r in results):
+        return EXIT_BAD_INPUT  # a network failure is not a verdict: nothing was recorded
     return EXIT_CHECK_FAILED if any(r.state == "unresolvable" for r in results) else EXIT_OK
 
 

@@ -7,7 +7,6 @@ turns them into exit codes (see :data:`EXIT_CODES`); nothing else calls ``sys.ex
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,7 +19,7 @@ EXIT_CODES = {
     EXIT_OK: "everything asked for holds",
     EXIT_CHECK_FAILED: "a check, resolution, install or build failed",
     EXIT_BAD_INPUT: "bad input or configuration (profile, arguments, missing tools)",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C); nothing the user had was changed",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM); the last line says what is where",
 }
 
 
@@ -122,16 +121,66 @@ class EnvironmentBroken(EnvkitError):
     exit_code = EXIT_CHECK_FAILED
 
 
+class NetworkError(EnvkitError):
+    """A server (package index, Hub, vLLM) could not be reached, or answered too slowly, too
+    much, or in a shape envkit cannot use. ``status`` is the HTTP status when there was one.
+
+    Never a verdict: a check that meets one ends with exit 2 and records nothing.
+    """
+
+    def __init__(
+        self, message: str, hint: str = "", *, url: str = "", status: int = 0, kind: str = ""
+    ) -> None:
+        super().__init__(message, hint)
+        self.url = url  # redacted
+        self.status = status
+        # what went wrong, for callers that explain it: refused, timeout, connect-timeout,
+        # unreachable (DNS, TLS, protocol), status, too-large, bad-answer
+        self.kind = kind or ("status" if status else "")
+
+    def to_dict(self) -> dict[str, object]:
+        data = super().to_dict()
+        data.update(url=self.url or None, status=self.status or None)
+        return data
+
+
+class TooLarge(NetworkError):
+    """A server's answer is larger than envkit reads for that request."""
+
+
+class WheelError(EnvkitError):
+    """A wheel or source file is not one envkit can read (broken zip, missing member, too
+    large once inflated, source it cannot parse)."""
+
+
+class StaleLocks(EnvkitError):
+    """Published locks that are stale, missing or unresolvable where current ones are needed."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+class FileSystemError(EnvkitError):
+    """A file or folder envkit must write cannot be written (read-only, full disk, ...)."""
+
+    def __init__(self, path: object, exc: OSError, what: str = "write") -> None:
+        reason = exc.strerror or type(exc).__name__
+        super().__init__(
+            f"Cannot {what} {str(path)!r}: {reason}.",
+            "Check the folder's permissions and free space, then run the command again; "
+            "nothing else was changed.",
+        )
+        self.path = str(path)
+        self.errno = exc.errno
+
+
+class Interrupted(EnvkitError):
+    """Ctrl-C or SIGTERM; the message says truthfully what is where now."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
 def _tail(output: str, lines: int = 12, width: int = 1500) -> str:
     """The last meaningful lines of a tool's output, folded into one paragraph."""
     kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]
     text = " | ".join(kept)
     return text[-width:]
-
-
-_CREDENTIALS = re.compile(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@")
-
-
-def redact(text: str) -> str:
-    """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``)."""
-    return _CREDENTIALS.sub("***@", text)

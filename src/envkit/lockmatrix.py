@@ -21,7 +21,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,12 +32,16 @@ import tomlkit
 
 from . import process
 from .atomicfile import write_atomic
-from .errors import BadInput, CommandFailed, redact
+from .atomicfile import temporary_folder
+from .errors import BadInput, CommandFailed, FileSystemError, NetworkError
+from .redaction import redact
 from .profile import PLATFORMS, Profile
 from .uvtool import Uv
 
 LOCKED, SOURCE_ONLY, UNRESOLVABLE = "locked", "source-only", "unresolvable"
 STALE, MISSING = "stale", "missing"
+# An index could not be reached: not a verdict on the cell, so never recorded or published.
+UNREACHABLE = "unreachable"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,15 +249,27 @@ class Locker:
 
     def _lock_cell(self, profile: Profile, cell: Cell, profile_digest: str) -> CellResult:
         start = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="envkit-lock-") as tmp:
-            result = self.resolve(profile, cell, Path(tmp))
+        with temporary_folder("lock") as tmp:
+            try:
+                result = self.resolve(profile, cell, tmp)
+            except NetworkError as exc:
+                return CellResult(
+                    cell=cell,
+                    state=UNREACHABLE,
+                    reason=str(exc),
+                    seconds=time.monotonic() - start,
+                )
             out = constraints_root(profile, self.options.root) / profile.name
             files: tuple[str, ...] = ()
             if result.state != UNRESOLVABLE:
-                out.mkdir(parents=True, exist_ok=True)
+                try:
+                    out.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise FileSystemError(out, exc, "create") from None
                 head = self.header(profile, cell, result, profile_digest)
-                write_atomic(out / f"{cell.name}.txt", head + (Path(tmp) / "cell.txt").read_text())
-                write_atomic(out / cell.pylock_name, head + (Path(tmp) / "pylock.toml").read_text())
+                # uv keeps index credentials out of its output; redact() makes sure of it
+                for name, made in ((f"{cell.name}.txt", "cell.txt"), (cell.pylock_name, "pylock.toml")):
+                    write_atomic(out / name, head + redact((tmp / made).read_text()))
                 files = (f"{cell.name}.txt", cell.pylock_name)
         return CellResult(
             cell=cell,
@@ -288,7 +303,12 @@ class Locker:
         self, profile: Profile, profile_digest: str, results: list[CellResult]
     ) -> None:
         folder = constraints_root(profile, self.options.root) / profile.name
-        folder.mkdir(parents=True, exist_ok=True)
+        if all(r.state == UNREACHABLE for r in results):
+            return  # nothing was learnt: lock.json stays as it was
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FileSystemError(folder, exc, "create") from None
         path = folder / "lock.json"
         previous = read_manifest(path)
         known = previous.get("cells", {}) if previous.get("digest") == profile_digest else {}
@@ -297,6 +317,8 @@ class Locker:
         # URL may hold credentials: it is not written, the build is given it again)
         torch = {"": "backend", "default": "default"}.get(choice, "mirror")
         for r in results:
+            if r.state == UNREACHABLE:
+                continue  # the previous entry, if any, stands
             entry = {k: v for k, v in r.to_dict().items() if k != "seconds"}
             known[r.cell.name] = {**entry, "torch": torch}
         data = {
@@ -309,11 +331,21 @@ class Locker:
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
+    """lock.json as written by envkit; {} when missing or not of that shape (every cell is
+    then judged from its files alone)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict) or not isinstance(data.get("cells", {}), dict):
+        return {}
+    cells = {
+        str(name): entry
+        for name, entry in data.get("cells", {}).items()
+        if isinstance(entry, dict)
+        and all(isinstance(entry.get(k, ""), str) for k in ("state", "reason", "torch"))
+    }
+    return {**data, "cells": cells}
 
 
 def source_only(pylock: Path) -> tuple[str, ...]:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomicfile import write_atomic
-from .errors import EnvkitError
+from .atomicfile import temporary_folder, write_atomic
+from .errors import BadInput, EnvkitError, FileSystemError, StaleLocks
 from .lockmatrix import (
     LOCKED,
     MISSING,
@@ -109,7 +108,7 @@ def check(profiles: Iterable[Profile], root: str | None, locker: Locker | None) 
 
 
 def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellState:
-    with tempfile.TemporaryDirectory(prefix="envkit-check-") as tmp:
+    with temporary_folder("check") as tmp:
         again = locker.resolve(profile, state.cell, Path(tmp))
         if again.state == UNRESOLVABLE:
             return CellState(
@@ -129,17 +128,14 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
     return state
 
 
-class StaleLocks(EnvkitError):
-    exit_code = 1
-
-
 def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> dict[str, Any]:
     """Write ``index.json`` (and, with ``to``, copies of every locked file) atomically."""
     entries: list[dict[str, Any]] = []
     sources: list[Path] = []
     stale: list[str] = []
     source_roots: set[Path] = set()
-    for profile in profiles:
+    published = list(profiles)
+    for profile in published:
         source_roots.add(constraints_root(profile, root))
         current = digest(profile)
         for state in states(profile, root):
@@ -174,7 +170,40 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
         dest = target / entry["file"]
         dest.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(dest, source.read_bytes())
-    target.mkdir(parents=True, exist_ok=True)
-    index = {"format": 1, "files": sorted(entries, key=lambda e: (e["profile"], e["file"]))}
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FileSystemError(target, exc, "create") from None
+    # the profiles published now replace their own entries; every other profile's stay
+    names = {entry["profile"] for entry in entries} | {p.name for p in published}
+    kept = [e for e in _index_entries(target / "index.json") if e["profile"] not in names]
+    index = {
+        "format": 1,
+        "files": sorted([*kept, *entries], key=lambda e: (e["profile"], e["file"])),
+    }
     write_atomic(target / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
     return {"ok": True, "to": str(target), "files": index["files"]}
+
+
+def _index_entries(path: Path) -> list[dict[str, Any]]:
+    """The entries of an existing index.json; BadInput when it exists but is not one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise BadInput(f"Cannot read {str(path)!r} ({exc.strerror}).") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    files = data.get("files") if isinstance(data, dict) else None
+    keys = ("profile", "cell", "state", "file", "sha256", "digest")
+    if not isinstance(files, list) or not all(
+        isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys) for e in files
+    ):
+        raise BadInput(
+            f"{str(path)!r} is not an index.json written by envkit publish.",
+            "Move it away (or restore it from version control), then publish again.",
+        )
+    return [{k: e[k] for k in keys} for e in files]

@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, redact
+from .errors import BadInput
+from .redaction import redact
 from .profile import Profile
-from .wheelfetch import Http, NetworkError
+from .errors import NetworkError
+from .httpclient import Http
 
+MAX_CONFIG_BYTES = 8 * 1024 * 1024  # real config.json files are a few KB
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 
@@ -85,6 +88,12 @@ def load_model_config(model: str, *, http: Http | None = None) -> ModelConfig:
             )
     if path.is_file():
         try:
+            if path.stat().st_size > MAX_CONFIG_BYTES:
+                raise BadInput(
+                    f"{str(path)!r} is {path.stat().st_size:,} bytes; a model's config.json is "
+                    f"a few KB (envkit reads at most {MAX_CONFIG_BYTES:,}).",
+                    "Pass the model's own config.json.",
+                )
             text = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"Cannot read {str(path)!r} as UTF-8 text ({exc}).") from None
@@ -102,32 +111,46 @@ def fetch_hub_config(repo: str, http: Http) -> str:
     """Only config.json, with the user's token if set (never shown)."""
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
     url = f"{endpoint}/{urllib.parse.quote(repo)}/resolve/main/config.json"
-    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    token = (os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or "").strip()
+    secrets = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        data = http.get(url, headers=headers)
+        data = http.get(url, secret_headers=secrets, max_bytes=MAX_CONFIG_BYTES)
     except NetworkError as exc:
-        gated = (
-            " (gated or private models need HF_TOKEN)"
-            if "HTTP 401" in exc.message or ("HTTP 403" in exc.message)
-            else ""
-        )
+        gated = " (gated or private models need HF_TOKEN)" if exc.status in (401, 403) else ""
         raise NetworkError(
             f"Could not fetch config.json of {repo!r} from the Hugging Face Hub{gated}: "
             f"{exc.message}",
             "Offline? Download config.json elsewhere and pass its path or folder instead.",
+            url=exc.url,
+            status=exc.status,
         ) from None
     return data.decode("utf-8", "replace")
 
 
-def parse_config(text: str, source: str) -> ModelConfig:
+def load_json(text: str | bytes, source: str) -> Any:
+    """JSON from a model file; BadInput (exit 2) for anything that is not plain JSON: bad
+    syntax, NaN or Infinity (not JSON, though Python's parser takes them), nesting too deep."""
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
     try:
-        data = json.loads(text)
+        return json.loads(text, parse_constant=no_constants)
     except json.JSONDecodeError as exc:
         raise BadInput(
             f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
-            "Fix or re-download config.json.",
+            "Fix or re-download the file.",
         ) from None
+    except ValueError as exc:
+        raise BadInput(f"{source} is not valid JSON: {exc}.", "Fix the file.") from None
+    except RecursionError:
+        raise BadInput(
+            f"{source} is nested too deeply to be a model file.", "Use the model's own file."
+        ) from None
+
+
+def parse_config(text: str, source: str) -> ModelConfig:
+    data = load_json(text, source)
     if not isinstance(data, dict):
         raise BadInput(
             f"{source} holds a JSON {type(data).__name__}, not an object.",

@@ -31,11 +31,42 @@ from typing import Any
 
 _requested = threading.Event()
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_deferring = 0  # > 0 inside signals_deferred(): a signal is recorded, raised at its end
 
 
 def _handler(_signum: int, _frame: FrameType | None) -> None:
     _requested.set()
+    if _deferring:
+        return
     raise KeyboardInterrupt
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Run a block as one step: Ctrl-C or SIGTERM arriving inside it is raised at its end."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    if not _deferring:
+        checkpoint()
+
+
+FAULT_VARIABLE = "ENVKIT_FAULT"
+
+
+def fault_point(step: str) -> None:
+    """For tests: ``ENVKIT_FAULT=step=SIGNAL[,step=SIGNAL]`` (e.g. ``swap-old-moved=KILL``)
+    sends that signal to envkit itself when it reaches the named step."""
+    wanted = os.environ.get(FAULT_VARIABLE)
+    if not wanted:
+        return
+    for item in wanted.split(","):
+        name, _eq, sig = item.partition("=")
+        if name.strip() == step:
+            os.kill(os.getpid(), getattr(signal, f"SIG{sig.strip().upper() or 'INT'}"))
 
 
 def install_signal_handlers() -> Callable[[], None]:

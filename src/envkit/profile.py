@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from datetime import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +24,13 @@ from packaging.version import InvalidVersion, Version
 
 from .errors import Problem, ProfileError
 
+# ASCII only: Python's \d also matches other scripts' digits ('٣.١٢'), which no tool takes.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
-BACKEND_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")
-CUDA_RE = re.compile(r"^\d+\.\d+$")
+BACKEND_RE = re.compile(r"^(cpu|cu[0-9]{3}|rocm[0-9]+(\.[0-9]+)*|xpu)$")
+CUDA_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+MINOR_RE = re.compile(r"^[0-9]+\.[0-9]+$")
+MAX_PROFILE_BYTES = 1024 * 1024
 
 # The schema: table -> key -> expected Python type of the value.
 SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -179,16 +183,18 @@ class Profile:
 def python_specifier(text: str) -> SpecifierSet:
     """``3.12`` means any 3.12.x, ``3.12.1`` exactly that; anything else is a PEP 440 specifier."""
     text = text.strip()
-    if re.fullmatch(r"\d+\.\d+", text):
+    if not text.isascii():
+        raise InvalidSpecifier(f"{text!r} holds characters other than ASCII")
+    if MINOR_RE.fullmatch(text):
         return SpecifierSet(f"=={text}.*")
-    if re.fullmatch(r"\d+\.\d+\.\d+", text):
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", text):
         return SpecifierSet(f"=={text}")
     return SpecifierSet(text)
 
 
 def cuda_for_backend(backend: str) -> str:
     """The CUDA version a ``cuXYZ`` backend stands for (cu124 -> 12.4); empty otherwise."""
-    if re.fullmatch(r"cu\d{3}", backend):
+    if re.fullmatch(r"cu[0-9]{3}", backend):
         digits = backend[2:]
         return f"{int(digits[:-1])}.{digits[-1]}"
     return ""
@@ -205,6 +211,8 @@ def load_profile(path: Path, name: str | None = None) -> Profile:
         raise ProfileError([Problem(shown, "", "is a directory, not a .toml file")]) from None
     except OSError as exc:
         raise ProfileError([Problem(shown, "", f"cannot be read ({exc.strerror})")]) from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ProfileError([Problem(shown, "", f"is {len(raw):,} bytes; a profile is a few KB")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -215,6 +223,7 @@ def load_profile(path: Path, name: str | None = None) -> Profile:
 
 
 def parse_profile(text: str, *, path: Path, name: str) -> Profile:
+    """Validate a profile's text. Raises ProfileError, and nothing else, for any text."""
     shown = str(path)
     try:
         doc = tomlkit.parse(text).unwrap()
@@ -222,6 +231,15 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         raise ProfileError(
             [Problem(shown, "", f"malformed TOML: {_parse_reason(exc)}", exc.line)]
         ) from None
+    except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
+        raise ProfileError([Problem(shown, "", f"malformed TOML: {exc}")]) from None
+    try:
+        return _validate(doc, text, shown, path, name)
+    except (ValueError, TypeError, RecursionError) as exc:  # a case the checks below missed
+        raise ProfileError([Problem(shown, "", f"cannot be read as a profile: {exc}")]) from None
+
+
+def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str) -> Profile:
     lines = _KeyLines(text)
     problems: list[Problem] = []
 
@@ -246,6 +264,13 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
     if "requirements" in doc and not requirements and isinstance(doc["requirements"], list):
         problem("requirements", "must list at least one requirement")
 
+    exclude_newer = _str(doc, "exclude_newer")
+    if exclude_newer and not _is_timestamp(exclude_newer):
+        problem(
+            "exclude_newer",
+            f"{exclude_newer!r} is not a date or time stamp such as '2025-05-20' or "
+            "'2025-05-20T00:00:00Z'",
+        )
     torch_doc = _table(doc, "torch")
     backend = _str(torch_doc, "backend")
     if backend and not BACKEND_RE.fullmatch(backend):
@@ -287,7 +312,7 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
     matrix_doc = _table(doc, "matrix")
     pythons = _names(matrix_doc, "matrix.python", problem)
     for version in pythons:
-        if not re.fullmatch(r"\d+\.\d+", version):
+        if not MINOR_RE.fullmatch(version):
             problem("matrix.python", f"{version!r} is not a Python version such as '3.12'")
         elif (
             isinstance(python, str)
@@ -306,7 +331,7 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
     for each in backends:
         if not BACKEND_RE.fullmatch(each):
             problem("matrix.backends", f"{each!r} is not a torch backend")
-    is_range = isinstance(python, str) and not re.fullmatch(r"\d+\.\d+", python)
+    is_range = isinstance(python, str) and not MINOR_RE.fullmatch(python)
     if not pythons and is_range and "matrix" in doc:
         problem("matrix.python", "list the Python versions to lock (python is a range)")
     matrix = Matrix(
@@ -323,12 +348,23 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         python=str(python),
         requirements=requirements,
         constraints=constraints,
-        exclude_newer=_str(doc, "exclude_newer"),
+        exclude_newer=exclude_newer,
         torch=Torch(backend=backend, cuda=cuda),
         checks=Checks(versions=versions, imports=imports, probes=probes),
         models=models,
         matrix=matrix,
     )
+
+
+def _is_timestamp(text: str) -> bool:
+    """An RFC 3339 time stamp or a plain date, as uv's --exclude-newer takes them."""
+    if not text.isascii() or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ].+)?", text):
+        return False
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _safe_spec(text: str) -> SpecifierSet:

@@ -17,7 +17,7 @@ from tomlkit.items import Array, Table
 from .atomicfile import write_atomic
 from .errors import BadInput
 from .registry_scan import Listing, Scan, Scanner, torch_cuda
-from .wheelfetch import WheelError
+from .errors import WheelError
 
 
 def _array(items: list[str]) -> Array:

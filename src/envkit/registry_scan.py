@@ -13,6 +13,7 @@ in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -29,10 +30,11 @@ from platformdirs import user_cache_path
 
 from .astdata import OPAQUE, SourceError, module_tables
 from .atomicfile import write_atomic
-from .errors import BadInput
-from .wheelfetch import Http, RemoteZip, WheelError, WheelFile, list_files, pick_wheel
+from .errors import BadInput, FileSystemError, WheelError
+from .httpclient import parse_url
+from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
 
-FORMAT = 1  # bump when the scan's content changes: old cache entries are then ignored
+FORMAT = 2  # bump when the scan's content changes: old cache entries are then ignored
 
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
 VLLM_OLD_REGISTRY = "vllm/model_executor/models/__init__.py"
@@ -107,24 +109,36 @@ def cache_dir() -> Path:
     return (Path(env) if env else user_cache_path("envkit")) / "scans"
 
 
-def _cache_file(project: str, version: Version) -> Path:
-    return cache_dir() / f"{project}-{version}.v{FORMAT}.json"
+def index_key(index: str) -> str:
+    """The cache key of an index: its URL without credentials (another index, another key)."""
+    return hashlib.sha256(parse_url(index).url.rstrip("/").encode()).hexdigest()[:12]
 
 
-def load_cached(project: str, version: Version) -> Scan | None:
+def _cache_file(project: str, version: Version, index: str) -> Path:
+    return cache_dir() / f"{project}-{version}.{index_key(index)}.v{FORMAT}.json"
+
+
+def load_cached(project: str, version: Version, index: str) -> Scan | None:
     try:
-        data = json.loads(_cache_file(project, version).read_text(encoding="utf-8"))
-        return Scan.from_dict({**data, "cached": True})
-    except (OSError, ValueError, TypeError):
+        path = _cache_file(project, version, index)
+        if path.stat().st_size > 16 * 1024 * 1024:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        scan = Scan.from_dict({**data, "cached": True})
+    except (OSError, ValueError, TypeError, RecursionError, AttributeError):
         return None
+    ok = isinstance(scan.version, str) and all(
+        isinstance(a, str) for a in (*scan.architectures, *scan.model_types)
+    )
+    return scan if ok and scan.project == project and scan.version == str(version) else None
 
 
-def _store(scan: Scan) -> None:
-    path = _cache_file(scan.project, Version(scan.version))
+def _store(scan: Scan, index: str) -> None:
+    path = _cache_file(scan.project, Version(scan.version), index)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(scan.to_dict(), sort_keys=True))
-    except OSError:
+    except (OSError, FileSystemError):
         pass  # a cache that cannot be written only costs time
 
 
@@ -148,7 +162,7 @@ class Scanner:
 
     def scan(self, project: str, version: Version) -> Scan:
         if self.use_cache:
-            cached = load_cached(project, version)
+            cached = load_cached(project, version, self.index)
             if cached is not None:
                 return cached
         start = time.monotonic()
@@ -176,7 +190,7 @@ class Scanner:
             seconds=round(time.monotonic() - start, 3),
             **found,
         )
-        _store(result)
+        _store(result, self.index)
         return result
 
 

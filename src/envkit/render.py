@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .errors import EXIT_CODES, EnvkitError, redact
+from .errors import EXIT_CODES, EnvkitError
+from .redaction import redact
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from .build import BuildResult
@@ -93,11 +94,20 @@ def error(exc: EnvkitError, as_json: bool) -> None:
     _echo(str(exc), err=True)
 
 
-def interrupted(as_json: bool) -> None:
-    text = "Interrupted; nothing the user had was changed."
+def interrupted(as_json: bool, state: str = "") -> None:
+    """The last line of an interrupted run: what it says about the files must be true, so
+    commands that change something hand over what they left (``state``)."""
+    text = f"Interrupted. {state}" if state else "Interrupted."
     if as_json:
         emit_json({"ok": False, "exit_code": 130, "error": "Interrupted", "message": text})
     _echo(f"envkit: {text}", err=True, fg="yellow")
+
+
+def usage_error(message: str, as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": False, "exit_code": 2, "error": "UsageError", "message": message})
+    _echo("error: ", err=True, fg="red", bold=True, nl=False)
+    _echo(f"{message} (envkit --help shows the commands and options)", err=True)
 
 
 def profiles(listing: Listing, as_json: bool) -> None:
@@ -343,6 +353,7 @@ _STATE_COLOUR = {
     "locked": "green",
     "source-only": "yellow",
     "unresolvable": "red",
+    "unreachable": "red",
     "stale": "red",
     "missing": "red",
 }
@@ -352,7 +363,7 @@ def lock_results(results: Sequence[CellResult], as_json: bool) -> None:
     if as_json:
         emit_json(
             {
-                "ok": all(r.state != "unresolvable" for r in results),
+                "ok": all(r.state not in ("unresolvable", "unreachable") for r in results),
                 "cells": [r.to_dict() for r in results],
             }
         )
@@ -375,7 +386,7 @@ def _state_rows(found: Sequence[CellState]) -> None:
 
 
 def lock_check(found: Sequence[CellState], as_json: bool) -> None:
-    bad = [s for s in found if s.state in ("stale", "missing")]
+    bad = [s for s in found if s.state in ("stale", "missing", "unresolvable")]
     if as_json:
         emit_json(
             {
@@ -387,7 +398,11 @@ def lock_check(found: Sequence[CellState], as_json: bool) -> None:
         return
     _state_rows(found)
     if bad:
-        _echo(f"{len(bad)} of {len(found)} cells are stale or missing:", fg="red", bold=True)
+        _echo(
+            f"{len(bad)} of {len(found)} cells are stale, missing or unresolvable:",
+            fg="red",
+            bold=True,
+        )
         for s in bad:
             _echo(_wrap(f"{s.cell.profile}/{s.cell.name}: {s.reason}", "  ", "    "))
     else:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import BadInput, redact
+from .errors import BadInput, NetworkError
+from .httpclient import Http, parse_url
+from .redaction import redact, remember_secret
 
 _ENDPOINTS = ("/chat/completions", "/completions", "/models", "/embeddings")
 
@@ -69,12 +69,8 @@ class ProbeResult:
 
 def candidates(given: str) -> list[str]:
     """The URL as given, then the usual mistakes corrected, without repeats."""
+    parse_url(given)  # BadInput unless an http(s) URL with a usable host and port
     parts = urlsplit(given.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadInput(
-            f"{given!r} is not an http(s) URL.",
-            "Give the server's base URL, e.g. http://127.0.0.1:8000/v1.",
-        )
     path = parts.path.rstrip("/")
     for endpoint in _ENDPOINTS:
         if path.endswith(endpoint):
@@ -93,49 +89,30 @@ def candidates(given: str) -> list[str]:
     return out
 
 
-def _request(url: str, key: str, timeout: float, payload: Any = None) -> Answer:
-    headers = {"Accept": "application/json", "User-Agent": "envkit probe"}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    data = None
-    if payload is not None:
-        data = json.dumps(payload).encode()
-        headers["Content-Type"] = "application/json"
+MAX_ANSWER = 8 * 1024 * 1024  # a models list or a 16-token reply is a few KB
+
+
+def _request(url: str, key: str, http: Http, payload: Any = None) -> Answer:
+    secrets = {"Authorization": f"Bearer {key}"} if key else {}
     start = time.monotonic()
-    request = urllib.request.Request(url, data=data, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read()
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raw, status = exc.read(), exc.code
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
-            # a timeout while connecting arrives wrapped in URLError; one while reading, bare
-            why = (
-                "nothing accepted the connection in time (a firewall, or the wrong host)"
-                if isinstance(exc, urllib.error.URLError)
-                else "the server is still loading the model or stuck (a large profiling image "
-                "looks like a hang); look at its log"
-            )
-            return Answer(
-                url=url,
-                status=0,
-                seconds=time.monotonic() - start,
-                problem=f"no answer within {timeout:.0f} s: {why}",
-            )
-        text = str(reason)
-        if "refused" in text.lower():
-            text = (
-                "connection refused: nothing listens there (the server is not running, "
-                "still starting, or on another host or port)"
-            )
-        return Answer(url=url, status=0, problem=text, seconds=time.monotonic() - start)
+        answer = http.request(
+            "POST" if payload is not None else "GET",
+            url,
+            headers={"Accept": "application/json"},
+            secret_headers=secrets,
+            json_body=payload,
+            max_bytes=MAX_ANSWER,
+        )
+    except NetworkError as exc:
+        return Answer(
+            url=url, status=0, problem=_unreachable(exc, http), seconds=time.monotonic() - start
+        )
     elapsed = time.monotonic() - start
+    status, raw = answer.status, answer.body
     try:
-        body = json.loads(raw)
-    except ValueError:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
         snippet = raw[:80].decode("utf-8", "replace").strip()
         return Answer(
             url=url,
@@ -155,11 +132,31 @@ def _request(url: str, key: str, timeout: float, payload: Any = None) -> Answer:
     )
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _unreachable(exc: NetworkError, http: Http) -> str:
+    if exc.kind == "connect-timeout":
+        return f"no answer within {http.timeout:.0f} s: nothing accepted the connection in time (a firewall, or the wrong host)"
+    if exc.kind == "timeout":
+        return (
+            f"no answer within {http.timeout:.0f} s: the server is still loading the model or "
+            "stuck (a large profiling image looks like a hang); look at its log"
+        )
+    if exc.kind == "refused":
+        return (
+            "connection refused: nothing listens there (the server is not running, "
+            "still starting, or on another host or port)"
+        )
+    return exc.message
+
+
 def _explain(status: int, body: Any) -> str:
     detail = ""
     if isinstance(body, dict):
         err = body.get("error") or body.get("detail") or body.get("message")
-        detail = err.get("message", "") if isinstance(err, dict) else str(err or "")
+        detail = str(err.get("message", "")) if isinstance(err, dict) else str(err or "")
     text = {
         401: "HTTP 401: the server wants an API key (vllm serve --api-key); pass the name of "
         "the variable that holds it with --api-key-env",
@@ -186,16 +183,31 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
                 f"--api-key-env {key_env}: no such environment variable is set.",
                 "Export it first; envkit reads the key from it and never prints it.",
             )
-        key = os.environ[key_env]
+        key = os.environ[key_env].strip()
+        remember_secret(key)  # masked wherever it would appear, a server's echo included
+    # one deadline per request: a server that drips its answer is not waited on for ever
+    http = Http(timeout=timeout, deadline=timeout + 5)
     tried: list[Answer] = []
     base, listing = "", None
     for url in candidates(given):
-        answer = _request(url + "/models", key, timeout)
+        answer = _request(url + "/models", key, http)
         tried.append(answer)
-        if answer.status == 200 and isinstance(answer.body, dict) and "data" in answer.body:
+        if (
+            answer.status == 200
+            and isinstance(answer.body, dict)
+            and isinstance(answer.body.get("data"), list)
+        ):
             base, listing = url, answer
             break
-        if answer.status == 0 and "refused" in answer.problem:
+        if answer.status == 200 and not answer.problem:
+            tried[-1] = Answer(
+                url=answer.url,
+                status=200,
+                seconds=answer.seconds,
+                problem="HTTP 200 without a list of models ('data'): not an OpenAI-compatible "
+                "endpoint, or a proxy answering in its place",
+            )
+        if answer.status == 0 and answer.problem.startswith("connection refused"):
             break  # the host itself does not answer: other paths will not either
         if answer.status in (401, 403):
             break  # the path is right; the key is not
@@ -215,7 +227,7 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
     chat = _request(
         base + "/chat/completions",
         key,
-        timeout,
+        http,
         {
             "model": chosen,
             "max_tokens": 16,

@@ -9,12 +9,14 @@ Children are started through process.run: they die with envkit, and Ctrl-C stops
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from . import process
-from .errors import CommandFailed, ToolNotFound
+from .errors import CommandFailed, NetworkError, ToolNotFound
+from .redaction import redact
 
 
 def find_uv() -> str:
@@ -75,8 +77,12 @@ class Uv:
         done = self.runner(command, stream, env, cwd)
         if done.returncode != 0:
             output = done.stdout if not stream else "(uv's output is shown above)"
+            unreachable = network_failure(output, args)
+            if unreachable is not None:
+                raise unreachable
             raise CommandFailed(["uv", *args], done.returncode, output, what, hint)
         return done
+
 
     def version(self) -> str:
         out = self.run(["--version"], what="uv --version").stdout.split()
@@ -163,3 +169,26 @@ class Uv:
             unset_env=unset_env,
             cwd=folder,
         )
+
+
+# How uv words a request that got no answer (DNS, refused, timeout, TLS), as opposed to an
+# answer it did not like. A failure of this kind is never a verdict on the profile.
+_NO_ANSWER = re.compile(r"error sending request for url \((?P<url>[^)\s]+)\)")
+
+
+def network_failure(output: str, args: Sequence[str]) -> NetworkError | None:
+    """A NetworkError when uv failed because an index could not be reached; else None."""
+    match = _NO_ANSWER.search(output)
+    if match is None:
+        return None
+    url = redact(match.group("url"))
+    hint = "Check the network and the index URL (--index-url, UV_DEFAULT_INDEX); nothing was changed."
+    if "--torch-backend" in args and "/whl/" in url:
+        hint = (
+            "The PyTorch index is out of reach from this machine: pass --torch-index default "
+            "to take torch from the default index (verification still demands the profile's "
+            "CUDA build), or --torch-index URL for a mirror. Nothing was changed."
+        )
+    cause = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("cause:")]
+    why = redact(cause[-1].removeprefix("cause:").strip()) if cause else "no answer"
+    return NetworkError(f"Cannot reach {url}: {why}.", hint, url=url, kind="unreachable")

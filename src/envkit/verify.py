@@ -11,7 +11,6 @@ import enum
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,6 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from . import process
+from .atomicfile import temporary_folder
 from .errors import BadInput, EnvkitError
 from .profile import Profile
 
@@ -112,7 +112,7 @@ def run_probe(
     """Run ``_probe.py`` with ``spec`` in the interpreter ``python``; its facts."""
     venv = where
     source = resources.files("envkit").joinpath("_probe.py").read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="envkit-probe-") as tmp:
+    with temporary_folder("probe") as tmp:
         script, spec_file, out_file = (Path(tmp) / n for n in ("probe.py", "spec.json", "out"))
         script.write_text(source, encoding="utf-8")
         spec_file.write_text(json.dumps(spec), encoding="utf-8")

@@ -1,105 +1,57 @@
 """Reading single files out of published wheels without downloading them.
 
-A wheel is a zip file; its table of contents (the central directory) sits at the end. With
-HTTP range requests we read the last bytes, then the central directory, then just the
-compressed bytes of the members we want: a few hundred KB out of a 300 MB wheel.
+A wheel is a zip file; its table of contents (the central directory) sits at the end. The
+standard library's ``zipfile`` reads it through :class:`RemoteFile`, a seekable view of the
+URL that fetches only the byte ranges zipfile asks for (in blocks, cached): the directory,
+then the few members envkit wants, a few hundred KB out of a 300 MB wheel.
 
-The package index is found like uv and pip find it (``--index-url``, ``$UV_DEFAULT_INDEX``,
-``$UV_INDEX_URL``, ``$PIP_INDEX_URL``) and asked through the JSON simple API (PEP 691).
+The package index is chosen as uv chooses it (``--index-url``, then ``$UV_DEFAULT_INDEX``,
+then ``$UV_INDEX_URL``) and read in the JSON simple API (PEP 691) or, from indexes that
+only serve it, the HTML one (PEP 503). Every answer is checked before use: a malformed page
+is a NetworkError naming the URL, never a traceback.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import struct
-import urllib.error
-import urllib.parse
-import urllib.request
+import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Any
+from urllib.parse import urldefrag, urljoin
 
 from packaging.tags import sys_tags
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from .errors import EnvkitError, redact
+from .errors import NetworkError, WheelError
+from .httpclient import MiB, Http, Traffic
+from .redaction import redact
+
+__all__ = ["Http", "RemoteZip", "Traffic", "WheelFile", "index_url", "list_files", "pick_wheel"]
 
 DEFAULT_INDEX = "https://pypi.org/simple"
-USER_AGENT = "envkit (registry scan)"
-_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
-
-
-class NetworkError(EnvkitError):
-    """The package index (or another server) could not be reached or answered badly."""
-
-
-class WheelError(EnvkitError):
-    """A wheel is not a zip file we can read, or lacks a file we need."""
-
-    exit_code = 1
+_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, "
+    "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+)
+MAX_INDEX_PAGE = 64 * MiB  # the largest real project pages are a few MB
+MAX_MEMBER = 16 * MiB  # inflated size of one source file read; real registries are < 1 MB
+MAX_WHEEL_READ = 64 * MiB  # everything read out of one wheel
+_BLOCK = 64 * 1024
 
 
 def index_url(option: str | None = None) -> str:
-    for value in (
-        option,
-        os.environ.get("UV_DEFAULT_INDEX"),
-        os.environ.get("UV_INDEX_URL"),
-        os.environ.get("PIP_INDEX_URL"),
-    ):
-        if value:
-            return value.rstrip("/")
+    """The index, as uv picks its default one: the option, ``$UV_DEFAULT_INDEX``,
+    ``$UV_INDEX_URL`` (uv's older name), else PyPI."""
+    for value in (option, os.environ.get("UV_DEFAULT_INDEX"), os.environ.get("UV_INDEX_URL")):
+        if value and value.strip():
+            return value.strip().rstrip("/")
     return DEFAULT_INDEX
-
-
-@dataclass
-class Traffic:
-    """Bytes and requests spent, for reports and the benchmark."""
-
-    requests: int = 0
-    bytes: int = 0
-
-
-@dataclass
-class Http:
-    timeout: float = 30.0
-    traffic: Traffic = field(default_factory=Traffic)
-
-    def get(self, url: str, *, headers: dict[str, str] | None = None) -> bytes:
-        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, **(headers or {})})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                data: bytes = response.read()
-        except urllib.error.HTTPError as exc:
-            raise NetworkError(
-                f"{redact(url)} answered HTTP {exc.code} ({exc.reason}).",
-                "Check the name and version, or the index URL (--index-url).",
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise NetworkError(
-                f"Cannot reach {redact(url)}: {reason}.",
-                "Check the network or the index URL (--index-url, UV_DEFAULT_INDEX); "
-                "results scanned before are cached and work offline.",
-            ) from None
-        self.traffic.requests += 1
-        self.traffic.bytes += len(data)
-        return data
-
-    def get_range(self, url: str, start: int, end: int) -> bytes:
-        """Bytes ``start`` to ``end`` inclusive; ``start`` < 0 reads the last -start bytes."""
-        spec = f"bytes={start}" if start < 0 else f"bytes={start}-{end}"
-        data = self.get(url, headers={"Range": spec})
-        want = -start if start < 0 else end - start + 1
-        if len(data) > want:  # the server ignored Range and sent everything
-            raise NetworkError(
-                f"{redact(url)} does not serve byte ranges.",
-                "Use an index that supports HTTP range requests, or install the package and "
-                "scan it locally.",
-            )
-        return data
 
 
 @dataclass(frozen=True)
@@ -113,36 +65,102 @@ class WheelFile:
 
 
 def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
-    """Every wheel the index lists for ``project``."""
+    """Every wheel the index lists for ``project`` (yanked ones left out)."""
     url = f"{index}/{canonicalize_name(project)}/"
-    raw = http.get(url, headers={"Accept": _SIMPLE_JSON})
-    try:
-        data: dict[str, Any] = json.loads(raw)
-    except ValueError:
-        raise NetworkError(
-            f"{redact(url)} did not answer with the JSON simple API (PEP 691).",
-            "Use an index that supports it (uv and PyPI do), via --index-url.",
-        ) from None
+    answer = http.request("GET", url, headers={"Accept": _ACCEPT}, max_bytes=MAX_INDEX_PAGE)
+    if answer.status != 200:
+        from .httpclient import status_error
+
+        raise status_error(url, answer.status)
+    kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind.endswith("json") or answer.body.lstrip()[:1] == b"{":
+        entries = _json_entries(answer.body, url)
+    else:
+        entries = _html_entries(answer.text())
     files = []
-    for entry in data.get("files", []):
-        name = entry.get("filename", "")
-        if not name.endswith(".whl") or entry.get("yanked"):
+    for entry in entries:
+        name, href = entry.get("filename"), entry.get("url")
+        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(".whl"):
+            continue
+        if entry.get("yanked") not in (None, False):
             continue
         try:
             _n, version, _b, _t = parse_wheel_filename(name)
-        except (ValueError, InvalidVersion):
+        except (InvalidWheelFilename, InvalidVersion, ValueError):
             continue
+        size = entry.get("size")
+        upload = entry.get("upload-time")
+        requires = entry.get("requires-python")
         files.append(
             WheelFile(
                 name,
-                urllib.parse.urljoin(url, entry["url"]),
-                entry.get("size"),
+                urljoin(answer.url, href),
+                size if isinstance(size, int) and not isinstance(size, bool) else None,
                 version,
-                entry.get("upload-time"),
-                entry.get("requires-python"),
+                upload if isinstance(upload, str) else None,
+                requires if isinstance(requires, str) else None,
             )
         )
     return files
+
+
+def _json_entries(body: bytes, url: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise _bad_page(url, "is not valid JSON") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise _bad_page(url, "has no list of files")
+    return [f for f in files if isinstance(f, dict)]
+
+
+def _bad_page(url: str, what: str) -> NetworkError:
+    return NetworkError(
+        f"The index page {redact(url)} {what} (PEP 691 JSON or PEP 503 HTML expected).",
+        "Check --index-url (or UV_DEFAULT_INDEX): it must be a simple-API index.",
+        url=redact(url),
+    )
+
+
+class _Links(HTMLParser):
+    """The anchors of a PEP 503 page: file name, URL, and the data-* attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a":
+            return
+        values = dict(attrs)
+        href = values.get("href")
+        if not href:
+            return
+        link, _fragment = urldefrag(href)
+        self._open = {
+            "url": href,
+            "filename": link.rstrip("/").rpartition("/")[2],
+            "yanked": True if "data-yanked" in values else None,
+            "requires-python": values.get("data-requires-python"),
+        }
+        self.entries.append(self._open)
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None and data.strip():
+            self._open["filename"] = data.strip()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._open = None
+
+
+def _html_entries(text: str) -> list[dict[str, Any]]:
+    parser = _Links()
+    parser.feed(text)
+    parser.close()
+    return parser.entries
 
 
 def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
@@ -162,127 +180,104 @@ def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
     return sorted(candidates, key=rank)[0]
 
 
-@dataclass(frozen=True)
-class _Member:
-    name: str
-    method: int
-    compressed: int
-    size: int
-    offset: int
+class RemoteFile(io.RawIOBase):
+    """A read-only, seekable view of a URL, fetched in byte ranges as it is read."""
+
+    def __init__(self, url: str, http: Http, *, budget: int = MAX_WHEEL_READ) -> None:
+        super().__init__()
+        self.url = url
+        self.http = http
+        self.budget = budget
+        self.fetched = 0
+        self.pos = 0
+        tail, total = http.get_range(url, -_BLOCK, 0)
+        if total is None:
+            raise NetworkError(
+                f"{redact(url)} did not say how large the file is (no Content-Range).",
+                "Use an index that supports HTTP range requests.",
+                url=redact(url),
+            )
+        self.size = total
+        self._blocks: list[tuple[int, bytes]] = [(total - len(tail), tail)]
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._slice(self.pos, min(self.pos + len(view), self.size))
+        view[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+    def _slice(self, start: int, end: int) -> bytes:
+        if start >= end:
+            return b""
+        for at, block in self._blocks:
+            if at <= start and end <= at + len(block):
+                return block[start - at : end - at]
+        last = min(self.size, max(end, start + _BLOCK)) - 1
+        self.fetched += last - start + 1
+        if self.fetched > self.budget:
+            raise WheelError(
+                f"Reading {redact(self.url)} needed more than {self.budget:,} bytes.",
+                "The wheel is not laid out as expected; envkit stops rather than download it.",
+            )
+        block, _total = self.http.get_range(self.url, start, last)
+        self._blocks.append((start, block))
+        return block[: end - start]
 
 
 class RemoteZip:
-    """A zip file read through HTTP range requests."""
+    """A zip file read through HTTP range requests, by the standard library's zipfile."""
 
     def __init__(self, url: str, size: int | None, http: Http) -> None:
         self.url = url
-        self.http = http
-        self.members = self._central_directory(size)
+        del size  # the server's Content-Range is the size that counts
+        try:
+            self._zip = zipfile.ZipFile(RemoteFile(url, http))
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+            raise WheelError(f"{redact(url)} is not a zip file envkit can read ({exc}).") from None
+        self.members = {info.filename: info for info in self._zip.infolist()}
 
-    def _central_directory(self, size: int | None) -> dict[str, _Member]:
-        tail = self.http.get_range(self.url, -65536 - 22, 0)
-        pos = tail.rfind(b"PK\x05\x06")
-        if pos < 0:
-            raise WheelError(f"{redact(self.url)} is not a zip file (no end of directory).")
-        _sig, _d, _cd, _n1, count, cd_size, cd_offset, _c = struct.unpack_from(
-            "<IHHHHIIH", tail, pos
-        )
-        if cd_offset == 0xFFFFFFFF or count == 0xFFFF:
-            loc = tail.rfind(b"PK\x06\x07", 0, pos)
-            if loc < 0:
-                raise WheelError(f"{redact(self.url)}: broken zip64 directory.")
-            (eocd64,) = struct.unpack_from("<Q", tail, loc + 8)
-            rec = self.http.get_range(self.url, eocd64, eocd64 + 55)
-            count, cd_size, cd_offset = struct.unpack_from("<QQQ", rec, 32)
-        directory = self.http.get_range(self.url, cd_offset, cd_offset + cd_size - 1)
-        return dict(_parse_directory(directory, count))
-
-    def read(self, names: Iterable[str]) -> dict[str, bytes]:
-        """The contents of ``names`` (members that do not exist are left out)."""
-        wanted = sorted(
-            (self.members[n] for n in names if n in self.members), key=lambda m: m.offset
-        )
+    def read(self, names: Iterable[str], limit: int = MAX_MEMBER) -> dict[str, bytes]:
+        """The contents of ``names`` (members that do not exist are left out). Each member is
+        inflated as a stream and refused past ``limit`` bytes (a zip bomb ends here)."""
         out: dict[str, bytes] = {}
-        for group in _nearby(wanted):
-            start = group[0].offset
-            last = group[-1]
-            # local header: 30 bytes, the name, an extra field we guess generously
-            end = last.offset + 30 + len(last.name.encode()) + _EXTRA_GUESS + last.compressed
-            blob = self.http.get_range(self.url, start, end)
-            for member in group:
-                at = member.offset - start
-                if _local_end(blob, at, member) > len(blob):  # extra field larger than guessed
-                    single = self.http.get_range(
-                        self.url, member.offset, member.offset + _local_end(blob, at, member) - at
-                    )
-                    out[member.name] = _extract(single, 0, member)
-                else:
-                    out[member.name] = _extract(blob, at, member)
+        for name in names:
+            info = self.members.get(name)
+            if info is None:
+                continue
+            if info.file_size > limit:
+                raise _member_too_large(self.url, name, limit)
+            try:
+                with self._zip.open(info) as member:
+                    data = member.read(limit + 1)
+            except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError) as exc:
+                raise WheelError(
+                    f"{name} in {redact(self.url)} is damaged ({exc}).",
+                    "Try again later; if it persists, the published wheel is broken.",
+                ) from None
+            if len(data) > limit:
+                raise _member_too_large(self.url, name, limit)
+            out[name] = data
         return out
 
 
-def _parse_directory(data: bytes, count: int) -> Iterator[tuple[str, _Member]]:
-    pos = 0
-    for _ in range(count):
-        if data[pos : pos + 4] != b"PK\x01\x02":
-            raise WheelError("The wheel's zip directory is damaged.")
-        (method, _t, _d, _crc, comp, size, n_len, x_len, c_len) = struct.unpack_from(
-            "<HHHIIIHHH", data, pos + 10
-        )
-        (offset,) = struct.unpack_from("<I", data, pos + 42)
-        name = data[pos + 46 : pos + 46 + n_len].decode("utf-8", "replace")
-        extra = data[pos + 46 + n_len : pos + 46 + n_len + x_len]
-        if 0xFFFFFFFF in (comp, size, offset):
-            comp, size, offset = _zip64(extra, comp, size, offset)
-        yield name, _Member(name, method, comp, size, offset)
-        pos += 46 + n_len + x_len + c_len
-
-
-def _zip64(extra: bytes, comp: int, size: int, offset: int) -> tuple[int, int, int]:
-    pos = 0
-    while pos + 4 <= len(extra):
-        tag, length = struct.unpack_from("<HH", extra, pos)
-        if tag == 1:
-            values = list(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
-            if size == 0xFFFFFFFF:
-                size = values.pop(0)
-            if comp == 0xFFFFFFFF:
-                comp = values.pop(0)
-            if offset == 0xFFFFFFFF:
-                offset = values.pop(0)
-        pos += 4 + length
-    return comp, size, offset
-
-
-def _nearby(members: list[_Member], gap: int = 256 * 1024) -> Iterator[list[_Member]]:
-    """Group members whose bytes lie close together, to read each group with one request."""
-    group: list[_Member] = []
-    for member in members:
-        if group and member.offset - (group[-1].offset + group[-1].compressed) > gap:
-            yield group
-            group = []
-        group.append(member)
-    if group:
-        yield group
-
-
-_EXTRA_GUESS = 256
-
-
-def _local_end(blob: bytes, at: int, member: _Member) -> int:
-    """Where ``member``'s compressed bytes end in ``blob`` (its local header read there)."""
-    n_len, x_len = struct.unpack_from("<HH", blob, at + 26)
-    return int(at + 30 + n_len + x_len + member.compressed)
-
-
-def _extract(blob: bytes, at: int, member: _Member) -> bytes:
-    if blob[at : at + 4] != b"PK\x03\x04":
-        raise WheelError(f"The wheel's entry for {member.name} is damaged.")
-    n_len, x_len = struct.unpack_from("<HH", blob, at + 26)
-    start = at + 30 + n_len + x_len
-    data = blob[start : start + member.compressed]
-    if member.method == 0:
-        return data
-    if member.method == 8:
-        return zlib.decompressobj(-15).decompress(data)
-    raise WheelError(f"{member.name} uses zip compression method {member.method}.")
+def _member_too_large(url: str, name: str, limit: int) -> WheelError:
+    return WheelError(
+        f"{name} in {redact(url)} inflates to more than {limit:,} bytes; envkit reads source "
+        "files far smaller than that.",
+        "The wheel is not what it claims to be (a zip bomb?); envkit stopped reading it.",
+    )
