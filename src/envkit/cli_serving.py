@@ -17,7 +17,9 @@ from .errors import EXIT_CHECK_FAILED, EXIT_OK
 @cli.command()
 @click.argument("profile")
 @click.argument("model")
-@click.option("--gpu-memory", required=True, metavar="SIZE", help="The GPU's memory: 8GiB, 24GB.")
+@click.option(
+    "--gpu-memory", required=True, metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB."
+)
 @click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts.")
 @click.option(
     "--gpu-memory-utilization",
@@ -82,7 +84,7 @@ def plan(
         max_model_len=max_model_len,
         dtype=dtype,
         kv_cache_dtype=kv_cache_dtype,
-        reserve=memplan.parse_size(reserve, "--reserve"),
+        reserve=memplan.parse_size(reserve, "--reserve", allow_zero=True),
     )
     result = memplan.make_plan(config.raw, folder, model, inp)
     verdict = modelcheck.judge(loaded, config)
@@ -136,7 +138,7 @@ def probe(
 @click.option(
     "--venv",
     type=click.Path(path_type=Path),
-    help="The venv to inspect [default: $VIRTUAL_ENV, ./.venv, python3 on PATH].",
+    help="The venv to inspect [default: ./.venv, $VIRTUAL_ENV, python3 on PATH].",
 )
 @click.option("--profile", "profile", metavar="PROFILE", help="Also report drift from PROFILE.")
 @json_option

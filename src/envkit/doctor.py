@@ -23,12 +23,17 @@ from packaging.version import InvalidVersion, Version
 
 from . import process
 from .errors import BadInput
+from .redaction import is_secret_variable
 from .profile import Profile
 from .verify import Report, Status, judge, probe_spec, run_probe, venv_python
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
-SECRET_VALUE = re.compile(r"^(hf_|sk-|ghp_|gho_|xox[bp]-)[A-Za-z0-9_-]{8,}")
+# a value that holds a credential anywhere: a known token shape, or an option naming one
+SECRET_INSIDE = re.compile(
+    r"(hf_|sk-|ghp_|gho_|github_pat_|xox[bp]-)[A-Za-z0-9_-]{8,}|"
+    r"(api[-_]?key|token|password|secret)\s*[=:\s]\s*\S",
+    re.I,
+)
 RELEVANT_ENV = re.compile(
     r"^(VLLM_|HF_|HUGGING_FACE|CUDA_|NCCL_|TORCH_|PYTORCH_|UV_|PIP_|"
     r"PYTHONPATH$|PYTHONHOME$|VIRTUAL_ENV$|LD_LIBRARY_PATH$|OPENAI_)"
@@ -80,20 +85,22 @@ class Diagnosis:
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables that matter here, with secret-looking values replaced."""
+    """The variables that matter here; the value of any that looks secret (by its name, its
+    shape, a credential inside it, a URL with userinfo) is shown as ``***``."""
     out = {}
     for name in sorted(env):
         if not RELEVANT_ENV.match(name):
             continue
         value = env[name]
-        secret = SECRET_NAME.search(name) or SECRET_VALUE.match(value)
+        secret = is_secret_variable(name, value) or SECRET_INSIDE.search(value)
         out[name] = "***" if secret and value else value
     return out
 
 
 def target_python(venv: Path | None) -> tuple[Path, Path | None]:
-    """The interpreter in use: --venv, else $VIRTUAL_ENV, else ./.venv, else python3 on PATH."""
-    for folder in (venv, os.environ.get("VIRTUAL_ENV"), Path(".venv")):
+    """The interpreter to inspect: --venv, else ./.venv (the project's, which envkit builds),
+    else $VIRTUAL_ENV, else python3 on PATH."""
+    for folder in (venv, Path(".venv"), os.environ.get("VIRTUAL_ENV")):
         if folder is None:
             continue
         python = venv_python(Path(folder))

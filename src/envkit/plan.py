@@ -43,8 +43,11 @@ DTYPE_BYTES = {
     "int8": 1,
 }
 _UNITS = {
-    "": 1,
     "b": 1,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "t": 1000**4,
     "kb": 1000,
     "mb": 1000**2,
     "gb": 1000**3,
@@ -57,12 +60,27 @@ _UNITS = {
 IMAGE_TOKEN_TARGET = 512  # the profiling image a small GPU can afford (field report 3)
 
 
-def parse_size(text: str, what: str = "size") -> int:
-    """``8GiB``, ``6.98GiB``, ``24GB``, ``512MiB`` or plain bytes."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]i?b|b)?\s*", text.lower())
-    if not match:
-        raise BadInput(f"{what} {text!r} is not a size.", "Write it like 8GiB, 6.98GiB or 24GB.")
-    return int(float(match.group(1)) * _UNITS[match.group(2) or ""])
+MAX_SIZE = 2**50  # 1 PiB: no GPU (or reserve) is larger
+MAX_COUNT = 2**31  # the largest layer count, width or vocabulary a config.json may state
+
+
+def parse_size(text: str, what: str = "size", *, allow_zero: bool = False) -> int:
+    """``8GiB``, ``6.98GiB``, ``24GB``, ``512MiB``: a number and a unit (a bare number is
+    refused: ``--gpu-memory 8`` would silently mean 8 bytes)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt](?:ib|b)?|b)?\s*", text.lower())
+    if not match or not match.group(2):
+        raise BadInput(
+            f"{what} {text!r} is not a size with a unit.",
+            "Write it like 8GiB, 7.5G, 6.98GiB, 24GB or 512MiB (GiB = 1024^3 bytes, "
+            "GB = 1000^3).",
+        )
+    value = int(float(match.group(1)) * _UNITS[match.group(2)])
+    if value > MAX_SIZE or (value <= 0 and not allow_zero):
+        raise BadInput(
+            f"{what} {text!r} is out of range.",
+            "Give the size of a real GPU (above 0, below 1 PiB), e.g. 8GiB.",
+        )
+    return value
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -96,15 +114,48 @@ _ALIASES = {
 }
 
 
-def shapes(config: dict[str, Any]) -> Shapes:
+def whole(
+    table: dict[str, Any],
+    key: str,
+    source: str,
+    *,
+    default: int | None = None,
+    minimum: int = 1,
+    maximum: int = MAX_COUNT,
+    names: tuple[str, ...] = (),
+) -> int:
+    """A whole number from a model file, checked where it enters: BadInput naming the file,
+    field and value when it is missing, not a whole number, or out of range."""
+    found = next(((k, table[k]) for k in (key, *names) if table.get(k) is not None), None)
+    if found is None:
+        if default is not None:
+            return default
+        raise BadInput(f"{source} has no usable {key!r} for the memory plan.")
+    field, value = found
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadInput(
+            f"{source}: {field} is {json.dumps(value)[:60]}, not a whole number.",
+            "Fix the file, or use the checkpoint's own one.",
+        )
+    if not minimum <= value <= maximum:
+        raise BadInput(
+            f"{source}: {field} is {value}; it must be a whole number from {minimum} "
+            f"to {maximum:,}.",
+            "Fix the file, or use the checkpoint's own one.",
+        )
+    return value
+
+
+def shapes(config: dict[str, Any], source: str = "config.json") -> Shapes:
     text = _text_config(config)
 
-    def num(key: str, default: int | None = None) -> int:
+    def num(key: str, default: int | None = None, minimum: int = 1) -> int:
         # GPT-2/Falcon/T5-style configs name the same shapes differently
-        value = next((text[k] for k in (key, *_ALIASES.get(key, ())) if k in text), default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise BadInput(f"config.json has no usable {key!r} for the memory plan.")
-        return value
+        return whole(
+            text, key, source, default=default, minimum=minimum, names=_ALIASES.get(key, ())
+        )
 
     layers = num("num_hidden_layers")
     heads = num("num_attention_heads")
@@ -115,30 +166,43 @@ def shapes(config: dict[str, Any]) -> Shapes:
         if isinstance(kinds, list) and kinds
         else layers
     )
-    dtype = str(
-        text.get("dtype") or text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16"
-    )
+    dtype = text.get("dtype") or text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16"
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise BadInput(
+            f"{source}: torch_dtype {json.dumps(dtype)[:40]} is not a dtype vLLM serves "
+            "(float16, bfloat16, float32).",
+            "Fix the file, or pass --dtype float16 or bfloat16.",
+        )
     mla = 0
-    if isinstance(text.get("kv_lora_rank"), int):
-        mla = text["kv_lora_rank"] + int(text.get("qk_rope_head_dim") or 0)
+    if text.get("kv_lora_rank") is not None:
+        mla = num("kv_lora_rank") + num("qk_rope_head_dim", 0, minimum=0)
+    head_dim = num("head_dim", hidden // heads)
+    if head_dim < 1:
+        raise BadInput(
+            f"{source}: hidden_size {hidden} over num_attention_heads {heads} leaves no "
+            "head dimension.",
+            "Fix the file, or use the checkpoint's own one.",
+        )
     return Shapes(
         layers=layers,
         full_attention_layers=full,
         hidden=hidden,
         heads=heads,
         kv_heads=num("num_key_value_heads", heads),
-        head_dim=num("head_dim") if isinstance(text.get("head_dim"), int) else hidden // heads,
+        head_dim=head_dim,
         vocab=num("vocab_size"),
         intermediate=num("intermediate_size", 4 * hidden),
         tied=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", True))),
         mla_width=mla,
-        experts=int(
-            text.get("num_experts")
-            or text.get("n_routed_experts")
-            or text.get("num_local_experts")
-            or 0
+        experts=whole(
+            text,
+            "num_experts",
+            source,
+            default=0,
+            minimum=0,
+            names=("n_routed_experts", "num_local_experts"),
         ),
-        moe_intermediate=int(text.get("moe_intermediate_size") or 0),
+        moe_intermediate=num("moe_intermediate_size", 0, minimum=0),
         dtype=dtype,
     )
 
@@ -184,18 +248,20 @@ def vision(model: Path, config: dict[str, Any]) -> Vision | None:
     pre: dict[str, Any] = {}
     pre_path = model / "preprocessor_config.json"
     if pre_path.is_file():
-        try:
-            pre = json.loads(pre_path.read_text(encoding="utf-8"))
-        except ValueError:
-            raise BadInput(f"{pre_path} is not valid JSON.") from None
+        pre = _json_object(pre_path)
     if not isinstance(vc, dict) and not pre:
         return None
     vc = vc if isinstance(vc, dict) else {}
-    patch = int(pre.get("patch_size") or vc.get("patch_size") or 14)
-    merge = int(pre.get("merge_size") or vc.get("spatial_merge_size") or 2)
+    where, cfg = str(pre_path), "config.json vision_config"
+    patch = whole(pre, "patch_size", where, default=0) or whole(vc, "patch_size", cfg, default=14)
+    merge = whole(pre, "merge_size", where, default=0) or whole(
+        vc, "spatial_merge_size", cfg, default=2
+    )
     per_token = (patch * merge) ** 2
     size: dict[str, Any] = pre["size"] if isinstance(pre.get("size"), dict) else {}
-    max_pixels = pre.get("max_pixels") or size.get("longest_edge") or size.get("max_pixels")
+    max_pixels = whole(pre, "max_pixels", where, default=0) or whole(
+        size, "longest_edge", f"{where} size", default=0, names=("max_pixels",)
+    )
     source = (
         "preprocessor_config.json max_pixels"
         if max_pixels
@@ -203,7 +269,22 @@ def vision(model: Path, config: dict[str, Any]) -> Vision | None:
     )
     if not max_pixels:
         max_pixels = 16384 * per_token
-    return Vision(pixels_per_token=per_token, max_pixels=int(max_pixels), source=source)
+    return Vision(pixels_per_token=per_token, max_pixels=max_pixels, source=source)
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A model file that must hold a JSON object, read within the same limits as config.json."""
+    from .modelcheck import MAX_CONFIG_BYTES, load_json
+
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise BadInput(f"{path} is larger than a model's metadata file can be.")
+        data = load_json(path.read_bytes(), str(path))
+    except OSError as exc:
+        raise BadInput(f"Cannot read {str(path)!r} ({exc.strerror}).") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path} holds a JSON {type(data).__name__}, not an object.")
+    return data
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,11 +336,11 @@ def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -
     index = model / "model.safetensors.index.json"
     checkpoint_bytes = DTYPE_BYTES.get(s.dtype, 2)
     if index.is_file():
-        try:
-            total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
-        except (ValueError, KeyError, TypeError):
-            raise BadInput(f"{index} has no metadata.total_size.") from None
-        return int(total) * serve_bytes // checkpoint_bytes, "model.safetensors.index.json"
+        metadata = _json_object(index).get("metadata")
+        if not isinstance(metadata, dict):
+            raise BadInput(f"{index} has no metadata.total_size.")
+        total = whole(metadata, "total_size", f"{index} metadata", maximum=MAX_SIZE)
+        return total * serve_bytes // checkpoint_bytes, "model.safetensors.index.json"
     params = parameters_from_shapes(s)
     note = "estimated from config.json shapes"
     if isinstance(config.get("vision_config"), dict):
@@ -285,12 +366,14 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     weights, weights_source = _weights(model, config, s, serve_bytes)
     per_token = kv_bytes_per_token(s, kv_bytes)
     text = _text_config(config)
-    length = inp.max_model_len or int(text.get("max_position_embeddings") or 4096)
+    length = inp.max_model_len or whole(
+        text, "max_position_embeddings", "config.json", default=4096
+    )
     problems: list[dict[str, str]] = []
     requested = int(inp.utilization * inp.gpu_memory)
     # one point below the free fraction: the CUDA context and other processes take a little
     # more once vLLM starts (field report 2: 6.98 of 8 GiB free, 0.86 works)
-    safe = math.floor((free / inp.gpu_memory - 0.01) * 100) / 100
+    safe = max(0.0, math.floor((free / inp.gpu_memory - 0.01) * 100) / 100)
     if requested > free:
         problems.append(
             {
