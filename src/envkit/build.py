@@ -19,11 +19,11 @@ from packaging.version import Version
 
 from . import process
 from .errors import BadInput, EnvkitError, Interrupted
-from .redaction import redact
 from .interpreters import find_interpreter
 from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, digest, machine_platform
 from .lockstate import states
 from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
+from .redaction import redact
 from .uvtool import Uv
 from .venvslot import VenvSlot, new_build_id
 from .verify import Report, venv_python, verify

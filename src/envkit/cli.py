@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__, process, redaction, render
+from .atomicfile import sweep_temporary_folders
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -103,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     redaction.forget_secrets()
     redaction.remember_environment_secrets()
     restore = process.install_signal_handlers()
+    sweep_temporary_folders()  # what killed envkit processes left in the temporary folder
     try:
         code = cli.main(args=args, obj=state, standalone_mode=False, prog_name="envkit")
         return int(code) if isinstance(code, int) else EXIT_OK

@@ -23,8 +23,8 @@ from packaging.version import InvalidVersion, Version
 
 from . import process
 from .errors import BadInput
-from .redaction import is_secret_variable
 from .profile import Profile
+from .redaction import is_secret_variable
 from .verify import Report, Status, judge, probe_spec, run_probe, venv_python
 
 ERROR, WARNING, INFO = "error", "warning", "info"

@@ -130,12 +130,33 @@ def _ssl_context() -> ssl.SSLContext | bool:
     return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
+def seconds_from_env(name: str, default: float) -> float:
+    """A number of seconds from the environment (``ENVKIT_HTTP_TIMEOUT``,
+    ``ENVKIT_HTTP_DEADLINE``); BadInput unless a number above 0 and at most an hour."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text) if text.isascii() else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:  # also refuses NaN
+        raise BadInput(
+            f"{name}={text!r} is not a number of seconds from above 0 to 3600.",
+            f"Set {name} to a number of seconds such as 30, or unset it.",
+        )
+    return value
+
+
 @dataclass
 class Http:
     """An HTTP client with envkit's credential, deadline and size rules."""
 
-    timeout: float = 30.0  # one connect or read
-    deadline: float = DEFAULT_DEADLINE  # one whole exchange
+    # one connect or read, and one whole exchange (redirects and body included)
+    timeout: float = field(default_factory=lambda: seconds_from_env("ENVKIT_HTTP_TIMEOUT", 30.0))
+    deadline: float = field(
+        default_factory=lambda: seconds_from_env("ENVKIT_HTTP_DEADLINE", DEFAULT_DEADLINE)
+    )
     max_bytes: int = DEFAULT_MAX_BYTES
     traffic: Traffic = field(default_factory=Traffic)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
@@ -261,7 +282,9 @@ class Http:
                     )
             except httpx.TimeoutException as exc:
                 error = _deadline_error(url, min(self.timeout, seconds))
-                error.kind = "connect-timeout" if isinstance(exc, httpx.ConnectTimeout) else "timeout"
+                error.kind = (
+                    "connect-timeout" if isinstance(exc, httpx.ConnectTimeout) else "timeout"
+                )
                 raise error from None
             except httpx.HTTPError as exc:
                 raise unreachable(url, exc) from None
@@ -308,7 +331,9 @@ def status_error(url: str, status: int) -> NetworkError:
         403: "The credentials were refused, or the resource is gated.",
         404: "Check the name and version, or the URL.",
     }.get(status, "Check the URL, or try again later.")
-    return NetworkError(f"{redact(url)} answered HTTP {status}.", hint, url=redact(url), status=status)
+    return NetworkError(
+        f"{redact(url)} answered HTTP {status}.", hint, url=redact(url), status=status
+    )
 
 
 def unreachable(url: str, exc: Exception) -> NetworkError:

@@ -31,11 +31,10 @@ from typing import Any
 import tomlkit
 
 from . import process
-from .atomicfile import write_atomic
-from .atomicfile import temporary_folder
+from .atomicfile import temporary_folder, write_atomic
 from .errors import BadInput, CommandFailed, FileSystemError, NetworkError
-from .redaction import redact
 from .profile import PLATFORMS, Profile
+from .redaction import redact
 from .uvtool import Uv
 
 LOCKED, SOURCE_ONLY, UNRESOLVABLE = "locked", "source-only", "unresolvable"
@@ -268,7 +267,10 @@ class Locker:
                     raise FileSystemError(out, exc, "create") from None
                 head = self.header(profile, cell, result, profile_digest)
                 # uv keeps index credentials out of its output; redact() makes sure of it
-                for name, made in ((f"{cell.name}.txt", "cell.txt"), (cell.pylock_name, "pylock.toml")):
+                for name, made in (
+                    (f"{cell.name}.txt", "cell.txt"),
+                    (cell.pylock_name, "pylock.toml"),
+                ):
                     write_atomic(out / name, head + redact((tmp / made).read_text()))
                 files = (f"{cell.name}.txt", cell.pylock_name)
         return CellResult(

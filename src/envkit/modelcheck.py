@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
-from .redaction import redact
-from .profile import Profile
-from .errors import NetworkError
+from .errors import BadInput, NetworkError
 from .httpclient import Http
+from .profile import Profile
+from .redaction import redact
 
 MAX_CONFIG_BYTES = 8 * 1024 * 1024  # real config.json files are a few KB
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")

@@ -71,8 +71,7 @@ def parse_size(text: str, what: str = "size", *, allow_zero: bool = False) -> in
     if not match or not match.group(2):
         raise BadInput(
             f"{what} {text!r} is not a size with a unit.",
-            "Write it like 8GiB, 7.5G, 6.98GiB, 24GB or 512MiB (GiB = 1024^3 bytes, "
-            "GB = 1000^3).",
+            "Write it like 8GiB, 7.5G, 6.98GiB, 24GB or 512MiB (GiB = 1024^3 bytes, GB = 1000^3).",
         )
     value = int(float(match.group(1)) * _UNITS[match.group(2)])
     if value > MAX_SIZE or (value <= 0 and not allow_zero):

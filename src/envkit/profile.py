@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from datetime import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 

@@ -15,9 +15,8 @@ from packaging.version import Version
 from tomlkit.items import Array, Table
 
 from .atomicfile import write_atomic
-from .errors import BadInput
+from .errors import BadInput, WheelError
 from .registry_scan import Listing, Scan, Scanner, torch_cuda
-from .errors import WheelError
 
 
 def _array(items: list[str]) -> Array:

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import BadInput, NetworkError
-from .httpclient import Http, parse_url
+from .httpclient import Http, parse_url, seconds_from_env
 from .redaction import redact, remember_secret
 
 _ENDPOINTS = ("/chat/completions", "/completions", "/models", "/embeddings")
@@ -138,7 +138,10 @@ def _no_constant(name: str) -> Any:
 
 def _unreachable(exc: NetworkError, http: Http) -> str:
     if exc.kind == "connect-timeout":
-        return f"no answer within {http.timeout:.0f} s: nothing accepted the connection in time (a firewall, or the wrong host)"
+        return (
+            f"no answer within {http.timeout:.0f} s: nothing accepted the connection in time "
+            "(a firewall, or the wrong host)"
+        )
     if exc.kind == "timeout":
         return (
             f"no answer within {http.timeout:.0f} s: the server is still loading the model or "
@@ -186,7 +189,10 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
         key = os.environ[key_env].strip()
         remember_secret(key)  # masked wherever it would appear, a server's echo included
     # one deadline per request: a server that drips its answer is not waited on for ever
-    http = Http(timeout=timeout, deadline=timeout + 5)
+    limit = timeout + 5
+    http = Http(
+        timeout=timeout, deadline=min(seconds_from_env("ENVKIT_HTTP_DEADLINE", limit), limit)
+    )
     tried: list[Answer] = []
     base, listing = "", None
     for url in candidates(given):

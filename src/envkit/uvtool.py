@@ -83,7 +83,6 @@ class Uv:
             raise CommandFailed(["uv", *args], done.returncode, output, what, hint)
         return done
 
-
     def version(self) -> str:
         out = self.run(["--version"], what="uv --version").stdout.split()
         return out[1] if len(out) > 1 else "unknown"
@@ -182,7 +181,9 @@ def network_failure(output: str, args: Sequence[str]) -> NetworkError | None:
     if match is None:
         return None
     url = redact(match.group("url"))
-    hint = "Check the network and the index URL (--index-url, UV_DEFAULT_INDEX); nothing was changed."
+    hint = (
+        "Check the network and the index URL (--index-url, UV_DEFAULT_INDEX); nothing was changed."
+    )
     if "--torch-backend" in args and "/whl/" in url:
         hint = (
             "The PyTorch index is out of reach from this machine: pass --torch-index default "

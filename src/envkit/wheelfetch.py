@@ -29,7 +29,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from .errors import NetworkError, WheelError
-from .httpclient import MiB, Http, Traffic
+from .httpclient import Http, MiB, Traffic
 from .redaction import redact
 
 __all__ = ["Http", "RemoteZip", "Traffic", "WheelFile", "index_url", "list_files", "pick_wheel"]
