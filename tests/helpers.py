@@ -95,3 +95,19 @@ def shadow_transformers(folder: Path, version: str = "5.0.0", installer: str = "
     )
     (info / "INSTALLER").write_text(f"{installer}\n")
     return folder
+
+
+def run_cli(*args: str) -> Result:
+    """Run ``cli.main`` in this process (no interpreter start-up), capturing its output.
+
+    Any exception that escapes ``main`` fails the calling test: envkit must turn every
+    failure into a message and an exit code."""
+    import contextlib
+    import io
+
+    from envkit import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return Result(code, out.getvalue(), err.getvalue())

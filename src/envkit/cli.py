@@ -144,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_BAD_INPUT
     finally:
+        if "envkit.httpclient" in sys.modules:  # loaded only by commands that use the network
+            sys.modules["envkit.httpclient"].close_all()
         restore()
 
 

@@ -166,6 +166,8 @@ class Http:
             self._client = httpx.Client(
                 follow_redirects=False, trust_env=True, verify=_ssl_context(), http2=False
             )
+            with _open_lock:
+                _open.append(self._client)
         return self._client
 
     def request(
@@ -318,10 +320,20 @@ class Http:
                 raise _deadline_error(url, seconds)
         return b"".join(chunks)
 
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+
+_open: list[httpx.Client] = []
+_open_lock = threading.Lock()
+
+
+def close_all() -> None:
+    """Close every connection this process opened (the CLI calls it when a command ends)."""
+    with _open_lock:
+        clients, _open[:] = list(_open), []
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - a connection a dead worker holds; closing is enough
+            pass
 
 
 def status_error(url: str, status: int) -> NetworkError:

@@ -1,0 +1,167 @@
+"""Credentials stay with their origin and out of every output and file (issue: trust)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import loopback
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from envkit.httpclient import parse_url
+from envkit.redaction import redact
+
+from helpers import run_cli
+
+KEY = "sk-trust-0123456789abcdef"
+TOKEN = "hf_trustTOKEN0123456789"
+
+
+def models(handler: loopback.Handler) -> None:
+    handler.send(200, json.dumps({"data": [{"id": "m"}]}).encode())
+
+
+def chat(handler: loopback.Handler) -> None:
+    handler.send(200, json.dumps({"choices": [{"message": {"content": "OK"}}]}).encode())
+
+
+def test_probe_never_follows_a_redirect_with_the_key(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PROBE_KEY", KEY)
+    with loopback.serve({"/v1/models": models, "/v1/chat/completions": chat}) as other:
+        target = loopback.origin(other)
+        routes = {
+            "/v1/models": lambda h: h.redirect(f"{target}/v1/models", 307),
+            "/v1/chat/completions": lambda h: h.redirect(f"{target}/v1/chat/completions", 307),
+        }
+        with loopback.serve(routes) as first:
+            res = run_cli(
+                "probe", loopback.origin(first) + "/v1", "--api-key-env", "PROBE_KEY", "--json"
+            )
+    assert res.code == 0, res.err
+    assert loopback.authorizations(first) == [f"Bearer {KEY}"] * 2
+    # another port is another origin: it got the requests, never the key
+    assert len(other.seen) == 2 and loopback.authorizations(other) == ["", ""]
+    assert KEY not in res.out + res.err
+
+
+def test_a_redirect_within_the_origin_keeps_the_key(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PROBE_KEY", KEY)
+    routes = {
+        "/v1/models": lambda h: h.redirect("/v2/models", 302),
+        "/v2/models": models,
+        "/v1/chat/completions": chat,
+    }
+    with loopback.serve(routes) as server:
+        res = run_cli("probe", loopback.origin(server) + "/v1", "--api-key-env", "PROBE_KEY")
+    assert res.code == 0, res.err
+    assert loopback.authorizations(server) == [f"Bearer {KEY}"] * 3
+
+
+def test_a_server_that_echoes_the_key_does_not_get_it_printed(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PROBE_KEY", KEY)
+
+    def echo(handler: loopback.Handler) -> None:
+        sent = handler.headers.get("Authorization", "")
+        handler.send(401, json.dumps({"error": {"message": f"bad key: {sent}"}}).encode())
+
+    with loopback.serve({"/v1/models": echo}) as server:
+        for extra in ((), ("--json",)):
+            res = run_cli(
+                "probe", loopback.origin(server) + "/v1", "--api-key-env", "PROBE_KEY", *extra
+            )
+            assert res.code == 1
+            assert KEY not in res.out + res.err
+            assert "***" in res.out + res.err
+
+
+def test_hub_token_is_not_sent_to_a_redirect_target(project: Path, monkeypatch: pytest.MonkeyPatch):
+    config = (
+        Path(__file__).parent / "fixtures/models/Qwen2-VL-2B-Instruct/config.json"
+    ).read_bytes()
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.chdir(project)
+    with loopback.serve({"/config.json": lambda h: h.send(200, config)}) as cdn:
+        hop = {
+            "/org/model/resolve/main/config.json": lambda h: h.redirect(
+                f"{loopback.origin(cdn)}/config.json"
+            )
+        }
+        with loopback.serve(hop) as hub:
+            monkeypatch.setenv("HF_ENDPOINT", loopback.origin(hub))
+            res = run_cli("check-model", "good", "org/model", "--json")
+    assert res.code in (0, 1), res.err
+    assert json.loads(res.out)["model_type"] == "qwen2_vl"
+    assert loopback.authorizations(hub) == [f"Bearer {TOKEN}"]
+    assert loopback.authorizations(cdn) == [""]
+    assert TOKEN not in res.out + res.err
+
+
+def test_doctor_shows_no_secret_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PIP_INDEX_URL", "https://builder:hunter2-pass@idx.example/simple")
+    monkeypatch.setenv("UV_INDEX_URL", "https://:tok3n-only-value@idx.example/simple")
+    monkeypatch.setenv("VLLM_SERVE_ARGS", "--api-key sk-inline0123456789 --port 8000")
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    res = run_cli("doctor", "--json")
+    assert res.code in (0, 1), res.err
+    text = res.out + res.err
+    for secret in ("hunter2-pass", "tok3n-only-value", "sk-inline0123456789", TOKEN):
+        assert secret not in text
+    env = json.loads(res.out)["environment"]
+    assert env["VLLM_SERVE_ARGS"] == "***" and env["PIP_INDEX_URL"] == "***"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:pa55word@127.0.0.1/simple",  # no port: once a traceback printing it
+        "http://:pa55word@127.0.0.1:9/simple",
+        "http://pa55word@127.0.0.1:9/simple",
+        "http://user:pa55@word@127.0.0.1:9/simple",
+    ],
+)
+def test_credentials_in_index_urls_never_show(url: str, scan_cache: Path, tmp_path: Path):
+    for extra in ((), ("--json",)):
+        res = run_cli("scan", "vllm==0.8.5", "--index-url", url, *extra)
+        assert res.code == 2
+        text = res.out + res.err
+        assert "pa55" not in text and "word@" not in text
+        assert "Cannot reach http://***@127.0.0.1" in text
+
+
+@given(
+    scheme=st.sampled_from(["http", "https"]),
+    user=st.text(
+        st.characters(
+            blacklist_characters="/?#@\"'<> \t\r\n\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0",
+            blacklist_categories=("Zs", "Zl", "Zp", "Cc"),
+        ),
+        max_size=12,
+    ),
+    password=st.text(
+        st.characters(
+            blacklist_characters="/?#\"'<> ", blacklist_categories=("Zs", "Zl", "Zp", "Cc")
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    form=st.sampled_from(["{u}:{p}@", ":{p}@", "{p}@"]),
+)
+def test_every_userinfo_form_is_redacted(scheme: str, user: str, password: str, form: str):
+    userinfo = form.format(u=user, p=password)
+    url = f"{scheme}://{userinfo}index.example:8080/simple/vllm/"
+    assert redact(f"see {url} now") == f"see {scheme}://***@index.example:8080/simple/vllm/ now"
+    assert redact(json.dumps({"url": url})) == json.dumps(
+        {"url": f"{scheme}://***@index.example:8080/simple/vllm/"}
+    )
+
+
+def test_userinfo_becomes_basic_auth_for_its_origin_only():
+    target = parse_url("https://user:p%40ss@Index.Example/simple")
+    assert (
+        target.url == "https://index.example/simple" or target.url == "https://Index.Example/simple"
+    )
+    assert target.origin == ("https", "index.example", 443)
+    assert target.authorization.startswith("Basic ")
