@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body leave in two writes: without this, each answer waits out the
+        # client's delayed ACK (40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -80,7 +87,7 @@ def serve(routes: dict[str, Route] | None = None) -> Iterator[Scripted]:
     server.routes = dict(routes or {})
     server.seen = []
     server.stopping = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield server

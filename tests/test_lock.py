@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -195,16 +194,16 @@ def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: 
     old = {p.name: p.read_text() for p in folder.glob("*.txt")}
     profile = repo / "envs" / "m.toml"
     profile.write_text(profile.read_text() + "# edited\n")
-    for delay in (0.3, 0.6, 0.9, 1.2):
-        proc = subprocess.Popen(
+    # killed with each file written aside, before its rename (8 files and lock.json)
+    for nth in range(1, 10):
+        killed = subprocess.run(
             [sys.executable, "-m", "envkit", "lock", "m", "--jobs", "1", *lock_args(indexes)],
             cwd=repo,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            env={**os.environ, "ENVKIT_FAULT": f"atomic-written#{nth}=KILL"},
+            capture_output=True,
         )
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        assert killed.returncode == -signal.SIGKILL
+        assert [p for p in folder.iterdir() if p.name.endswith(".tmp")]  # left by the kill
         for path in folder.glob("*.txt"):
             text = path.read_text()
             complete = text.startswith("# envkit lock:") and "vllm==0.8.5" in text

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import FileSystemError
+from .process import fault_point
 
 
 def pid_alive(pid: int) -> bool:
@@ -63,6 +64,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
+        fault_point("atomic-written")
         os.replace(tmp, path)
     except OSError as exc:
         raise FileSystemError(path, exc) from None

@@ -165,9 +165,8 @@ class FileSystemError(EnvkitError):
     def __init__(self, path: object, exc: OSError, what: str = "write") -> None:
         reason = exc.strerror or type(exc).__name__
         super().__init__(
-            f"Cannot {what} {str(path)!r}: {reason}.",
-            "Check the folder's permissions and free space, then run the command again; "
-            "nothing else was changed.",
+            f"Cannot {what} {str(path)!r}: {reason}; the file there, if any, is as it was.",
+            "Check the folder's permissions and free space, then run the command again.",
         )
         self.path = str(path)
         self.errno = exc.errno

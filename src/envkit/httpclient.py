@@ -19,6 +19,8 @@ this module adds is what a tool that holds people's credentials must guarantee:
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import netrc
 import os
 import ssl
@@ -120,9 +122,12 @@ def netrc_authorization(host: str) -> str:
     return _basic(login or "", password or "")
 
 
+@functools.cache
 def _ssl_context() -> ssl.SSLContext | bool:
+    """The system trust store (truststore), unless SSL_CERT_FILE/SSL_CERT_DIR name a bundle,
+    which httpx then reads. Made once per process: building a context costs tens of ms."""
     if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return True  # httpx reads them (trust_env)
+        return True
     try:
         import truststore
     except ImportError:  # pragma: no cover - truststore is a dependency
@@ -330,10 +335,8 @@ def close_all() -> None:
     with _open_lock:
         clients, _open[:] = list(_open), []
     for client in clients:
-        try:
+        with contextlib.suppress(Exception):  # one a dead worker holds: closing is enough
             client.close()
-        except Exception:  # noqa: BLE001 - a connection a dead worker holds; closing is enough
-            pass
 
 
 def status_error(url: str, status: int) -> NetworkError:

@@ -55,17 +55,23 @@ def signals_deferred() -> Iterator[None]:
 
 
 FAULT_VARIABLE = "ENVKIT_FAULT"
+_reached: dict[str, int] = {}
+_reached_lock = threading.Lock()
 
 
 def fault_point(step: str) -> None:
-    """For tests: ``ENVKIT_FAULT=step=SIGNAL[,step=SIGNAL]`` (e.g. ``swap-old-moved=KILL``)
-    sends that signal to envkit itself when it reaches the named step."""
+    """For tests: ``ENVKIT_FAULT=step[#N]=SIGNAL[,...]`` (e.g. ``swap-old-moved=KILL``,
+    ``atomic-written#3=KILL``) sends that signal to envkit itself when it reaches the named
+    step (the Nth time). Costs one dictionary look-up when the variable is unset."""
     wanted = os.environ.get(FAULT_VARIABLE)
     if not wanted:
         return
+    with _reached_lock:
+        _reached[step] = count = _reached.get(step, 0) + 1
     for item in wanted.split(","):
         name, _eq, sig = item.partition("=")
-        if name.strip() == step:
+        name, _hash, nth = name.strip().partition("#")
+        if name == step and (not nth or nth == str(count)):
             os.kill(os.getpid(), getattr(signal, f"SIG{sig.strip().upper() or 'INT'}"))
 
 

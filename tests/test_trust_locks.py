@@ -1,0 +1,100 @@
+"""A network failure is never a verdict; publishing one profile keeps the others; the scan
+cache is keyed by the index; a folder that cannot be written is one message."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_lock import lock_args, matrix_profile
+
+import indexserver
+import registry_world
+from conftest import Indexes
+from helpers import PY, run_cli
+
+
+@pytest.fixture
+def locked(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two profiles, both locked and published."""
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY]))
+    (tmp_path / "envs" / "n.toml").write_text(matrix_profile([PY]).replace("test", "test n"))
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("lock", "--all", *lock_args(indexes)).code == 0
+    assert run_cli("publish", "--all").code == 0
+    return tmp_path
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_an_unreachable_torch_index_changes_nothing(locked: Path, indexes: Indexes):
+    before = snapshot(locked / "constraints")
+    profile = locked / "envs" / "m.toml"
+    profile.write_text(profile.read_text() + "# edited: every cell of m is stale now\n")
+    res = run_cli(
+        "lock", "m", "--index-url", indexes.default,
+        "--torch-index", "http://127.0.0.1:9/whl/{backend}", "--json",
+    )  # fmt: skip
+    assert res.code == 2, res.err
+    cells = json.loads(res.out)["cells"]
+    assert {c["state"] for c in cells} == {"unreachable"}
+    assert all("Cannot reach http://127.0.0.1:9/whl/cu124" in c["reason"] for c in cells)
+    assert snapshot(locked / "constraints") == before  # no file, no lock.json entry replaced
+    check = run_cli("lock", "--all", "--check")
+    assert check.code == 1 and "stale" in check.out  # the edit, not the network, is reported
+
+
+def test_check_fails_while_a_cell_is_recorded_unresolvable(locked: Path):
+    manifest = locked / "constraints" / "m" / "lock.json"
+    data = json.loads(manifest.read_text())
+    cell = next(iter(data["cells"]))
+    data["cells"][cell]["state"] = "unresolvable"
+    data["cells"][cell]["reason"] = "no solution"
+    manifest.write_text(json.dumps(data))
+    res = run_cli("lock", "--all", "--check")
+    assert res.code == 1 and "unresolvable" in res.out
+
+
+def test_publishing_one_profile_keeps_the_others(locked: Path):
+    index = locked / "constraints" / "index.json"
+    before = json.loads(index.read_text())["files"]
+    assert {e["profile"] for e in before} == {"m", "n"}
+    assert run_cli("publish", "m").code == 0
+    after = json.loads(index.read_text())["files"]
+    assert after == before
+    index.write_text("{not json")
+    res = run_cli("publish", "m")
+    assert res.code == 2 and "is not an index.json written by envkit" in res.err
+
+
+def test_a_folder_that_cannot_be_written_is_one_message(locked: Path, indexes: Indexes):
+    shutil.rmtree(locked / "constraints" / "n")
+    (locked / "constraints" / "n").write_text("a file where a folder belongs\n")
+    profile = locked / "envs" / "n.toml"
+    profile.write_text(profile.read_text() + "# edited\n")
+    res = run_cli("lock", "n", *lock_args(indexes))
+    assert res.code == 2, res.err
+    assert "\nerror: Cannot create" in res.err and "constraints/n" in res.err
+    assert "Traceback" not in res.err
+
+
+def test_scan_cache_is_keyed_by_index(tmp_path: Path, scan_cache: Path, world: object):
+    first = run_cli("scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world))  # type: ignore[arg-type]
+    assert first.code == 0 and json.loads(first.out)["cached"] is False
+    again = run_cli("scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world))  # type: ignore[arg-type]
+    assert json.loads(again.out)["cached"] is True
+    other = tmp_path / "other"
+    other.mkdir()
+    for wheel in registry_world.wheels():
+        if wheel.name == "transformers" and wheel.version == "4.51.3":
+            wheel.write(other)
+    with indexserver.serve(other) as server:
+        elsewhere = run_cli(
+            "scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(server)
+        )
+    assert elsewhere.code == 0 and json.loads(elsewhere.out)["cached"] is False
