@@ -71,4 +71,5 @@ def test_verify_without_a_venv(tmp_path: Path):
     (tmp_path / "envs" / "good.toml").write_text(profile_text())
     res = envkit("verify", "good", "--venv", "nowhere", cwd=tmp_path)
     assert res.code == 2
-    assert "is not a virtual environment" in res.err and "envkit build good" in res.err
+    assert "no environment to check" in res.err and "envkit build" in res.err
+    assert not (tmp_path / ".envkit").exists()  # nothing created beside a venv that is not there

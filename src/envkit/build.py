@@ -24,6 +24,7 @@ from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, digest, machine_platform
 from .lockstate import states
 from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
 from .redaction import redact
+from .urls import check_torch_index
 from .uvtool import Uv
 from .venvslot import VenvSlot, new_build_id
 from .verify import Report, venv_python, verify
@@ -95,7 +96,7 @@ def torch_source(profile: Profile, options: BuildOptions) -> TorchSource:
             "Use cpu, a CUDA one such as cu124, rocm6.2 or xpu.",
         )
     cuda = cuda_for_backend(options.torch_backend) if options.torch_backend else profile.torch.cuda
-    choice = options.torch_index or ""
+    choice = check_torch_index(options.torch_index) or ""
     if choice == "default":
         return TorchSource(
             uv_args=(),
@@ -103,12 +104,6 @@ def torch_source(profile: Profile, options: BuildOptions) -> TorchSource:
             description="the default index (its torch must be the CUDA build verified below)",
         )
     if choice:
-        if "://" not in choice:
-            raise BadInput(
-                f"--torch-index {choice!r} is neither 'default' nor a URL.",
-                "Pass --torch-index default, or the URL of a PyTorch index mirror "
-                "(a '{backend}' in it is replaced by the backend, e.g. .../whl/{backend}).",
-            )
         url = choice.replace("{backend}", backend or "cpu")
         return TorchSource(uv_args=("--index", url), cuda=cuda, description=f"mirror {url}")
     if not backend:
@@ -146,7 +141,7 @@ def lock_torch_source(
     if mode == "default":
         return TorchSource(uv_args=(), cuda=asked.cuda, description="the default index, as locked")
     if mode == "mirror":
-        if not options.torch_index or "://" not in options.torch_index:
+        if check_torch_index(options.torch_index) in (None, "default"):
             raise BadInput(
                 "This lock took torch from a PyTorch index mirror, which is not recorded.",
                 "Pass the mirror with --torch-index URL (or ENVKIT_TORCH_INDEX), or --no-lock.",

@@ -69,11 +69,35 @@ def constraints_option(func: F) -> F:
     )(func)
 
 
+def _checked_torch_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    from .urls import check_torch_index
+
+    return check_torch_index(value)
+
+
+def _checked_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    from .urls import check_index
+
+    return check_index(value, "--index-url") if value is not None else None
+
+
+def index_url_option(func: F) -> F:
+    """--index-url, as uv's --default-index (scan reads the same index, see wheelfetch)."""
+    return click.option(
+        "--index-url",
+        "index",
+        metavar="URL",
+        callback=_checked_index,
+        help="The package index [default: $UV_DEFAULT_INDEX, $UV_INDEX_URL, else PyPI, as uv].",
+    )(func)
+
+
 def torch_index_option(func: F) -> F:
     return click.option(
         "--torch-index",
         metavar="default|URL",
         envvar="ENVKIT_TORCH_INDEX",
+        callback=_checked_torch_index,
         help="Where torch comes from: 'default' takes it from the default index, a URL "
         "uses a PyTorch index mirror ('{backend}' is substituted). Verification still "
         "demands the profile's CUDA. [env: ENVKIT_TORCH_INDEX]",

@@ -13,6 +13,7 @@ from .cli import (
     State,
     cli,
     constraints_option,
+    index_url_option,
     json_option,
     torch_index_option,
     venv_option,
@@ -58,7 +59,7 @@ def show(state: State, profile: str, as_json: bool) -> int:
     "demands that backend's CUDA.",
 )
 @torch_index_option
-@click.option("--index-url", metavar="URL", help="The default package index for uv.")
+@index_url_option
 @click.option(
     "--no-lock",
     is_flag=True,
@@ -74,7 +75,7 @@ def build(
     python: str | None,
     torch_backend: str | None,
     torch_index: str | None,
-    index_url: str | None,
+    index: str | None,
     no_lock: bool,
     constraints: str | None,
     as_json: bool,
@@ -93,7 +94,7 @@ def build(
         python=python,
         torch_backend=torch_backend,
         torch_index=torch_index,
-        index_url=index_url,
+        index_url=index,
         stream=not as_json and sys.stderr.isatty(),
         use_lock=not no_lock,
         constraints=constraints,
@@ -115,7 +116,7 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
 
     loaded = resolve_profile(profile, envs_dir(state.envs))
     slot = VenvSlot(venv)
-    with slot.locked(render.progress) as recovered:
+    with slot.locked(render.progress, existing=True) as recovered:
         for note in recovered:
             render.progress(f"recovered: {note}")
         report = run_verify(loaded, slot.venv)

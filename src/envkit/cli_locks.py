@@ -8,8 +8,14 @@ import click
 
 from . import lockstate, render
 from .catalog import envs_dir, list_profiles, resolve_profile
-from .cli import State, cli, constraints_option, json_option, torch_index_option
-from .cli_models import index_option
+from .cli import (
+    State,
+    cli,
+    constraints_option,
+    index_url_option,
+    json_option,
+    torch_index_option,
+)
 from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from .lockmatrix import Locker, LockOptions
 from .profile import Profile
@@ -50,7 +56,7 @@ def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile
     "otherwise resolve from the cache first).",
 )
 @torch_index_option
-@index_option
+@index_url_option
 @constraints_option
 @json_option
 @click.pass_obj
@@ -73,8 +79,6 @@ def lock(
     Writes constraints/<profile>/<cell>.txt and a PEP 751 pylock beside it.
     """
     chosen = _profiles(state, profiles, every)
-    if torch_index and torch_index != "default" and "://" not in torch_index:
-        raise BadInput(f"--torch-index {torch_index!r} is neither 'default' nor a URL.")
     locker = Locker(
         Uv(),
         LockOptions(

@@ -9,21 +9,11 @@ from packaging.version import Version
 
 from . import render
 from .catalog import envs_dir, list_profiles, resolve_profile
-from .cli import F, State, cli, json_option
+from .cli import State, cli, index_url_option, json_option
 from .errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from .profile import NAME_RE, Profile, load_profile
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
-
-
-def index_option(func: F) -> F:
-    return click.option(
-        "--index-url",
-        "index",
-        metavar="URL",
-        help="Package index to read wheels from [default: $UV_DEFAULT_INDEX, $UV_INDEX_URL, "
-        "$PIP_INDEX_URL, or PyPI].",
-    )(func)
 
 
 def _shipped(state: State) -> list[Profile]:
@@ -48,7 +38,7 @@ def _model_report(state: State, profile: Profile | None, model: str, index: str 
 @cli.command("check-model")
 @click.argument("profile")
 @click.argument("model")
-@index_option
+@index_url_option
 @json_option
 @click.pass_obj
 def check_model(state: State, profile: str, model: str, index: str | None, as_json: bool) -> int:
@@ -64,7 +54,7 @@ def check_model(state: State, profile: str, model: str, index: str | None, as_js
 
 @cli.command()
 @click.argument("model")
-@index_option
+@index_url_option
 @json_option
 @click.pass_obj
 def which(state: State, model: str, index: str | None, as_json: bool) -> int:
@@ -81,7 +71,7 @@ def which(state: State, model: str, index: str | None, as_json: bool) -> int:
     help="Rewrite PROFILE's [models] table from scans of its vllm and transformers pins.",
 )
 @click.option("--no-cache", is_flag=True, help="Read the wheel again even if scanned before.")
-@index_option
+@index_url_option
 @json_option
 @click.pass_obj
 def scan(
@@ -140,7 +130,7 @@ def scan(
     help="Draft for this vLLM release instead of the newest that lists the model.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing profile of that name.")
-@index_option
+@index_url_option
 @json_option
 @click.pass_obj
 def new_profile(

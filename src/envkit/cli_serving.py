@@ -14,6 +14,12 @@ from .errors import EXIT_CHECK_FAILED, EXIT_OK
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
 
+def _finite(value: float, name: str) -> float:
+    if value != value:  # NaN passes every range check
+        raise click.BadParameter(f"{name} must be a number, not {value}.")
+    return value
+
+
 @cli.command()
 @click.argument("profile")
 @click.argument("model")
@@ -107,7 +113,8 @@ def plan(
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(0.1),
+    type=click.FloatRange(0.1, 3600),
+    callback=lambda _c, _p, v: _finite(v, "--timeout"),
     default=30.0,
     show_default=True,
     help="Seconds to wait for each answer.",

@@ -18,7 +18,6 @@ this module adds is what a tool that holds people's credentials must guarantee:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import netrc
@@ -29,12 +28,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin
 
 import httpx
 
 from .errors import BadInput, NetworkError, TooLarge
 from .redaction import redact
+from .urls import basic_authorization, parse_url
 
 USER_AGENT = "envkit"
 MAX_REDIRECTS = 10
@@ -42,7 +42,6 @@ MiB = 1024 * 1024
 DEFAULT_MAX_BYTES = 32 * MiB
 DEFAULT_DEADLINE = 60.0
 _REDIRECTS = (301, 302, 303, 307, 308)
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass
@@ -64,49 +63,6 @@ class Response:
         return self.body.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True)
-class Target:
-    """A URL split into where it goes and the credentials it carried."""
-
-    url: str  # without userinfo
-    origin: tuple[str, str, int]
-    authorization: str  # from the userinfo; '' when none
-
-
-def parse_url(url: str) -> Target:
-    """Split credentials off ``url``; BadInput when it is not an http(s) URL envkit can use."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        raise BadInput(
-            f"{redact(url)!r} is not a valid URL (bad host or port).",
-            "Give a URL such as https://host/simple or http://127.0.0.1:8000/v1.",
-        ) from None
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if scheme not in _DEFAULT_PORTS or not host:
-        raise BadInput(
-            f"{redact(url)!r} is not an http(s) URL.",
-            "Give a URL such as https://host/simple or http://127.0.0.1:8000/v1.",
-        )
-    netloc = parts.netloc.rpartition("@")[2]
-    authorization = ""
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rpartition("@")[0]
-        user, _sep, password = userinfo.partition(":")
-        authorization = _basic(unquote(user), unquote(password))
-    return Target(
-        url=urlunsplit((scheme, netloc, parts.path or "/", parts.query, "")),
-        origin=(scheme, host, port or _DEFAULT_PORTS[scheme]),
-        authorization=authorization,
-    )
-
-
-def _basic(user: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-
-
 def netrc_authorization(host: str) -> str:
     """Basic credentials for ``host`` from ``$NETRC`` or ``~/.netrc``, as uv and pip read them."""
     path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
@@ -119,7 +75,7 @@ def netrc_authorization(host: str) -> str:
     if not found:
         return ""
     login, _account, password = found
-    return _basic(login or "", password or "")
+    return basic_authorization(login or "", password or "")
 
 
 @functools.cache

@@ -27,6 +27,7 @@ from .errors import BadInput, NetworkError
 from .httpclient import Http
 from .profile import Profile
 from .redaction import redact
+from .urls import parse_url
 
 MAX_CONFIG_BYTES = 8 * 1024 * 1024  # real config.json files are a few KB
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -108,7 +109,11 @@ def load_model_config(model: str, *, http: Http | None = None) -> ModelConfig:
 
 def fetch_hub_config(repo: str, http: Http) -> str:
     """Only config.json, with the user's token if set (never shown)."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip().rstrip("/") or "https://huggingface.co"
+    try:
+        parse_url(endpoint)
+    except BadInput as exc:
+        raise BadInput(f"HF_ENDPOINT: {exc.message}", "Unset HF_ENDPOINT or fix it.") from None
     url = f"{endpoint}/{urllib.parse.quote(repo)}/resolve/main/config.json"
     token = (os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or "").strip()
     secrets = {"Authorization": f"Bearer {token}"} if token else {}

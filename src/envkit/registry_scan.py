@@ -31,7 +31,7 @@ from platformdirs import user_cache_path
 from .astdata import OPAQUE, SourceError, module_tables
 from .atomicfile import write_atomic
 from .errors import BadInput, FileSystemError, WheelError
-from .httpclient import parse_url
+from .urls import parse_url
 from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
 
 FORMAT = 2  # bump when the scan's content changes: old cache entries are then ignored

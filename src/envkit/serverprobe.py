@@ -17,8 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import BadInput, NetworkError
-from .httpclient import Http, parse_url, seconds_from_env
+from .httpclient import Http, seconds_from_env
 from .redaction import redact, remember_secret
+from .urls import parse_url
 
 _ENDPOINTS = ("/chat/completions", "/completions", "/models", "/embeddings")
 

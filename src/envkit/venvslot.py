@@ -171,9 +171,21 @@ class VenvSlot:
                 )
 
     @contextmanager
-    def locked(self, on_wait: Callable[[str], None] | None = None) -> Iterator[list[str]]:
-        """Hold this venv's lock; first repair what a killed envkit left. Yields what was done."""
+    def locked(
+        self, on_wait: Callable[[str], None] | None = None, *, existing: bool = False
+    ) -> Iterator[list[str]]:
+        """Hold this venv's lock; first repair what a killed envkit left. Yields what was done.
+
+        ``existing``: the command works on a venv that is there (verify); when neither it nor
+        envkit's state beside it exists, BadInput, and nothing is created."""
         self._check_state_folder()
+        if existing and not self.state.is_dir() and not is_venv(self.venv):
+            what = "does not exist" if not _exists(self.venv) else "is not a virtual environment"
+            raise BadInput(
+                f"{str(self.venv)!r} {what} (no pyvenv.cfg), so there is no environment to "
+                "check.",
+                "Build it first (envkit build PROFILE --venv PATH), or pass the venv's folder.",
+            )
         try:
             self.state.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -31,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 from .errors import NetworkError, WheelError
 from .httpclient import Http, MiB, Traffic
 from .redaction import redact
+from .urls import check_index
 
 __all__ = ["Http", "RemoteZip", "Traffic", "WheelFile", "index_url", "list_files", "pick_wheel"]
 
@@ -48,9 +49,13 @@ _BLOCK = 64 * 1024
 def index_url(option: str | None = None) -> str:
     """The index, as uv picks its default one: the option, ``$UV_DEFAULT_INDEX``,
     ``$UV_INDEX_URL`` (uv's older name), else PyPI."""
-    for value in (option, os.environ.get("UV_DEFAULT_INDEX"), os.environ.get("UV_INDEX_URL")):
+    for value, where in (
+        (option, "--index-url"),
+        (os.environ.get("UV_DEFAULT_INDEX"), "UV_DEFAULT_INDEX"),
+        (os.environ.get("UV_INDEX_URL"), "UV_INDEX_URL"),
+    ):
         if value and value.strip():
-            return value.strip().rstrip("/")
+            return check_index(value, where)
     return DEFAULT_INDEX
 
 
