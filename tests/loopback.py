@@ -30,7 +30,8 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         self.body = self.rfile.read(length) if length else b""
         self.server.seen.append((self.command, self.path, dict(self.headers)))
-        route = self.server.routes.get(self.path.split("?")[0])
+        routes = self.server.routes
+        route = routes.get(self.path.split("?")[0]) or routes.get("*")
         if route is None:
             self.send(404, b'{"error": "not found"}')
         else:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import urllib.request
 from pathlib import Path
 
 import loopback
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from envkit.httpclient import parse_url
 from envkit.redaction import redact
 
+import indexserver
 from helpers import run_cli
 
 KEY = "sk-trust-0123456789abcdef"
@@ -165,3 +168,57 @@ def test_userinfo_becomes_basic_auth_for_its_origin_only():
     )
     assert target.origin == ("https", "index.example", 443)
     assert target.authorization.startswith("Basic ")
+
+
+def authenticating_proxy(upstream: str, expected: str) -> loopback.Route:
+    """Every path of ``upstream``, behind HTTP basic auth (401 without ``expected``)."""
+
+    def route(handler: loopback.Handler) -> None:
+        if handler.headers.get("Authorization") != expected:
+            handler.send(401, b'{"error": "credentials"}')
+            return
+        wanted = {k: v for k, v in handler.headers.items() if k in ("Accept", "Range")}
+        request = urllib.request.Request(upstream + handler.path, headers=wanted)
+        with urllib.request.urlopen(request) as answer:
+            body = answer.read()
+            extra = {"Content-Range": answer.headers["Content-Range"]}
+            handler.send(
+                answer.status,
+                body,
+                answer.headers["Content-Type"] or "application/octet-stream",
+                {k: v for k, v in extra.items() if v},
+            )
+
+    return route
+
+
+def test_index_credentials_from_the_url_and_from_netrc(
+    world: object, scan_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    upstream = indexserver.url(world).rsplit("/simple", 1)[0]  # type: ignore[arg-type]
+    password = "p@ss w0rd"
+    expected = "Basic " + base64.b64encode(f"builder:{password}".encode()).decode()
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    with loopback.serve({"*": authenticating_proxy(upstream, expected)}) as server:
+        host, port = server.server_address[:2]
+        plain = f"http://{host}:{port}/simple"
+        refused = run_cli("scan", "transformers==4.51.3", "--index-url", plain)
+        assert refused.code == 2 and "HTTP 401" in refused.err and "netrc" in refused.err
+        quoted = password.replace("@", "%40").replace(" ", "%20")
+        in_url = f"http://builder:{quoted}@{host}:{port}/simple"
+        res = run_cli("scan", "transformers==4.51.3", "--index-url", in_url, "--no-cache")
+        assert res.code == 0, res.err
+        assert "p%40ss" not in res.out + res.err
+        netrc = tmp_path / "netrc"
+        netrc.write_text(f"machine {host}\nlogin builder\npassword {password.replace(' ', '_')}\n")
+        # netrc passwords hold no spaces: a second server expects the underscore form
+    expected_netrc = "Basic " + base64.b64encode(b"builder:p@ss_w0rd").decode()
+    with loopback.serve({"*": authenticating_proxy(upstream, expected_netrc)}) as server:
+        host, port = server.server_address[:2]
+        monkeypatch.setenv("NETRC", str(netrc))
+        res = run_cli(
+            "scan", "transformers==4.51.3", "--index-url", f"http://{host}:{port}/simple",
+            "--no-cache",
+        )  # fmt: skip
+        assert res.code == 0, res.err
+        assert all(a == expected_netrc for a in loopback.authorizations(server))

@@ -32,6 +32,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 class State:
     envs: str | None = None
     json: bool = False
+    broken: int = 0  # broken profiles met by a command about all profiles
+
+    def worst(self, code: int) -> int:
+        """A command over every profile ends with exit 2 when some profile was broken,
+        after doing its work for the others."""
+        return max(code, EXIT_BAD_INPUT) if self.broken else code
 
 
 def json_option(func: F) -> F:

@@ -28,8 +28,8 @@ def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile
         raise BadInput("Name the profiles, or pass --all (not both).")
     if every:
         listing = list_profiles(folder)
-        if listing.errors:
-            raise listing.errors[0]
+        state.broken = len(listing.errors)
+        render.broken_profiles(listing.errors)  # named, then the others go on
         return list(listing.profiles)
     return [resolve_profile(name, folder) for name in names]
 
@@ -94,14 +94,16 @@ def lock(
         found = lockstate.check(chosen, constraints, locker if resolve else None)
         render.lock_check(found, as_json)
         failing = ("stale", "missing", "unresolvable")
-        return EXIT_CHECK_FAILED if any(s.state in failing for s in found) else EXIT_OK
+        code = EXIT_CHECK_FAILED if any(s.state in failing for s in found) else EXIT_OK
+        return state.worst(code)
     if resolve:
         raise BadInput("--resolve goes with --check.")
     results = locker.lock(chosen, only=cell)
     render.lock_results(results, as_json)
     if any(r.state == "unreachable" for r in results):
         return EXIT_BAD_INPUT  # a network failure is not a verdict: nothing was recorded
-    return EXIT_CHECK_FAILED if any(r.state == "unresolvable" for r in results) else EXIT_OK
+    code = EXIT_CHECK_FAILED if any(r.state == "unresolvable" for r in results) else EXIT_OK
+    return state.worst(code)
 
 
 @cli.command()
@@ -124,7 +126,7 @@ def matrix(
         render.github_matrix(found)
     else:
         render.matrix(found, as_json)
-    return EXIT_OK
+    return state.worst(EXIT_OK)
 
 
 @cli.command()
@@ -151,4 +153,4 @@ def publish(
     """Write the locked cells and constraints/index.json (file, sha256, digest), atomically."""
     result = lockstate.publish(_profiles(state, profiles, every), constraints, to)
     render.published(result, as_json)
-    return EXIT_OK
+    return state.worst(EXIT_OK)

@@ -18,7 +18,11 @@ from .profile import NAME_RE, Profile, load_profile
 
 def _shipped(state: State) -> list[Profile]:
     folder = envs_dir(state.envs)
-    return list(list_profiles(folder).profiles) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    listing = list_profiles(folder)
+    render.broken_profiles(listing.errors)  # named on stderr; the verdicts use the others
+    return list(listing.profiles)
 
 
 def _model_report(state: State, profile: Profile | None, model: str, index: str | None) -> int:

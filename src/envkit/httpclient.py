@@ -121,6 +121,9 @@ class Http:
     max_bytes: int = DEFAULT_MAX_BYTES
     traffic: Traffic = field(default_factory=Traffic)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
+    # Credentials given in a URL serve every later URL of the same origin (the wheel files
+    # an index page links to), as uv keeps them per realm; never another origin.
+    _realms: dict[tuple[str, str, int], str] = field(default_factory=dict, init=False, repr=False)
 
     def client(self) -> httpx.Client:
         if self._client is None:
@@ -209,11 +212,13 @@ class Http:
     ) -> Response:
         ends = time.monotonic() + seconds
         first = parse_url(url)
+        if first.authorization:
+            self._realms[first.origin] = first.authorization
         target = first
         for _hop in range(MAX_REDIRECTS + 1):
             send = {"User-Agent": USER_AGENT, **headers}
             if target.origin == first.origin:
-                auth = first.authorization or netrc_authorization(target.origin[1])
+                auth = self._realms.get(first.origin) or netrc_authorization(first.origin[1])
                 send.update(secrets)
             else:  # another origin: nothing the caller gave goes there
                 auth = netrc_authorization(target.origin[1])

@@ -94,6 +94,13 @@ def error(exc: EnvkitError, as_json: bool) -> None:
     _echo(str(exc), err=True)
 
 
+def broken_profiles(errors: Sequence[EnvkitError]) -> None:
+    """Profiles that could not be read, named on stderr while a command goes on without them."""
+    for err in errors:
+        _echo("skipped a broken profile: ", err=True, fg="yellow", nl=False)
+        _echo(err.message, err=True)
+
+
 def interrupted(as_json: bool, state: str = "") -> None:
     """The last line of an interrupted run: what it says about the files must be true, so
     commands that change something hand over what they left (``state``)."""
