@@ -182,8 +182,7 @@ class VenvSlot:
         if existing and not self.state.is_dir() and not is_venv(self.venv):
             what = "does not exist" if not _exists(self.venv) else "is not a virtual environment"
             raise BadInput(
-                f"{str(self.venv)!r} {what} (no pyvenv.cfg), so there is no environment to "
-                "check.",
+                f"{str(self.venv)!r} {what} (no pyvenv.cfg), so there is no environment to check.",
                 "Build it first (envkit build PROFILE --venv PATH), or pass the venv's folder.",
             )
         try:

@@ -7,11 +7,11 @@ import dataclasses
 import click
 from packaging.version import Version
 
-from . import render
-from .catalog import envs_dir, list_profiles, resolve_profile
-from .cli import State, cli, index_url_option, json_option
-from .errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from .profile import NAME_RE, Profile, load_profile
+from .. import render
+from ..catalog import envs_dir, list_profiles, resolve_profile
+from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from ..profile import NAME_RE, Profile, load_profile
+from .options import State, index_url_option, json_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -26,9 +26,9 @@ def _shipped(state: State) -> list[Profile]:
 
 
 def _model_report(state: State, profile: Profile | None, model: str, index: str | None) -> int:
-    from . import modelcheck
-    from .registry_scan import Scanner, releases_listing
-    from .wheelfetch import index_url
+    from .. import modelcheck
+    from ..registry_scan import Scanner, releases_listing
+    from ..wheelfetch import index_url
 
     config = modelcheck.load_model_config(model)
     scanner = Scanner(index_url(index))
@@ -39,7 +39,7 @@ def _model_report(state: State, profile: Profile | None, model: str, index: str 
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
 
-@cli.command("check-model")
+@click.command("check-model")
 @click.argument("profile")
 @click.argument("model")
 @index_url_option
@@ -56,7 +56,7 @@ def check_model(state: State, profile: str, model: str, index: str | None, as_js
     return _model_report(state, loaded, model, index)
 
 
-@cli.command()
+@click.command()
 @click.argument("model")
 @index_url_option
 @json_option
@@ -66,7 +66,7 @@ def which(state: State, model: str, index: str | None, as_json: bool) -> int:
     return _model_report(state, None, model, index)
 
 
-@cli.command()
+@click.command()
 @click.argument("target", required=False)
 @click.option(
     "--update",
@@ -90,9 +90,9 @@ def scan(
 
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
-    from .profile_write import update_models
-    from .registry_scan import Scanner, parse_target
-    from .wheelfetch import index_url
+    from ..profile_write import update_models
+    from ..registry_scan import Scanner, parse_target
+    from ..wheelfetch import index_url
 
     scanner = Scanner(index_url(index), use_cache=not no_cache)
     if update:
@@ -118,7 +118,7 @@ def scan(
     return EXIT_OK
 
 
-@cli.command("new-profile")
+@click.command("new-profile")
 @click.argument("name")
 @click.option(
     "--for-model",
@@ -151,10 +151,10 @@ def new_profile(
     Pins come from that release's requirements: its torch, and the newest transformers it
     allows that was published before it and knows the model type.
     """
-    from .modelcheck import load_model_config
-    from .profile_write import draft, write_new_profile
-    from .registry_scan import Scanner, parse_target, releases_listing
-    from .wheelfetch import index_url
+    from ..modelcheck import load_model_config
+    from ..profile_write import draft, write_new_profile
+    from ..registry_scan import Scanner, parse_target, releases_listing
+    from ..wheelfetch import index_url
 
     if not NAME_RE.fullmatch(name):
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
@@ -184,3 +184,6 @@ def new_profile(
     profile = load_profile(path)
     render.drafted(profile, listing.architecture, as_json)
     return EXIT_OK
+
+
+COMMANDS = (check_model, which, scan, new_profile)

@@ -6,21 +6,15 @@ from pathlib import Path
 
 import click
 
-from . import render
-from .catalog import envs_dir, resolve_profile
-from .cli import State, cli, json_option
-from .errors import EXIT_CHECK_FAILED, EXIT_OK
+from .. import render
+from ..catalog import envs_dir, resolve_profile
+from ..errors import EXIT_CHECK_FAILED, EXIT_OK
+from .options import State, finite, json_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
 
-def _finite(value: float, name: str) -> float:
-    if value != value:  # NaN passes every range check
-        raise click.BadParameter(f"{name} must be a number, not {value}.")
-    return value
-
-
-@cli.command()
+@click.command()
 @click.argument("profile")
 @click.argument("model")
 @click.option(
@@ -76,8 +70,8 @@ def plan(
 
     Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
     """
-    from . import modelcheck
-    from . import plan as memplan
+    from .. import modelcheck
+    from .. import plan as memplan
 
     loaded = resolve_profile(profile, envs_dir(state.envs))
     config = modelcheck.load_model_config(model)
@@ -103,7 +97,7 @@ def plan(
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
-@cli.command()
+@click.command()
 @click.argument("base_url")
 @click.option("--model", "model", metavar="M", help="Model to ask (default: the first listed).")
 @click.option(
@@ -114,7 +108,7 @@ def plan(
 @click.option(
     "--timeout",
     type=click.FloatRange(0.1, 3600),
-    callback=lambda _c, _p, v: _finite(v, "--timeout"),
+    callback=lambda _c, _p, v: finite(v, "--timeout"),
     default=30.0,
     show_default=True,
     help="Seconds to wait for each answer.",
@@ -134,14 +128,14 @@ def probe(
     When BASE_URL fails, the usual mistakes are tried (missing or doubled /v1, an endpoint
     given as the base) and the base URL that works is named. Exit 0 when the chat answers.
     """
-    from . import serverprobe
+    from .. import serverprobe
 
     result = serverprobe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
     render.probe(result, as_json)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
-@cli.command()
+@click.command()
 @click.option(
     "--venv",
     type=click.Path(path_type=Path),
@@ -157,9 +151,12 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     transformers pairs, torch's CUDA against the driver, WSL2, GPUs without bfloat16, old
     hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
     """
-    from . import doctor as doctor_module
+    from .. import doctor as doctor_module
 
     loaded = resolve_profile(profile, envs_dir(state.envs)) if profile else None
     diagnosis = doctor_module.diagnose(venv, loaded)
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
+
+
+COMMANDS = (plan, probe, doctor)

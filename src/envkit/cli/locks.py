@@ -6,20 +6,19 @@ from pathlib import Path
 
 import click
 
-from . import lockstate, render
-from .catalog import envs_dir, list_profiles, resolve_profile
-from .cli import (
+from .. import lockstate, render
+from ..catalog import envs_dir, list_profiles, resolve_profile
+from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from ..lockmatrix import Locker, LockOptions
+from ..profile import Profile
+from ..uvtool import Uv
+from .options import (
     State,
-    cli,
     constraints_option,
     index_url_option,
     json_option,
     torch_index_option,
 )
-from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from .lockmatrix import Locker, LockOptions
-from .profile import Profile
-from .uvtool import Uv
 
 
 def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile]:
@@ -34,7 +33,7 @@ def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile
     return [resolve_profile(name, folder) for name in names]
 
 
-@cli.command()
+@click.command()
 @click.argument("profiles", nargs=-1)
 @click.option("--all", "every", is_flag=True, help="Every profile in the profiles folder.")
 @click.option("--cell", metavar="CELL", help="Only this cell (e.g. py3.12-linux-x86_64-cu124).")
@@ -106,7 +105,7 @@ def lock(
     return state.worst(code)
 
 
-@cli.command()
+@click.command()
 @click.argument("profile", required=False)
 @click.option(
     "--github",
@@ -129,7 +128,7 @@ def matrix(
     return state.worst(EXIT_OK)
 
 
-@cli.command()
+@click.command()
 @click.argument("profiles", nargs=-1)
 @click.option("--all", "every", is_flag=True, help="Every profile in the profiles folder.")
 @click.option(
@@ -154,3 +153,6 @@ def publish(
     result = lockstate.publish(_profiles(state, profiles, every), constraints, to)
     render.published(result, as_json)
     return state.worst(EXIT_OK)
+
+
+COMMANDS = (lock, matrix, publish)

@@ -7,23 +7,22 @@ from pathlib import Path
 
 import click
 
-from . import render
-from .catalog import envs_dir, list_profiles, resolve_profile
-from .cli import (
+from .. import render
+from ..catalog import envs_dir, list_profiles, resolve_profile
+from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from .options import (
     State,
-    cli,
     constraints_option,
     index_url_option,
     json_option,
     torch_index_option,
     venv_option,
 )
-from .errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
 
-@cli.command()
+@click.command()
 @json_option
 @click.pass_obj
 def profiles(state: State, as_json: bool) -> int:
@@ -33,7 +32,7 @@ def profiles(state: State, as_json: bool) -> int:
     return EXIT_BAD_INPUT if listing.errors else EXIT_OK
 
 
-@cli.command()
+@click.command()
 @click.argument("profile")
 @json_option
 @click.pass_obj
@@ -43,7 +42,7 @@ def show(state: State, profile: str, as_json: bool) -> int:
     return EXIT_OK
 
 
-@cli.command()
+@click.command()
 @click.argument("profile")
 @venv_option
 @click.option(
@@ -85,8 +84,8 @@ def build(
     The new environment is built aside and verified; only then does it replace the one at
     --venv. A failed, interrupted or killed build leaves the previous environment in place.
     """
-    from .build import BuildOptions
-    from .build import build as run_build
+    from ..build import BuildOptions
+    from ..build import build as run_build
 
     loaded = resolve_profile(profile, envs_dir(state.envs))
     options = BuildOptions(
@@ -104,15 +103,15 @@ def build(
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
-@cli.command()
+@click.command()
 @click.argument("profile")
 @venv_option
 @json_option
 @click.pass_obj
 def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
     """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA."""
-    from .venvslot import VenvSlot
-    from .verify import verify as run_verify
+    from ..venvslot import VenvSlot
+    from ..verify import verify as run_verify
 
     loaded = resolve_profile(profile, envs_dir(state.envs))
     slot = VenvSlot(venv)
@@ -122,3 +121,6 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
         report = run_verify(loaded, slot.venv)
     render.report(report, as_json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
+
+
+COMMANDS = (profiles, show, build, verify)

@@ -1,0 +1,25 @@
+"""The ``envkit`` command group: global options only; the commands are added in __init__."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__, render
+from .options import State
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Exit codes:\n\n\b\n" + render.exit_codes_help(),
+)
+@click.version_option(__version__, prog_name="envkit")
+@click.option(
+    "--envs",
+    metavar="DIR",
+    envvar="ENVKIT_ENVS",
+    help="Folder of profile files [default: ./envs; env: ENVKIT_ENVS].",
+)
+@click.pass_obj
+def cli(state: State, envs: str | None) -> None:
+    """envkit: declarative, verified vLLM environments built with uv."""
+    state.envs = envs
