@@ -1,23 +1,20 @@
-"""A small published world for the scanner tests: vLLM and transformers wheels carrying the
-real registry sources from tests/fixtures/sources, padded so that reading them whole would
-cost megabytes."""
+"""A small published world for the scanner tests: vLLM and transformers wheels carrying
+registry sources in each release generation's shape (layouts.py), padded so that reading
+them whole would cost megabytes."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import layouts
+
 from wheelhouse import Wheel
 
-SOURCES = Path(__file__).parent / "fixtures" / "sources"
 MODELS = Path(__file__).parent / "fixtures" / "models"  # copied from shared/fixtures/models
 REGISTRY = "vllm/model_executor/models/registry.py"
 CONFIG = "vllm/transformers_utils/config.py"
 CONFIG_AUTO = "transformers/models/auto/configuration_auto.py"
-
-
-def source(name: str) -> str:
-    return (SOURCES / f"{name}.pysrc").read_text()
 
 
 def padding(size: int = 3_000_000) -> bytes:
@@ -41,7 +38,7 @@ def wheels() -> list[Wheel]:
             "0.2.7",
             {
                 "vllm/_C.so": padding(),
-                "vllm/model_executor/models/__init__.py": source("vllm-0.2.7-models-init"),
+                **layouts.vllm_old().files,
             },
             requires=["torch==2.1.2", "transformers>=4.36.0"],
             requires_python=">=3.8",
@@ -51,8 +48,7 @@ def wheels() -> list[Wheel]:
             "0.8.5",
             {
                 "vllm/_C.so": padding(),
-                REGISTRY: source("vllm-0.8.5-registry"),
-                CONFIG: source("vllm-0.8.5-config"),
+                **layouts.vllm_085().files,
             },
             requires=["transformers>=4.51.1", "torch==2.6.0", "tokenizers>=0.21.1"],
             requires_python="<3.13,>=3.9",
@@ -64,8 +60,7 @@ def wheels() -> list[Wheel]:
             "0.33.0",
             {
                 "vllm/_C.so": padding(),
-                REGISTRY: source("vllm-0.33.0-registry"),
-                CONFIG: source("vllm-0.33.0-config"),
+                **layouts.vllm_0330().files,
             },
             requires=["transformers<5.21.0,>=5.16.1", "torch==2.14.0"],
             requires_python="<3.15,>=3.11",
@@ -73,29 +68,19 @@ def wheels() -> list[Wheel]:
         Wheel(
             "transformers",
             "4.51.3",
-            {CONFIG_AUTO: source("transformers-4.51.3-configuration_auto")},
+            dict(layouts.transformers_4().files),
             requires=["tokenizers<0.22,>=0.21"],
         ),
         Wheel(
             "transformers",
             "5.24.0",
-            {
-                CONFIG_AUTO: source("transformers-5.24.0-configuration_auto"),
-                "transformers/models/auto/auto_mappings.py": source(
-                    "transformers-5.24.0-auto_mappings"
-                ),
-            },
+            dict(layouts.transformers_5().files),
         ),
         # 5.20.2 stands for the release vLLM 0.33.0 allows; same mappings as 5.24.0 here
         Wheel(
             "transformers",
             "5.20.2",
-            {
-                CONFIG_AUTO: source("transformers-5.24.0-configuration_auto"),
-                "transformers/models/auto/auto_mappings.py": source(
-                    "transformers-5.24.0-auto_mappings"
-                ),
-            },
+            dict(layouts.transformers_5().files),
         ),
         Wheel("torch", "2.14.0", {"torch/version.py": "cuda: Optional[str] = '13.0'\n"}),
     ]

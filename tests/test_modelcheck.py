@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
+import layouts
 import pytest
 
 from envkit.profile import load_profile
@@ -57,9 +58,8 @@ def test_scan_update_writes_sorted_lists_and_keeps_comments(envs: Path):
     profile = load_profile(envs / "old.toml")
     models = profile.models
     assert (models.vllm, models.transformers) == ("0.8.5", "4.51.3")
-    assert len(models.architectures) == 146 and list(models.architectures) == sorted(
-        models.architectures
-    )
+    assert set(models.architectures) == layouts.vllm_085().architectures
+    assert list(models.architectures) == sorted(models.architectures)
     assert "qwen2_vl" in models.model_types and "mllama" in models.vllm_model_types
     assert "vllm-0.8.5" in models.source
 

@@ -46,5 +46,24 @@ def test_shipped_lists_equal_a_fresh_scan(profile, scanner: Scanner):  # type: i
 
 
 def test_qwen35_releases(scanner: Scanner):
-    listing = releases_listing(Scanner(index_url()), "Qwen3_5ForConditionalGeneration")
+    listing = releases_listing(scanner, "Qwen3_5ForConditionalGeneration")
     assert listing is not None and Version(listing.first) >= Version("0.17.0")
+
+
+# What each real release's registry holds (counted by importing the installed packages), read
+# here from the published wheels: each layout generation the offline fixtures imitate.
+@pytest.mark.parametrize(
+    ("project", "version", "field", "count"),
+    [
+        ("vllm", "0.2.7", "architectures", 25),  # models/__init__.py, one _MODELS dict
+        ("vllm", "0.8.5", "architectures", 146),  # registry.py, spreads and a comprehension
+        ("vllm", "0.8.5", "model_types", 22),  # an annotated dict spreading an override
+        ("vllm", "0.33.0", "architectures", 415),  # with dropped and out-of-tree tables
+        ("vllm", "0.33.0", "model_types", 53),  # LazyConfigDict(name="Class")
+        ("transformers", "4.51.3", "model_types", 327),  # OrderedDict([...])
+        ("transformers", "5.24.0", "model_types", 822),  # auto_mappings + update + rebuild
+    ],
+)
+def test_real_layouts(scanner: Scanner, project: str, version: str, field: str, count: int):
+    found = scanner.scan(project, Version(version))
+    assert len(getattr(found, field)) == count

@@ -1,19 +1,16 @@
-"""Registry scans: the AST reader on real sources, and range reads from a served index."""
+"""Registry scans: the AST reader on each layout's shape (layouts.py), and range reads from a served index."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import layouts
 import pytest
 
 from envkit.astdata import OPAQUE, module_tables
-from envkit.errors import BadInput
+from envkit.errors import BadInput, WheelError
 from envkit.registry_scan import (
-    TF_AUTO_MAPPINGS,
-    TF_CONFIG_AUTO,
-    VLLM_CONFIG,
-    VLLM_OLD_REGISTRY,
     VLLM_REGISTRY,
     Scanner,
     parse_target,
@@ -21,59 +18,51 @@ from envkit.registry_scan import (
     scan_transformers,
     scan_vllm,
 )
-from envkit.wheelfetch import WheelError
 
 from helpers import envkit
 from indexserver import url
-from registry_world import source
 
 
-def test_vllm_085_registry_from_source():
-    found = scan_vllm(
-        {VLLM_REGISTRY: source("vllm-0.8.5-registry"), VLLM_CONFIG: source("vllm-0.8.5-config")}
-    )
+def test_vllm_085_registry_shape():
+    layout = layouts.vllm_085()
+    found = scan_vllm(layout.files)
     archs = found["architectures"]
-    assert len(archs) == 146  # what importing vllm 0.8.5's ModelRegistry reports
+    assert set(archs) == layout.architectures and list(archs) == sorted(archs)
     assert "Qwen2VLForConditionalGeneration" in archs
     assert "Qwen3_5ForConditionalGeneration" not in archs
     # the dict comprehension spreading every LlamaForCausalLM alias into the embedding table
-    assert "AquilaModel" in archs and "TransformersForCausalLM" in archs
-    assert list(archs) == sorted(archs)
-    assert "qwen3_5" not in found["model_types"] and "mllama" in found["model_types"]
-    assert len(found["model_types"]) == 22
+    assert "AquilaForCausalLM" in archs and "TransformersForCausalLM" in archs
+    # an annotated table spreading an override table
+    assert set(found["model_types"]) == layout.model_types and "mllama" in found["model_types"]
     assert found["previously_supported"] == {}
 
 
 def test_vllm_0330_registry_lazy_configs_and_dropped_tables():
-    found = scan_vllm(
-        {VLLM_REGISTRY: source("vllm-0.33.0-registry"), VLLM_CONFIG: source("vllm-0.33.0-config")}
-    )
-    assert len(found["architectures"]) == 415
+    layout = layouts.vllm_0330()
+    found = scan_vllm(layout.files)
+    assert set(found["architectures"]) == layout.architectures
     assert "Qwen3_5ForConditionalGeneration" in found["architectures"]
-    assert found["previously_supported"]["Phi3SmallForCausalLM"] == "0.9.2"
-    assert "BartModel" in found["out_of_tree"]
-    assert len(found["model_types"]) == 53  # LazyConfigDict(name="Class", ...) keywords
+    assert found["previously_supported"] == layout.previously_supported
+    assert found["out_of_tree"] == layout.out_of_tree
+    assert set(found["model_types"]) == layout.model_types  # LazyConfigDict(name="Class")
 
 
 def test_vllm_oldest_layout():
-    found = scan_vllm({VLLM_OLD_REGISTRY: source("vllm-0.2.7-models-init")})
-    assert "LlamaForCausalLM" in found["architectures"] and len(found["architectures"]) == 25
+    layout = layouts.vllm_old()
+    found = scan_vllm(layout.files)
+    assert set(found["architectures"]) == layout.architectures
 
 
 def test_transformers_4_and_5_layouts():
-    old = scan_transformers({TF_CONFIG_AUTO: source("transformers-4.51.3-configuration_auto")})
-    assert len(old["model_types"]) == 327
+    old_layout, new_layout = layouts.transformers_4(), layouts.transformers_5()
+    old = scan_transformers(old_layout.files)
+    assert set(old["model_types"]) == old_layout.model_types
     assert {"qwen2", "qwen2_vl", "qwen3"} <= set(old["model_types"])
     assert "qwen3_5" not in old["model_types"]
-    new = scan_transformers(
-        {
-            TF_CONFIG_AUTO: source("transformers-5.24.0-configuration_auto"),
-            TF_AUTO_MAPPINGS: source("transformers-5.24.0-auto_mappings"),
-        }
-    )
+    new = scan_transformers(new_layout.files)
     # auto_mappings' table, the .update() in configuration_auto and the gpt-sw3 rebuild
     assert {"qwen3_5", "mlcd", "gpt-sw3"} <= set(new["model_types"])
-    assert len(new["model_types"]) == 822
+    assert set(new["model_types"]) == new_layout.model_types
 
 
 def test_ast_reader_evaluates_data_and_marks_the_rest():
@@ -111,7 +100,9 @@ def test_scan_reads_a_small_part_of_the_wheel(world, scan_cache: Path, tmp_path:
     res = envkit("scan", "vllm==0.8.5", "--index-url", url(world), "--json", cwd=tmp_path)
     assert res.code == 0, res.err
     data = res.json()
-    assert len(data["architectures"]) == 146 and len(data["model_types"]) == 22
+    truth = layouts.vllm_085()
+    assert set(data["architectures"]) == truth.architectures
+    assert set(data["model_types"]) == truth.model_types
     assert data["requires"]["torch"] == "==2.6.0"
     assert data["requires"]["transformers"] == ">=4.51.1"
     assert data["requires_python"] == "<3.13,>=3.9"
@@ -125,7 +116,8 @@ def test_scan_reads_a_small_part_of_the_wheel(world, scan_cache: Path, tmp_path:
     )
     assert fresh.json()["cached"] is False
     text = envkit("scan", "transformers==4.51.3", "--index-url", url(world), cwd=tmp_path)
-    assert text.code == 0 and "model types AutoConfig knows (327)" in text.out
+    known = len(layouts.transformers_4().model_types)
+    assert text.code == 0 and f"model types AutoConfig knows ({known})" in text.out
 
 
 def test_scan_failures(world, scan_cache: Path, tmp_path: Path):
