@@ -1,4 +1,5 @@
-"""Registry scans: the AST reader on each layout's shape (layouts.py), and range reads from a served index."""
+"""Registry scans: the AST reader on each layout's shape (layouts.py), and range reads from
+a served index."""
 
 from __future__ import annotations
 
