@@ -93,7 +93,7 @@ def serve(root: Path, *, ranges: bool = True) -> Iterator[_Server]:
     server = _Server(("127.0.0.1", 0), _Handler)
     server.root, server.paths, server.sent = root, [], 0
     server.ranges, server.status, server.upload_times = ranges, 0, {}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield server

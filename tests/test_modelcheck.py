@@ -198,7 +198,7 @@ class _Hub(BaseHTTPRequestHandler):
 @pytest.fixture
 def hub() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()

@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[Server]:
     srv = Server(("127.0.0.1", 0), Handler)
     srv.seen_keys = []
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield srv
     srv.shutdown()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Indexes
-from helpers import build_args, envkit, run_cli
+from helpers import build_args, envkit, envkit_process, run_cli
 
 STEPS_BEFORE_SWAP = ["venv-created", "installed", "verified"]
 SWAP_STEPS = ["swap-journaled", "swap-old-moved", "swap-new-moved", "swap-committed"]
@@ -211,7 +211,8 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
     state = built_copy / ".envkit" / ".venv"
     state.mkdir(parents=True, exist_ok=True)
     (state / f".journal.json.{pid}.tmp").write_text("{")
-    res = envkit("verify", "good", cwd=built_copy, env={"TMPDIR": str(scratch)})
+    # a process of its own: the temporary folder is read once per process
+    res = envkit_process("verify", "good", cwd=built_copy, env={"TMPDIR": str(scratch)})
     assert res.code == 0, res.err
     assert sorted(p.name for p in scratch.iterdir()) == [
         f"envkit-lock-{os.getpid()}-mine",
