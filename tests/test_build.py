@@ -107,7 +107,12 @@ def test_torch_index_mirror_url(project: Path, indexes: Indexes):
 def test_torch_index_from_environment(project: Path, indexes: Indexes):
     args = ["--index-url", indexes.cpu, "--python", sys.executable, "--json"]
     res = envkit("build", "good", *args, cwd=project, env={"ENVKIT_TORCH_INDEX": "default"})
-    assert res.json()["torch"]["source"].startswith("the default index")
+    # the variable chose the default index, whose torch here is a CPU build: refused
+    assert res.code == 1, res.err
+    data = res.json()
+    assert data["torch"]["source"].startswith("the default index")
+    cuda = next(c for c in data["verify"]["checks"] if c["name"] == "torch.version.cuda")
+    assert cuda["ok"] is False and not (project / ".venv").exists()
 
 
 def _journal(project: Path) -> dict:  # type: ignore[type-arg]

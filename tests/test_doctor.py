@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,4 +123,16 @@ def test_doctor_bad_input(tmp_path: Path):
     (tmp_path / "envs").mkdir()
     res = envkit("doctor", "--profile", "../x", cwd=tmp_path)
     assert res.code == 2
-    assert json.loads(envkit("doctor", "--json", cwd=tmp_path).out)["venv"] in (True, False)
+
+
+def test_doctor_defaults_to_the_project_venv(tmp_path: Path):
+    """./.venv (the one envkit builds) before an activated $VIRTUAL_ENV."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True
+    )
+    other = tmp_path / "other"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    res = envkit("doctor", "--json", cwd=tmp_path, env={"VIRTUAL_ENV": str(other)})
+    data = json.loads(res.out)
+    assert data["venv"] is True
+    assert Path(data["prefix"]).resolve() == (tmp_path / ".venv").resolve()
