@@ -8,6 +8,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -40,8 +41,9 @@ class Result:
     out: str
     err: str
 
-    def json(self) -> dict:  # type: ignore[type-arg]
-        return json.loads(self.out)
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.out)
+        return data
 
 
 def envkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:

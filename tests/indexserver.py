@@ -102,6 +102,9 @@ def serve(root: Path, *, ranges: bool = True) -> Iterator[_Server]:
         server.server_close()
 
 
+Server = _Server
+
+
 def url(server: _Server) -> str:
     host, port = server.server_address[:2]
-    return f"http://{host}:{port}/simple"
+    return f"http://{host!s}:{port}/simple"

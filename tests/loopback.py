@@ -98,8 +98,13 @@ def serve(routes: dict[str, Route] | None = None) -> Iterator[Scripted]:
         server.server_close()
 
 
-def origin(server: Scripted) -> str:
+def host_port(server: ThreadingHTTPServer) -> tuple[str, int]:
     host, port = server.server_address[:2]
+    return str(host), int(port)
+
+
+def origin(server: ThreadingHTTPServer) -> str:
+    host, port = host_port(server)
     return f"http://{host}:{port}"
 
 

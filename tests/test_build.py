@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -18,11 +19,14 @@ from conftest import Indexes
 from helpers import build_args, envkit, profile_text
 
 
-def marker(venv: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((venv / "envkit-build.json").read_text())
+def marker(venv: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((venv / "envkit-build.json").read_text())
+    return data
 
 
-def test_unpinned_build_fails_verification_naming_the_attribute(project: Path, indexes: Indexes):
+def test_unpinned_build_fails_verification_naming_the_attribute(
+    project: Path, indexes: Indexes
+) -> None:
     res = envkit("build", "unpinned", "--json", *build_args(indexes.default), cwd=project)
     assert res.code == 1, res.err
     data = res.json()
@@ -36,7 +40,9 @@ def test_unpinned_build_fails_verification_naming_the_attribute(project: Path, i
     assert not (project / ".envkit" / ".venv" / "new").exists()
 
 
-def test_pinned_build_passes_and_entry_points_survive_the_move(project: Path, indexes: Indexes):
+def test_pinned_build_passes_and_entry_points_survive_the_move(
+    project: Path, indexes: Indexes
+) -> None:
     res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
     assert res.code == 0, res.err + res.out
     data = res.json()
@@ -63,7 +69,9 @@ def built(project: Path, indexes: Indexes) -> Path:
     return project / ".venv"
 
 
-def test_failed_verification_keeps_the_working_venv(project: Path, indexes: Indexes, built: Path):
+def test_failed_verification_keeps_the_working_venv(
+    project: Path, indexes: Indexes, built: Path
+) -> None:
     before = marker(built)["build_id"]
     res = envkit("build", "unpinned", *build_args(indexes.default), cwd=project)
     assert res.code == 1
@@ -72,7 +80,7 @@ def test_failed_verification_keeps_the_working_venv(project: Path, indexes: Inde
     assert envkit("verify", "good", cwd=project).code == 0
 
 
-def test_dead_index_keeps_the_working_venv(project: Path, built: Path):
+def test_dead_index_keeps_the_working_venv(project: Path, built: Path) -> None:
     before = marker(built)["build_id"]
     res = envkit("build", "good", *build_args("http://127.0.0.1:9/simple"), cwd=project)
     # a network failure is bad input (exit 2), never a verdict on the profile
@@ -84,7 +92,9 @@ def test_dead_index_keeps_the_working_venv(project: Path, built: Path):
     assert envkit("verify", "good", cwd=project).code == 0
 
 
-def test_torch_from_default_index_still_demands_the_profile_cuda(project: Path, indexes: Indexes):
+def test_torch_from_default_index_still_demands_the_profile_cuda(
+    project: Path, indexes: Indexes
+) -> None:
     res = envkit("build", "good", "--json", *build_args(indexes.cpu), cwd=project)
     assert res.code == 1
     cuda = next(c for c in res.json()["verify"]["checks"] if c["name"] == "torch.version.cuda")
@@ -92,7 +102,7 @@ def test_torch_from_default_index_still_demands_the_profile_cuda(project: Path, 
     assert "CPU build" in cuda["found"] and "--torch-backend cu124" in cuda["fix"]
 
 
-def test_torch_index_mirror_url(project: Path, indexes: Indexes):
+def test_torch_index_mirror_url(project: Path, indexes: Indexes) -> None:
     args = ["--index-url", indexes.default, "--python", sys.executable]
     res = envkit("build", "good", "--json", *args, "--torch-index", indexes.mirror, cwd=project)
     assert res.code == 0, res.out + res.err
@@ -104,7 +114,7 @@ def test_torch_index_mirror_url(project: Path, indexes: Indexes):
     assert list(dist.glob("python*/site-packages/torch-2.6.0+cu124.dist-info"))
 
 
-def test_torch_index_from_environment(project: Path, indexes: Indexes):
+def test_torch_index_from_environment(project: Path, indexes: Indexes) -> None:
     args = ["--index-url", indexes.cpu, "--python", sys.executable, "--json"]
     res = envkit("build", "good", *args, cwd=project, env={"ENVKIT_TORCH_INDEX": "default"})
     # the variable chose the default index, whose torch here is a CPU build: refused
@@ -115,9 +125,12 @@ def test_torch_index_from_environment(project: Path, indexes: Indexes):
     assert cuda["ok"] is False and not (project / ".venv").exists()
 
 
-def _journal(project: Path) -> dict:  # type: ignore[type-arg]
+def _journal(project: Path) -> dict[str, Any]:
     try:
-        return json.loads((project / ".envkit" / ".venv" / "journal.json").read_text())
+        data: dict[str, Any] = json.loads(
+            (project / ".envkit" / ".venv" / "journal.json").read_text()
+        )
+        return data
     except (OSError, ValueError):
         return {}
 
@@ -131,7 +144,7 @@ def _moments(staging: Path) -> dict[str, Callable[[], bool]]:
     }
 
 
-def test_killed_between_the_two_renames_is_restored(project: Path, built: Path):
+def test_killed_between_the_two_renames_is_restored(project: Path, built: Path) -> None:
     """The one moment the venv is not at its path: old moved aside, new not yet in."""
     state = project / ".envkit" / ".venv"
     before = marker(built)["build_id"]
@@ -145,7 +158,7 @@ def test_killed_between_the_two_renames_is_restored(project: Path, built: Path):
     assert not (state / "old").exists() and not (state / "new").exists()
 
 
-def test_killed_after_the_swap_finishes_the_cleanup(project: Path, built: Path):
+def test_killed_after_the_swap_finishes_the_cleanup(project: Path, built: Path) -> None:
     state = project / ".envkit" / ".venv"
     (state / "old").mkdir()
     build_id = marker(built)["build_id"]
@@ -156,7 +169,7 @@ def test_killed_after_the_swap_finishes_the_cleanup(project: Path, built: Path):
     assert not (state / "old").exists()
 
 
-def test_unexplained_leftover_is_reported_not_deleted(project: Path, built: Path):
+def test_unexplained_leftover_is_reported_not_deleted(project: Path, built: Path) -> None:
     old = project / ".envkit" / ".venv" / "old"
     old.mkdir()
     res = envkit("verify", "good", cwd=project)
@@ -176,7 +189,7 @@ def test_unexplained_leftover_is_reported_not_deleted(project: Path, built: Path
 )
 def test_ctrl_c_exits_130_and_keeps_the_venv(
     project: Path, indexes: Indexes, built: Path, sig: signal.Signals, moment: str
-):
+) -> None:
     before = marker(built)["build_id"]
     staging = project / ".envkit" / ".venv" / "new"
     proc = subprocess.Popen(
@@ -202,7 +215,7 @@ def test_ctrl_c_exits_130_and_keeps_the_venv(
     assert not (project / ".envkit" / ".venv" / "journal.json").exists()
 
 
-def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built: Path):
+def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built: Path) -> None:
     lock = FileLock(str(project / ".envkit" / ".venv" / "lock"))
     before = marker(built)["build_id"]
     with lock:
@@ -223,7 +236,7 @@ def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built
     assert marker(built)["build_id"] != before
 
 
-def test_two_builds_at_once_are_serialised(project: Path, indexes: Indexes):
+def test_two_builds_at_once_are_serialised(project: Path, indexes: Indexes) -> None:
     procs = [
         subprocess.Popen(
             [
@@ -249,7 +262,7 @@ def test_two_builds_at_once_are_serialised(project: Path, indexes: Indexes):
     assert envkit("verify", "good", cwd=project).code == 0
 
 
-def test_refuses_to_replace_a_folder_that_is_not_a_venv(project: Path, indexes: Indexes):
+def test_refuses_to_replace_a_folder_that_is_not_a_venv(project: Path, indexes: Indexes) -> None:
     target = project / "data"
     target.mkdir()
     (target / "precious.txt").write_text("keep me")
@@ -259,7 +272,7 @@ def test_refuses_to_replace_a_folder_that_is_not_a_venv(project: Path, indexes: 
     assert (target / "precious.txt").read_text() == "keep me"
 
 
-def test_missing_interpreter_says_where_it_looked(project: Path, indexes: Indexes):
+def test_missing_interpreter_says_where_it_looked(project: Path, indexes: Indexes) -> None:
     (project / "envs" / "future.toml").write_text(profile_text(python="3.99"))
     res = envkit("build", "future", "--index-url", indexes.default, cwd=project)
     assert res.code == 2
@@ -267,14 +280,14 @@ def test_missing_interpreter_says_where_it_looked(project: Path, indexes: Indexe
     assert "pyenv:" in res.err and "PATH:" in res.err and "--python" in res.err
 
 
-def test_python_option_that_does_not_fit_the_profile(project: Path, indexes: Indexes):
+def test_python_option_that_does_not_fit_the_profile(project: Path, indexes: Indexes) -> None:
     (project / "envs" / "future.toml").write_text(profile_text(python="3.99"))
     res = envkit("build", "future", "--python", sys.executable, cwd=project)
     assert res.code == 2
     assert "but the profile asks for Python 3.99" in res.err
 
 
-def test_credentials_in_index_urls_never_reach_output_or_files(project: Path, built: Path):
+def test_credentials_in_index_urls_never_reach_output_or_files(project: Path, built: Path) -> None:
     secret = "s3cr3t-t0ken"
     url = f"http://builder:{secret}@127.0.0.1:9/simple"
     for extra in ([], ["--json"]):

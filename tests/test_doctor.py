@@ -50,7 +50,7 @@ def doctor(project: Path, *args: str, env: dict[str, str] | None = None):  # typ
     return res, {f["code"]: f for f in res.json()["findings"]}
 
 
-def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path):
+def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path) -> None:
     res, found = doctor(project, "--profile", "good", env={"PATH": no_gpu_path(tmp_path)})
     assert res.code == 0, res.out
     assert found["no-nvidia-driver"]["evidence"].startswith("no NVIDIA driver found")
@@ -60,7 +60,7 @@ def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path):
     assert text.code == 0 and "No errors found." in text.out
 
 
-def test_mixed_install_names_both_installers(project: Path, tmp_path: Path):
+def test_mixed_install_names_both_installers(project: Path, tmp_path: Path) -> None:
     shadow = tmp_path / "user-site"
     shadow_transformers(shadow)
     res, found = doctor(project, env={"PYTHONPATH": str(shadow)})
@@ -71,7 +71,7 @@ def test_mixed_install_names_both_installers(project: Path, tmp_path: Path):
     assert "(installer: pip)" in dup["evidence"] and "(installer: uv)" in dup["evidence"]
 
 
-def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes):
+def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes) -> None:
     install_into(project / ".venv", indexes.default, "transformers==5.0.0")
     res, found = doctor(project, "--profile", "good")
     assert res.code == 1
@@ -81,7 +81,7 @@ def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes):
     assert "transformers<5" in bad["fix"]
 
 
-def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path):
+def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path) -> None:
     res, found = doctor(project, env={"PATH": fake_smi(tmp_path)})
     assert res.code == 1
     data = res.json()
@@ -93,7 +93,7 @@ def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path):
     assert "no-nvidia-driver" not in found
 
 
-def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path):
+def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path) -> None:
     index = wheelhouse.write_index(
         tmp_path / "xet", [wheelhouse.Wheel("hf-xet", "1.1.0", {"hf_xet/__init__.py": ""})]
     )
@@ -117,7 +117,7 @@ def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path
     assert "old-hf-xet" not in found and found["xet-disabled"]["severity"] == "info"
 
 
-def test_doctor_bad_input(tmp_path: Path):
+def test_doctor_bad_input(tmp_path: Path) -> None:
     res = envkit("doctor", "--venv", "nowhere", cwd=tmp_path)
     assert res.code == 2 and "is not a virtual environment" in res.err
     (tmp_path / "envs").mkdir()
@@ -125,7 +125,7 @@ def test_doctor_bad_input(tmp_path: Path):
     assert res.code == 2
 
 
-def test_doctor_defaults_to_the_project_venv(tmp_path: Path):
+def test_doctor_defaults_to_the_project_venv(tmp_path: Path) -> None:
     """./.venv (the one envkit builds) before an activated $VIRTUAL_ENV."""
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True

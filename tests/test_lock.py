@@ -52,7 +52,7 @@ def lock_args(indexes: Indexes, *extra: str) -> list[str]:
     return ["--index-url", indexes.default, "--torch-index", "default", *extra]
 
 
-def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes):
+def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes) -> None:
     res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo)
     assert res.code == 0, res.err
     cells = {c["cell"]: c for c in res.json()["cells"]}
@@ -102,7 +102,7 @@ def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Inde
     assert "transformers==4.51.3" in out.stdout
 
 
-def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes):
+def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes) -> None:
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
     ok = envkit("lock", "m", "--check", "--json", cwd=repo)
     assert ok.code == 0 and ok.json()["stale"] == []
@@ -121,7 +121,7 @@ def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes):
     assert build.code == 2 and "is stale" in build.err and "--no-lock" in build.err
 
 
-def test_unresolvable_and_source_only_cells_beside_good_ones(tmp_path: Path):
+def test_unresolvable_and_source_only_cells_beside_good_ones(tmp_path: Path) -> None:
     index = wheelhouse.write_index(
         tmp_path / "idx",
         [
@@ -158,7 +158,7 @@ def test_unresolvable_and_source_only_cells_beside_good_ones(tmp_path: Path):
     assert states[f"py{PY}-linux-aarch64-cu124"] == "source-only"
 
 
-def test_github_matrix_covers_every_cell(repo: Path):
+def test_github_matrix_covers_every_cell(repo: Path) -> None:
     (repo / "envs" / "second.toml").write_text(matrix_profile([PY]))
     res = envkit("matrix", "--github", cwd=repo)
     assert res.code == 0
@@ -171,7 +171,7 @@ def test_github_matrix_covers_every_cell(repo: Path):
     assert res.out.count("\n") == 1  # one line, for $GITHUB_OUTPUT
 
 
-def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path):
+def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path) -> None:
     refused = envkit("publish", "--all", cwd=repo)
     assert refused.code == 1 and "Refusing to publish" in refused.err
     assert envkit("lock", "--all", *lock_args(indexes), cwd=repo).code == 0
@@ -188,7 +188,7 @@ def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path):
     assert (out / "index.json").is_file() and len(list((out / "m").iterdir())) == 8
 
 
-def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: Indexes):
+def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: Indexes) -> None:
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
     folder = repo / "constraints" / "m"
     old = {p.name: p.read_text() for p in folder.glob("*.txt")}
@@ -213,7 +213,7 @@ def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: 
     assert envkit("lock", "m", "--check", cwd=repo).code == 0
 
 
-def test_build_installs_the_published_lock(repo: Path, indexes: Indexes):
+def test_build_installs_the_published_lock(repo: Path, indexes: Indexes) -> None:
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
     # no --torch-index here: the lock says torch came from the default index, and its
     # hashes are of those files (uv's --torch-backend would ask the unreachable PyTorch index)
@@ -228,7 +228,7 @@ def test_build_installs_the_published_lock(repo: Path, indexes: Indexes):
     assert fresh.code == 0 and fresh.json()["lock"] is None
 
 
-def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_path: Path):
+def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_path: Path) -> None:
     """uv is told which Python to use: no interpreter on PATH (a pyenv shim, say) is run."""
     shims = tmp_path / "shims"
     shims.mkdir()
@@ -244,7 +244,7 @@ def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_p
     assert not ran.exists(), ran.read_text()
 
 
-def test_bad_lock_arguments(repo: Path):
+def test_bad_lock_arguments(repo: Path) -> None:
     assert envkit("lock", cwd=repo).code == 2
     assert envkit("lock", "m", "--all", cwd=repo).code == 2
     assert envkit("lock", "m", "--cell", "nope", "--torch-index", "default", cwd=repo).code == 2

@@ -14,6 +14,7 @@ import pytest
 
 from envkit.profile import load_profile
 
+import indexserver
 from helpers import envkit
 from indexserver import url
 from registry_world import MODELS
@@ -35,7 +36,7 @@ backend = "cu124"
 
 
 @pytest.fixture(scope="module")
-def envs(world, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def envs(world: indexserver.Server, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two profiles whose [models] tables come from `envkit scan --update`."""
     root = tmp_path_factory.mktemp("mc")
     folder = root / "envs"
@@ -52,7 +53,7 @@ def run(envs: Path, *args: str):  # type: ignore[no-untyped-def]
     return envkit("--envs", str(envs), *args, cwd=envs.parent)
 
 
-def test_scan_update_writes_sorted_lists_and_keeps_comments(envs: Path):
+def test_scan_update_writes_sorted_lists_and_keeps_comments(envs: Path) -> None:
     text = (envs / "old.toml").read_text()
     assert text.startswith("# hand-written comment that must survive scan --update")
     profile = load_profile(envs / "old.toml")
@@ -64,7 +65,7 @@ def test_scan_update_writes_sorted_lists_and_keeps_comments(envs: Path):
     assert "vllm-0.8.5" in models.source
 
 
-def test_report_1_models_against_the_old_profile(envs: Path):
+def test_report_1_models_against_the_old_profile(envs: Path) -> None:
     ok = run(envs, "check-model", "old", str(QWEN2VL), "--json")
     assert ok.code == 0, ok.err
     data = ok.json()
@@ -83,7 +84,7 @@ def test_report_1_models_against_the_old_profile(envs: Path):
     assert "CANNOT load" in text.out and "supported by: new" in text.out
 
 
-def test_which_puts_loadable_profiles_first(envs: Path):
+def test_which_puts_loadable_profiles_first(envs: Path) -> None:
     res = run(envs, "which", str(QWEN2VL), "--json")
     assert res.code == 0
     verdicts = res.json()["profiles"]
@@ -102,7 +103,7 @@ def write_config(tmp_path: Path, data: object, name: str = "config.json") -> Pat
     return path
 
 
-def test_dropped_out_of_tree_and_remote_code(envs: Path, tmp_path: Path):
+def test_dropped_out_of_tree_and_remote_code(envs: Path, tmp_path: Path) -> None:
     phi = write_config(
         tmp_path,
         {
@@ -125,7 +126,9 @@ def test_dropped_out_of_tree_and_remote_code(envs: Path, tmp_path: Path):
     assert data["problems"][0]["code"] == "architecture-out-of-tree"
 
 
-def test_no_profile_can_load_it_names_the_releases(envs: Path, world, tmp_path: Path):
+def test_no_profile_can_load_it_names_the_releases(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
     cfg = write_config(tmp_path, {"model_type": "llama", "architectures": ["LlamaForCausalLM"]})
     # hide it from both profiles: a profile folder holding only a profile without llama
     only = tmp_path / "envs"
@@ -162,13 +165,13 @@ def test_no_profile_can_load_it_names_the_releases(envs: Path, world, tmp_path: 
         ('{"model_type": "llama", "architectures": [1]}', "must be a list"),
     ],
 )
-def test_broken_configs_exit_2(envs: Path, tmp_path: Path, content: str, fragment: str):
+def test_broken_configs_exit_2(envs: Path, tmp_path: Path, content: str, fragment: str) -> None:
     res = run(envs, "check-model", "old", str(write_config(tmp_path, content)))
     assert res.code == 2, res
     assert fragment in res.err and "Traceback" not in res.err
 
 
-def test_bad_model_arguments(envs: Path, tmp_path: Path):
+def test_bad_model_arguments(envs: Path, tmp_path: Path) -> None:
     for model in (str(tmp_path), "../../etc", "no/such/path/at/all", "not a model"):
         res = run(envs, "check-model", "old", model)
         assert res.code == 2, (model, res)
@@ -204,7 +207,7 @@ def hub() -> Iterator[str]:
     server.server_close()
 
 
-def test_repo_id_fetches_only_config_with_the_token_never_shown(envs: Path, hub: str):
+def test_repo_id_fetches_only_config_with_the_token_never_shown(envs: Path, hub: str) -> None:
     token = "hf_SECRETSECRETSECRET"
     env = {"HF_ENDPOINT": hub, "HF_TOKEN": token}
     res = envkit(
@@ -238,7 +241,9 @@ def test_repo_id_fetches_only_config_with_the_token_never_shown(envs: Path, hub:
     assert offline.code == 2 and "Offline?" in offline.err
 
 
-def test_new_profile_drafts_a_loadable_profile(envs: Path, world, tmp_path: Path):
+def test_new_profile_drafts_a_loadable_profile(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
     folder = tmp_path / "envs"
     res = envkit(
         "--envs",
@@ -304,7 +309,7 @@ def test_new_profile_drafts_a_loadable_profile(envs: Path, world, tmp_path: Path
     assert wrong.code == 2 and "does not list" in wrong.err
 
 
-def test_shipped_profiles_answer_report_1_offline(tmp_path: Path):
+def test_shipped_profiles_answer_report_1_offline(tmp_path: Path) -> None:
     shipped = ROOT / "envs"
     res = envkit(
         "--envs",

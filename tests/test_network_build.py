@@ -28,7 +28,7 @@ def real_env(tmp_path: Path):  # type: ignore[no-untyped-def]
     shutil.rmtree(tmp_path / ".venv", ignore_errors=True)  # several GB
 
 
-def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]):
+def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]) -> None:
     args = [
         "build",
         str(ROOT / "envs" / "vllm-0.8.5+qwen2-vl.toml"),

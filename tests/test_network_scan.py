@@ -22,7 +22,7 @@ def scanner() -> Scanner:
     return Scanner(index_url(), use_cache=False)
 
 
-def test_vllm_085_scan_reads_under_one_percent(tmp_path: Path):
+def test_vllm_085_scan_reads_under_one_percent(tmp_path: Path) -> None:
     res = envkit("scan", "vllm==0.8.5", "--no-cache", "--json", cwd=tmp_path)
     assert res.code == 0, res.err
     data = res.json()
@@ -32,7 +32,7 @@ def test_vllm_085_scan_reads_under_one_percent(tmp_path: Path):
 
 
 @pytest.mark.parametrize("profile", list_profiles(ROOT / "envs").profiles, ids=lambda p: p.name)
-def test_shipped_lists_equal_a_fresh_scan(profile, scanner: Scanner):  # type: ignore[no-untyped-def]
+def test_shipped_lists_equal_a_fresh_scan(profile, scanner: Scanner) -> None:  # type: ignore[no-untyped-def]
     vllm = scanner.scan("vllm", Version(profile.models.vllm))
     transformers = scanner.scan("transformers", Version(profile.models.transformers))
     pins = profile.expected_versions()
@@ -45,7 +45,7 @@ def test_shipped_lists_equal_a_fresh_scan(profile, scanner: Scanner):  # type: i
     assert dict(profile.models.previously_supported) == dict(vllm.previously_supported)
 
 
-def test_qwen35_releases(scanner: Scanner):
+def test_qwen35_releases(scanner: Scanner) -> None:
     listing = releases_listing(scanner, "Qwen3_5ForConditionalGeneration")
     assert listing is not None and Version(listing.first) >= Version("0.17.0")
 
@@ -64,6 +64,6 @@ def test_qwen35_releases(scanner: Scanner):
         ("transformers", "5.24.0", "model_types", 822),  # auto_mappings + update + rebuild
     ],
 )
-def test_real_layouts(scanner: Scanner, project: str, version: str, field: str, count: int):
+def test_real_layouts(scanner: Scanner, project: str, version: str, field: str, count: int) -> None:
     found = scanner.scan(project, Version(version))
     assert len(getattr(found, field)) == count

@@ -59,7 +59,7 @@ def plan_for(folder: Path, **kw):  # type: ignore[no-untyped-def]
     return make_plan(config, folder, str(folder), PlanInput(model=folder, **kw))
 
 
-def test_sizes():
+def test_sizes() -> None:
     assert parse_size("8GiB") == 8 * GIB
     assert parse_size("6.98GiB") == int(6.98 * GIB)
     assert parse_size("24GB") == 24 * 10**9
@@ -69,7 +69,7 @@ def test_sizes():
             parse_size(bad)
 
 
-def test_dense_model_by_hand(tmp_path: Path):
+def test_dense_model_by_hand(tmp_path: Path) -> None:
     config = {
         "model_type": "llama",
         "architectures": ["LlamaForCausalLM"],
@@ -98,7 +98,7 @@ def test_dense_model_by_hand(tmp_path: Path):
     assert plan.problems[0]["code"] == "no-room-for-kv-cache"
 
 
-def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path):
+def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path) -> None:
     folder = model_dir(tmp_path, QWEN25_3B)
     plan = plan_for(
         folder,
@@ -121,7 +121,7 @@ def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path):
     assert "--max-model-len 3840" in plan.command
 
 
-def test_report_2_one_and_a_half_b_model_fits_at_the_recommendation(tmp_path: Path):
+def test_report_2_one_and_a_half_b_model_fits_at_the_recommendation(tmp_path: Path) -> None:
     folder = model_dir(tmp_path, QWEN25_15B)
     plan = plan_for(
         folder,
@@ -139,7 +139,7 @@ def test_report_2_one_and_a_half_b_model_fits_at_the_recommendation(tmp_path: Pa
     assert plan.numbers["concurrency"] > 20
 
 
-def test_hybrid_model_counts_only_full_attention_layers():
+def test_hybrid_model_counts_only_full_attention_layers() -> None:
     config = json.loads((MODELS / "Qwen3.5-9B" / "config.json").read_text())
     s = shapes(config)
     assert (s.layers, s.full_attention_layers) == (32, 8)
@@ -158,7 +158,7 @@ def test_hybrid_model_counts_only_full_attention_layers():
     assert any("hybrid model" in n for n in plan.notes)
 
 
-def test_mla_latent_cache():
+def test_mla_latent_cache() -> None:
     config = {
         "model_type": "deepseek_v3",
         "hidden_size": 1024,
@@ -171,7 +171,7 @@ def test_mla_latent_cache():
     assert kv_bytes_per_token(shapes(config), 2) == 2 * (512 + 64) * 2
 
 
-def test_vision_budgets_report_3():
+def test_vision_budgets_report_3() -> None:
     qwen2vl = json.loads((MODELS / "Qwen2-VL-2B-Instruct" / "config.json").read_text())
     plan = make_plan(
         qwen2vl,
@@ -195,7 +195,7 @@ def test_vision_budgets_report_3():
     assert "--mm-processor-kwargs '{\"max_pixels\": 524288}'" in plan.command
 
 
-def test_cli_json_shape_exit_codes_and_compose(tmp_path: Path):
+def test_cli_json_shape_exit_codes_and_compose(tmp_path: Path) -> None:
     folder = model_dir(tmp_path, QWEN25_15B)
     args = [
         "--envs",
@@ -245,13 +245,13 @@ def test_cli_json_shape_exit_codes_and_compose(tmp_path: Path):
         ["--gpu-memory", "8GiB", "--gpu-memory-utilization", "1.5"],
     ],
 )
-def test_cli_bad_input(tmp_path: Path, extra: list[str]):
+def test_cli_bad_input(tmp_path: Path, extra: list[str]) -> None:
     folder = model_dir(tmp_path, QWEN25_15B)
     res = envkit("--envs", str(ROOT / "envs"), "plan", PROFILE, str(folder), *extra, cwd=tmp_path)
     assert res.code == 2 and "Traceback" not in res.err
 
 
-def test_cli_config_without_shapes(tmp_path: Path):
+def test_cli_config_without_shapes(tmp_path: Path) -> None:
     folder = model_dir(tmp_path, {"model_type": "llama", "architectures": ["X"]})
     res = envkit(
         "--envs",

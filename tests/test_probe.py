@@ -96,7 +96,7 @@ def base(srv: Server) -> str:
     return f"http://127.0.0.1:{srv.server_address[1]}"
 
 
-def test_candidates_correct_the_usual_mistakes():
+def test_candidates_correct_the_usual_mistakes() -> None:
     assert candidates("http://h:8000") == ["http://h:8000", "http://h:8000/v1"]
     assert candidates("http://h:8000/v1/v1") == [
         "http://h:8000/v1/v1",
@@ -109,7 +109,7 @@ def test_candidates_correct_the_usual_mistakes():
 
 
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/v1", "/v1/chat/completions"])
-def test_finds_the_base_url_that_works(server: Server, tmp_path: Path, suffix: str):
+def test_finds_the_base_url_that_works(server: Server, tmp_path: Path, suffix: str) -> None:
     res = envkit("probe", base(server) + suffix, "--json", cwd=tmp_path)
     assert res.code == 0, res.out
     data = res.json()
@@ -119,13 +119,13 @@ def test_finds_the_base_url_that_works(server: Server, tmp_path: Path, suffix: s
         assert any("use " + base(server) + "/v1 as the base URL" in n for n in data["notes"])
 
 
-def test_text_output_names_the_base(server: Server, tmp_path: Path):
+def test_text_output_names_the_base(server: Server, tmp_path: Path) -> None:
     res = envkit("probe", base(server), cwd=tmp_path)
     assert res.code == 0
     assert f"The server answers at {base(server)}/v1." in res.out
 
 
-def test_api_key_from_the_environment_is_sent_never_shown(server: Server, tmp_path: Path):
+def test_api_key_from_the_environment_is_sent_never_shown(server: Server, tmp_path: Path) -> None:
     server.mode = "key"
     without = envkit("probe", base(server) + "/v1", "--json", cwd=tmp_path)
     assert without.code == 1
@@ -141,7 +141,7 @@ def test_api_key_from_the_environment_is_sent_never_shown(server: Server, tmp_pa
     assert missing.code == 2 and "NOPE_NOT_SET" in missing.err
 
 
-def test_server_error_and_non_json(server: Server, tmp_path: Path):
+def test_server_error_and_non_json(server: Server, tmp_path: Path) -> None:
     server.mode = "crash"
     res = envkit("probe", base(server) + "/v1", "--json", cwd=tmp_path)
     assert res.code == 1
@@ -154,7 +154,7 @@ def test_server_error_and_non_json(server: Server, tmp_path: Path):
     assert "not JSON" in res.json()["tried"][0]["problem"]
 
 
-def test_refused_and_timeout(server: Server, tmp_path: Path):
+def test_refused_and_timeout(server: Server, tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there

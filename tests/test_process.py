@@ -17,7 +17,7 @@ from envkit import process
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
-def test_a_child_dies_with_envkit():
+def test_a_child_dies_with_envkit() -> None:
     code = "from envkit import process; process.run(['sleep', '60'])"
     parent = subprocess.Popen([sys.executable, "-c", code])
     try:
@@ -48,7 +48,7 @@ def test_a_child_dies_with_envkit():
 @pytest.mark.skipif(
     len(getattr(os, "sched_getaffinity", lambda _p: ())(0)) < 2, reason="needs Linux, 2 CPUs"
 )
-def test_parallel_workers_start_their_children_on_one_cpu_each():
+def test_parallel_workers_start_their_children_on_one_cpu_each() -> None:
     ask = "import os; print(sorted(os.sched_getaffinity(0)))"
     cpus = sorted(os.sched_getaffinity(0))
     with ThreadPoolExecutor(2, initializer=process.one_cpu_per_worker(2)) as pool:

@@ -27,7 +27,7 @@ def problems(tmp_path: Path, text: str | bytes) -> list[tuple[str, int | None, s
     return [(p.key, p.line, p.message) for p in info.value.problems]
 
 
-def test_shipped_profile_loads_with_its_pins():
+def test_shipped_profile_loads_with_its_pins() -> None:
     profile = load_profile(SHIPPED / "vllm-0.8.5+qwen2-vl.toml")
     assert profile.name == "vllm-0.8.5+qwen2-vl"
     assert "vllm==0.8.5" in profile.requirements
@@ -40,19 +40,21 @@ def test_shipped_profile_loads_with_its_pins():
     assert "qwen2_vl" in profile.models.model_types
 
 
-def test_every_shipped_profile_is_valid():
+def test_every_shipped_profile_is_valid() -> None:
     names = {load_profile(path).name for path in SHIPPED.glob("*.toml")}
     assert {"vllm-0.8.5+qwen2-vl", "vllm-0.17.1+qwen3.5"} <= names
 
 
-def test_malformed_toml_reports_the_line(tmp_path: Path):
+def test_malformed_toml_reports_the_line(tmp_path: Path) -> None:
     found = problems(tmp_path, 'python = "3.12"\nrequirements = ["vllm==0.8.5"\n')
     assert len(found) == 1
     _key, line, message = found[0]
     assert line == 2 and "malformed TOML" in message and "\\x00" not in message
 
 
-def test_unknown_keys_suggest_the_intended_one_and_all_problems_come_at_once(tmp_path: Path):
+def test_unknown_keys_suggest_the_intended_one_and_all_problems_come_at_once(
+    tmp_path: Path,
+) -> None:
     text = (
         'pyton = "3.12"\nrequirements = ["vllm==0.8.5"]\n'
         '[torch]\nbackedn = "cu124"\n[verify]\nimport = ["vllm"]\n'
@@ -64,7 +66,7 @@ def test_unknown_keys_suggest_the_intended_one_and_all_problems_come_at_once(tmp
     assert found["python"][1] == "required key 'python' is missing"
 
 
-def test_bad_specifiers_are_rejected_with_their_line(tmp_path: Path):
+def test_bad_specifiers_are_rejected_with_their_line(tmp_path: Path) -> None:
     text = (
         'python = "3.12"\nrequirements = [\n  "vllm==0.8.5",\n]\n'
         'constraints = ["transformers=4.51.3"]\n'
@@ -110,28 +112,28 @@ def test_bad_specifiers_are_rejected_with_their_line(tmp_path: Path):
         ('python = "3.12"\nrequirements = ["a"]\ntorch = "cu124"\n', "torch", "must be a table"),
     ],
 )
-def test_bad_values(tmp_path: Path, text: str, key: str, fragment: str):
+def test_bad_values(tmp_path: Path, text: str, key: str, fragment: str) -> None:
     found = problems(tmp_path, text)
     assert any(k == key and fragment in m for k, _line, m in found), found
 
 
-def test_empty_file_lists_the_required_keys(tmp_path: Path):
+def test_empty_file_lists_the_required_keys(tmp_path: Path) -> None:
     keys = [k for k, _l, _m in problems(tmp_path, "")]
     assert keys == ["python", "requirements"]
 
 
-def test_binary_file(tmp_path: Path):
+def test_binary_file(tmp_path: Path) -> None:
     ((_key, _line, message),) = problems(tmp_path, b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
     assert "not UTF-8 text" in message
 
 
-def test_backend_implies_cuda(tmp_path: Path):
+def test_backend_implies_cuda(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text(profile_text(backend="cu128"))
     assert load_profile(path).torch.cuda == "12.8"
 
 
-def test_hostile_and_unknown_names(tmp_path: Path):
+def test_hostile_and_unknown_names(tmp_path: Path) -> None:
     (tmp_path / "good.toml").write_text(profile_text())
     for hostile in ("../good", "../../etc/passwd", "a/b", "..", "~root", ""):
         with pytest.raises(BadInput):
@@ -144,7 +146,7 @@ def test_hostile_and_unknown_names(tmp_path: Path):
         resolve_profile(str(tmp_path / "missing.toml"), tmp_path)
 
 
-def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path):
+def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path) -> None:
     envs = tmp_path / "envs"
     envs.mkdir()
     (envs / "broken.toml").write_text("python = [\n")
@@ -163,7 +165,7 @@ def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path)
     assert res.code == 2 and "Profiles folder 'envs' does not exist" in res.err
 
 
-def test_profiles_and_show_json(tmp_path: Path):
+def test_profiles_and_show_json(tmp_path: Path) -> None:
     res = envkit("--envs", str(SHIPPED), "profiles", "--json", cwd=tmp_path)
     assert res.code == 0
     names = [p["name"] for p in res.json()["profiles"]]
@@ -181,7 +183,7 @@ def test_profiles_and_show_json(tmp_path: Path):
     assert all(len(line) <= 100 for line in text.out.splitlines())
 
 
-def test_json_errors_are_json(tmp_path: Path):
+def test_json_errors_are_json(tmp_path: Path) -> None:
     res = envkit("show", "../x", "--json", cwd=tmp_path)
     assert res.code == 2
     data = res.json()

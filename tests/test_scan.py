@@ -20,11 +20,12 @@ from envkit.registry_scan import (
     scan_vllm,
 )
 
+import indexserver
 from helpers import envkit
 from indexserver import url
 
 
-def test_vllm_085_registry_shape():
+def test_vllm_085_registry_shape() -> None:
     layout = layouts.vllm_085()
     found = scan_vllm(layout.files)
     archs = found["architectures"]
@@ -38,7 +39,7 @@ def test_vllm_085_registry_shape():
     assert found["previously_supported"] == {}
 
 
-def test_vllm_0330_registry_lazy_configs_and_dropped_tables():
+def test_vllm_0330_registry_lazy_configs_and_dropped_tables() -> None:
     layout = layouts.vllm_0330()
     found = scan_vllm(layout.files)
     assert set(found["architectures"]) == layout.architectures
@@ -48,13 +49,13 @@ def test_vllm_0330_registry_lazy_configs_and_dropped_tables():
     assert set(found["model_types"]) == layout.model_types  # LazyConfigDict(name="Class")
 
 
-def test_vllm_oldest_layout():
+def test_vllm_oldest_layout() -> None:
     layout = layouts.vllm_old()
     found = scan_vllm(layout.files)
     assert set(found["architectures"]) == layout.architectures
 
 
-def test_transformers_4_and_5_layouts():
+def test_transformers_4_and_5_layouts() -> None:
     old_layout, new_layout = layouts.transformers_4(), layouts.transformers_5()
     old = scan_transformers(old_layout.files)
     assert set(old["model_types"]) == old_layout.model_types
@@ -66,7 +67,7 @@ def test_transformers_4_and_5_layouts():
     assert set(new["model_types"]) == new_layout.model_types
 
 
-def test_ast_reader_evaluates_data_and_marks_the_rest():
+def test_ast_reader_evaluates_data_and_marks_the_rest() -> None:
     tables = module_tables(
         "A = {'x': ('m', 'X'), 'y': ('m', 'Y')}\n"
         "B: dict = {**A, 'z': 1, **{k: v for k, v in A.items() if v[1] == 'X'}}\n"
@@ -82,7 +83,7 @@ def test_ast_reader_evaluates_data_and_marks_the_rest():
     assert tables["E"] is OPAQUE and tables["F"] is OPAQUE
 
 
-def test_a_registry_built_by_code_is_reported_not_guessed():
+def test_a_registry_built_by_code_is_reported_not_guessed() -> None:
     with pytest.raises(WheelError, match="cannot read as data"):
         scan_vllm({VLLM_REGISTRY: "_VLLM_MODELS = load_models()\n"})
     with pytest.raises(WheelError, match="not valid Python"):
@@ -92,12 +93,14 @@ def test_a_registry_built_by_code_is_reported_not_guessed():
 
 
 @pytest.mark.parametrize("bad", ["vllm", "vllm>=0.8", "vllm==0.8.*", "numpy==1.0", "vllm==x"])
-def test_targets_must_be_exact_releases(bad: str):
+def test_targets_must_be_exact_releases(bad: str) -> None:
     with pytest.raises(BadInput):
         parse_target(bad)
 
 
-def test_scan_reads_a_small_part_of_the_wheel(world, scan_cache: Path, tmp_path: Path):
+def test_scan_reads_a_small_part_of_the_wheel(
+    world: indexserver.Server, scan_cache: Path, tmp_path: Path
+) -> None:
     res = envkit("scan", "vllm==0.8.5", "--index-url", url(world), "--json", cwd=tmp_path)
     assert res.code == 0, res.err
     data = res.json()
@@ -121,7 +124,7 @@ def test_scan_reads_a_small_part_of_the_wheel(world, scan_cache: Path, tmp_path:
     assert text.code == 0 and f"model types AutoConfig knows ({known})" in text.out
 
 
-def test_scan_failures(world, scan_cache: Path, tmp_path: Path):
+def test_scan_failures(world: indexserver.Server, scan_cache: Path, tmp_path: Path) -> None:
     res = envkit("scan", "vllm==0.9.0", "--index-url", url(world), cwd=tmp_path)
     assert res.code == 2 and "no model registry" in res.err
     res = envkit("scan", "vllm==9.9.9", "--index-url", url(world), cwd=tmp_path)
@@ -134,7 +137,7 @@ def test_scan_failures(world, scan_cache: Path, tmp_path: Path):
     assert res.code == 2 and "Nothing to scan" in res.err
 
 
-def test_server_without_ranges_is_refused(tmp_path: Path, scan_cache: Path):
+def test_server_without_ranges_is_refused(tmp_path: Path, scan_cache: Path) -> None:
     import indexserver
     import registry_world
 
@@ -146,7 +149,9 @@ def test_server_without_ranges_is_refused(tmp_path: Path, scan_cache: Path):
     assert res.code == 2 and "does not serve byte ranges" in res.err
 
 
-def test_first_and_newest_release_listing_an_architecture(world, scan_cache: Path):
+def test_first_and_newest_release_listing_an_architecture(
+    world: indexserver.Server, scan_cache: Path
+) -> None:
     scanner = Scanner(url(world))
     qwen2vl = releases_listing(scanner, "Qwen2VLForConditionalGeneration")
     assert qwen2vl is not None and (qwen2vl.first, qwen2vl.newest) == ("0.8.5", "0.33.0")

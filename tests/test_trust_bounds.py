@@ -26,7 +26,7 @@ def one_wheel_index(tmp_path: Path, wheel: Wheel) -> Path:
     return folder
 
 
-def test_a_zip_bomb_ends_in_seconds_with_little_memory(tmp_path: Path, scan_cache: Path):
+def test_a_zip_bomb_ends_in_seconds_with_little_memory(tmp_path: Path, scan_cache: Path) -> None:
     folder = tmp_path / "files"
     folder.mkdir()
     path = folder / "vllm-0.8.5-py3-none-any.whl"
@@ -49,7 +49,7 @@ def test_a_zip_bomb_ends_in_seconds_with_little_memory(tmp_path: Path, scan_cach
     assert peak_kib < 500 * 1024
 
 
-def test_a_member_that_lies_about_its_size_is_cut_off(tmp_path: Path, scan_cache: Path):
+def test_a_member_that_lies_about_its_size_is_cut_off(tmp_path: Path, scan_cache: Path) -> None:
     """The directory says 100 bytes; the data inflates far beyond: zipfile stops at the
     stated size and the damage is reported, not read."""
     folder = tmp_path / "files"
@@ -81,7 +81,7 @@ def _central_entry(data: bytearray, name: str) -> int:
     raise AssertionError(name)
 
 
-def test_corrupt_deflate_data_is_reported(tmp_path: Path, scan_cache: Path):
+def test_corrupt_deflate_data_is_reported(tmp_path: Path, scan_cache: Path) -> None:
     folder = tmp_path / "files"
     folder.mkdir()
     path = Wheel("vllm", "0.8.5", {REGISTRY: "_VLLM_MODELS = {'A': ('a', 'A')}\n" * 200}).write(
@@ -98,7 +98,7 @@ def test_corrupt_deflate_data_is_reported(tmp_path: Path, scan_cache: Path):
     assert "damaged" in res.err
 
 
-def test_a_10_gb_answer_is_refused_before_it_is_read(tmp_path: Path, scan_cache: Path):
+def test_a_10_gb_answer_is_refused_before_it_is_read(tmp_path: Path, scan_cache: Path) -> None:
     def huge(handler: loopback.Handler) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
@@ -116,7 +116,7 @@ def test_a_10_gb_answer_is_refused_before_it_is_read(tmp_path: Path, scan_cache:
 @pytest.mark.parametrize("where", ["body", "headers"])
 def test_a_dripping_server_meets_the_deadline(
     where: str, scan_cache: Path, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     monkeypatch.setenv("ENVKIT_HTTP_DEADLINE", "1.5")
     page = json.dumps({"files": []}).encode() * 50
 
@@ -150,7 +150,7 @@ def test_a_dripping_server_meets_the_deadline(
         b"\xff\xfe",
     ],
 )
-def test_malformed_index_pages_are_one_message(body: bytes, scan_cache: Path):
+def test_malformed_index_pages_are_one_message(body: bytes, scan_cache: Path) -> None:
     route = {"/simple/vllm/": lambda h: h.send(200, body, "application/vnd.pypi.simple.v1+json")}
     with loopback.serve(route) as server:
         res = run_cli("scan", "vllm==0.8.5", "--index-url", loopback.origin(server) + "/simple")
@@ -158,9 +158,11 @@ def test_malformed_index_pages_are_one_message(body: bytes, scan_cache: Path):
     assert res.err.startswith("error: ") and res.err.count("\n") == 1
 
 
-def test_an_html_only_index_is_read(tmp_path: Path, scan_cache: Path, world: object):
+def test_an_html_only_index_is_read(
+    tmp_path: Path, scan_cache: Path, world: indexserver.Server
+) -> None:
     """PEP 503 HTML pages work as well as PEP 691 JSON ones."""
-    target = indexserver.url(world)  # type: ignore[arg-type]
+    target = indexserver.url(world)
 
     def html(handler: loopback.Handler) -> None:
         import urllib.request
@@ -187,7 +189,7 @@ def test_an_html_only_index_is_read(tmp_path: Path, scan_cache: Path, world: obj
     assert "qwen2_vl" in json.loads(res.out)["model_types"]
 
 
-def test_deep_and_non_json_model_files(project: Path, monkeypatch: pytest.MonkeyPatch):
+def test_deep_and_non_json_model_files(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(project)
     model = project / "model"
     model.mkdir()
@@ -198,8 +200,11 @@ def test_deep_and_non_json_model_files(project: Path, monkeypatch: pytest.Monkey
     }
     for text, expected in cases.items():
         (model / "config.json").write_text(text)
-        for command in (("check-model", "good"), ("plan", "good")):
-            extra = ("--gpu-memory", "24GiB") if command[0] == "plan" else ()
-            res = run_cli(*command, str(model), *extra)
+        commands: list[tuple[str, ...]] = [
+            ("check-model", "good", str(model)),
+            ("plan", "good", str(model), "--gpu-memory", "24GiB"),
+        ]
+        for command in commands:
+            res = run_cli(*command)
             assert res.code == 2, (command, res.err)
             assert expected in res.err

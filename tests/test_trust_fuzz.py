@@ -125,7 +125,7 @@ def assert_answered(res: Any) -> None:
 
 @FUZZ
 @given(text=profile_documents())
-def test_random_profiles(text: str, folder: Path, monkeypatch: pytest.MonkeyPatch):
+def test_random_profiles(text: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(folder)
     path = folder / "envs" / "fuzz.toml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
@@ -184,7 +184,7 @@ def dump(value: Any) -> str:
 def test_random_model_files(
     config: dict[str, Any], pre: Any, with_index: bool, total: Any, folder: Path,
     monkeypatch: pytest.MonkeyPatch,
-):  # fmt: skip
+) -> None:  # fmt: skip
     monkeypatch.chdir(folder)
     model = folder / "model"
     model.mkdir(exist_ok=True)
@@ -217,7 +217,7 @@ def test_random_model_files(
         json_values.map(dump), st.binary(max_size=200).map(lambda b: b.decode("latin-1"))
     )
 )
-def test_random_index_pages(body: str, folder: Path, monkeypatch: pytest.MonkeyPatch):
+def test_random_index_pages(body: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVKIT_CACHE_DIR", str(folder / "cache"))
     route = {
         "/simple/vllm/": lambda h: h.send(
@@ -244,7 +244,7 @@ def test_random_server_answers(
     echo: bool,
     server: loopback.Scripted,
     monkeypatch: pytest.MonkeyPatch,
-):
+) -> None:
     monkeypatch.setenv("FUZZ_KEY", KEY)
 
     def answer(value: Any):  # type: ignore[no-untyped-def]

@@ -31,20 +31,20 @@ def here(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ('exclude_newer = "2025-02-30"\n', "exclude_newer", "2025-02-30"),
     ],
 )
-def test_profile_values_are_checked(here: Path, extra: str, key: str, shown: str):
+def test_profile_values_are_checked(here: Path, extra: str, key: str, shown: str) -> None:
     (here / "envs" / "bad.toml").write_text(profile_text(extra=extra))
     res = run_cli("show", "bad")
     assert res.code == 2
     assert f"[{key}]" in res.err and shown in res.err
 
 
-def test_a_backend_in_other_digits_is_refused(here: Path):
+def test_a_backend_in_other_digits_is_refused(here: Path) -> None:
     (here / "envs" / "bad.toml").write_text(profile_text(backend="cu\u0661\u0662\u0664"))
     res = run_cli("show", "bad")
     assert res.code == 2 and "[torch.backend]" in res.err
 
 
-def test_one_broken_profile_does_not_stop_the_others(here: Path):
+def test_one_broken_profile_does_not_stop_the_others(here: Path) -> None:
     (here / "envs" / "bad.toml").write_text(profile_text(extra='[matrix]\npython = ["3.x"]\n'))
     listing = run_cli("profiles", "--json")
     assert listing.code == 2
@@ -68,7 +68,9 @@ def test_one_broken_profile_does_not_stop_the_others(here: Path):
         ("max_position_embeddings", 1.5, "max_position_embeddings is 1.5"),
     ],
 )
-def test_plan_refuses_bad_config_values(here: Path, field: str, value: object, message: str):
+def test_plan_refuses_bad_config_values(
+    here: Path, field: str, value: object, message: str
+) -> None:
     config = json.loads((here / "model" / "config.json").read_text())
     config[field] = value
     (here / "model" / "config.json").write_text(json.dumps(config))
@@ -78,7 +80,7 @@ def test_plan_refuses_bad_config_values(here: Path, field: str, value: object, m
 
 
 @pytest.mark.parametrize("value", [-1, 0, "big", None])
-def test_plan_refuses_bad_max_pixels(here: Path, value: object):
+def test_plan_refuses_bad_max_pixels(here: Path, value: object) -> None:
     pre = json.loads((here / "model" / "preprocessor_config.json").read_text())
     pre["max_pixels"] = value
     (here / "model" / "preprocessor_config.json").write_text(json.dumps(pre))
@@ -90,13 +92,13 @@ def test_plan_refuses_bad_max_pixels(here: Path, value: object):
 
 
 @pytest.mark.parametrize("size", ["8", "0GiB", "-8GiB", "8 parsecs", "\u0668GiB"])
-def test_gpu_memory_needs_a_unit_and_a_sane_value(here: Path, size: str):
+def test_gpu_memory_needs_a_unit_and_a_sane_value(here: Path, size: str) -> None:
     res = run_cli("plan", "good", "model", "--gpu-memory", size)
     assert res.code == 2
     assert "--gpu-memory" in res.err
 
 
-def test_gpu_memory_units():
+def test_gpu_memory_units() -> None:
     from envkit.plan import parse_size
 
     assert parse_size("8GiB") == 8 * 1024**3
@@ -104,7 +106,7 @@ def test_gpu_memory_units():
     assert parse_size("512MiB") == 512 * 1024**2
 
 
-def test_an_unreachable_pytorch_index_names_torch_index_default():
+def test_an_unreachable_pytorch_index_names_torch_index_default() -> None:
     output = (
         "error: Failed to fetch: `https://torch.example/whl/cu124/torch/`\n"
         "  cause: error sending request for url (https://torch.example/whl/cu124/torch/)\n"

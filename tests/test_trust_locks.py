@@ -32,7 +32,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_an_unreachable_torch_index_changes_nothing(locked: Path, indexes: Indexes):
+def test_an_unreachable_torch_index_changes_nothing(locked: Path, indexes: Indexes) -> None:
     before = snapshot(locked / "constraints")
     profile = locked / "envs" / "m.toml"
     profile.write_text(profile.read_text() + "# edited: every cell of m is stale now\n")
@@ -49,7 +49,7 @@ def test_an_unreachable_torch_index_changes_nothing(locked: Path, indexes: Index
     assert check.code == 1 and "stale" in check.out  # the edit, not the network, is reported
 
 
-def test_check_fails_while_a_cell_is_recorded_unresolvable(locked: Path):
+def test_check_fails_while_a_cell_is_recorded_unresolvable(locked: Path) -> None:
     manifest = locked / "constraints" / "m" / "lock.json"
     data = json.loads(manifest.read_text())
     cell = next(iter(data["cells"]))
@@ -60,7 +60,7 @@ def test_check_fails_while_a_cell_is_recorded_unresolvable(locked: Path):
     assert res.code == 1 and "unresolvable" in res.out
 
 
-def test_publishing_one_profile_keeps_the_others(locked: Path):
+def test_publishing_one_profile_keeps_the_others(locked: Path) -> None:
     index = locked / "constraints" / "index.json"
     before = json.loads(index.read_text())["files"]
     assert {e["profile"] for e in before} == {"m", "n"}
@@ -72,7 +72,7 @@ def test_publishing_one_profile_keeps_the_others(locked: Path):
     assert res.code == 2 and "is not an index.json written by envkit" in res.err
 
 
-def test_a_folder_that_cannot_be_written_is_one_message(locked: Path, indexes: Indexes):
+def test_a_folder_that_cannot_be_written_is_one_message(locked: Path, indexes: Indexes) -> None:
     shutil.rmtree(locked / "constraints" / "n")
     (locked / "constraints" / "n").write_text("a file where a folder belongs\n")
     profile = locked / "envs" / "n.toml"
@@ -83,10 +83,12 @@ def test_a_folder_that_cannot_be_written_is_one_message(locked: Path, indexes: I
     assert "Traceback" not in res.err
 
 
-def test_scan_cache_is_keyed_by_index(tmp_path: Path, scan_cache: Path, world: object):
-    first = run_cli("scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world))  # type: ignore[arg-type]
+def test_scan_cache_is_keyed_by_index(
+    tmp_path: Path, scan_cache: Path, world: indexserver.Server
+) -> None:
+    first = run_cli("scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world))
     assert first.code == 0 and json.loads(first.out)["cached"] is False
-    again = run_cli("scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world))  # type: ignore[arg-type]
+    again = run_cli("scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world))
     assert json.loads(again.out)["cached"] is True
     other = tmp_path / "other"
     other.mkdir()

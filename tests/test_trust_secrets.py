@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envkit.httpclient import parse_url
 from envkit.redaction import redact
+from envkit.urls import parse_url
 
 import indexserver
 from helpers import run_cli
@@ -30,7 +30,7 @@ def chat(handler: loopback.Handler) -> None:
     handler.send(200, json.dumps({"choices": [{"message": {"content": "OK"}}]}).encode())
 
 
-def test_probe_never_follows_a_redirect_with_the_key(monkeypatch: pytest.MonkeyPatch):
+def test_probe_never_follows_a_redirect_with_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROBE_KEY", KEY)
     with loopback.serve({"/v1/models": models, "/v1/chat/completions": chat}) as other:
         target = loopback.origin(other)
@@ -49,7 +49,7 @@ def test_probe_never_follows_a_redirect_with_the_key(monkeypatch: pytest.MonkeyP
     assert KEY not in res.out + res.err
 
 
-def test_a_redirect_within_the_origin_keeps_the_key(monkeypatch: pytest.MonkeyPatch):
+def test_a_redirect_within_the_origin_keeps_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROBE_KEY", KEY)
     routes = {
         "/v1/models": lambda h: h.redirect("/v2/models", 302),
@@ -62,7 +62,9 @@ def test_a_redirect_within_the_origin_keeps_the_key(monkeypatch: pytest.MonkeyPa
     assert loopback.authorizations(server) == [f"Bearer {KEY}"] * 3
 
 
-def test_a_server_that_echoes_the_key_does_not_get_it_printed(monkeypatch: pytest.MonkeyPatch):
+def test_a_server_that_echoes_the_key_does_not_get_it_printed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("PROBE_KEY", KEY)
 
     def echo(handler: loopback.Handler) -> None:
@@ -79,7 +81,9 @@ def test_a_server_that_echoes_the_key_does_not_get_it_printed(monkeypatch: pytes
             assert "***" in res.out + res.err
 
 
-def test_hub_token_is_not_sent_to_a_redirect_target(project: Path, monkeypatch: pytest.MonkeyPatch):
+def test_hub_token_is_not_sent_to_a_redirect_target(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = (
         Path(__file__).parent / "fixtures/models/Qwen2-VL-2B-Instruct/config.json"
     ).read_bytes()
@@ -101,7 +105,7 @@ def test_hub_token_is_not_sent_to_a_redirect_target(project: Path, monkeypatch: 
     assert TOKEN not in res.out + res.err
 
 
-def test_doctor_shows_no_secret_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def test_doctor_shows_no_secret_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PIP_INDEX_URL", "https://builder:hunter2-pass@idx.example/simple")
     monkeypatch.setenv("UV_INDEX_URL", "https://:tok3n-only-value@idx.example/simple")
@@ -125,7 +129,7 @@ def test_doctor_shows_no_secret_values(monkeypatch: pytest.MonkeyPatch, tmp_path
         "http://user:pa55@word@127.0.0.1:9/simple",
     ],
 )
-def test_credentials_in_index_urls_never_show(url: str, scan_cache: Path, tmp_path: Path):
+def test_credentials_in_index_urls_never_show(url: str, scan_cache: Path, tmp_path: Path) -> None:
     for extra in ((), ("--json",)):
         res = run_cli("scan", "vllm==0.8.5", "--index-url", url, *extra)
         assert res.code == 2
@@ -152,7 +156,7 @@ def test_credentials_in_index_urls_never_show(url: str, scan_cache: Path, tmp_pa
     ),
     form=st.sampled_from(["{u}:{p}@", ":{p}@", "{p}@"]),
 )
-def test_every_userinfo_form_is_redacted(scheme: str, user: str, password: str, form: str):
+def test_every_userinfo_form_is_redacted(scheme: str, user: str, password: str, form: str) -> None:
     userinfo = form.format(u=user, p=password)
     url = f"{scheme}://{userinfo}index.example:8080/simple/vllm/"
     assert redact(f"see {url} now") == f"see {scheme}://***@index.example:8080/simple/vllm/ now"
@@ -161,7 +165,7 @@ def test_every_userinfo_form_is_redacted(scheme: str, user: str, password: str, 
     )
 
 
-def test_userinfo_becomes_basic_auth_for_its_origin_only():
+def test_userinfo_becomes_basic_auth_for_its_origin_only() -> None:
     target = parse_url("https://user:p%40ss@Index.Example/simple")
     assert (
         target.url == "https://index.example/simple" or target.url == "https://Index.Example/simple"
@@ -193,14 +197,14 @@ def authenticating_proxy(upstream: str, expected: str) -> loopback.Route:
 
 
 def test_index_credentials_from_the_url_and_from_netrc(
-    world: object, scan_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    upstream = indexserver.url(world).rsplit("/simple", 1)[0]  # type: ignore[arg-type]
+    world: indexserver.Server, scan_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream = indexserver.url(world).rsplit("/simple", 1)[0]
     password = "p@ss w0rd"
     expected = "Basic " + base64.b64encode(f"builder:{password}".encode()).decode()
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     with loopback.serve({"*": authenticating_proxy(upstream, expected)}) as server:
-        host, port = server.server_address[:2]
+        host, port = loopback.host_port(server)
         plain = f"http://{host}:{port}/simple"
         refused = run_cli("scan", "transformers==4.51.3", "--index-url", plain)
         assert refused.code == 2 and "HTTP 401" in refused.err and "netrc" in refused.err
@@ -214,7 +218,7 @@ def test_index_credentials_from_the_url_and_from_netrc(
         # netrc passwords hold no spaces: a second server expects the underscore form
     expected_netrc = "Basic " + base64.b64encode(b"builder:p@ss_w0rd").decode()
     with loopback.serve({"*": authenticating_proxy(upstream, expected_netrc)}) as server:
-        host, port = server.server_address[:2]
+        host, port = loopback.host_port(server)
         monkeypatch.setenv("NETRC", str(netrc))
         res = run_cli(
             "scan", "transformers==4.51.3", "--index-url", f"http://{host}:{port}/simple",

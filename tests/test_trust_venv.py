@@ -43,7 +43,7 @@ def state_is_clean(project: Path, name: str = ".venv") -> None:
 
 def test_a_project_folder_turned_into_a_venv_is_refused(
     project: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     """`python3 -m venv .` in a project, then a build into it: refused, nothing touched."""
     folder = project / "work"
     (folder / "src" / "pkg").mkdir(parents=True)
@@ -63,7 +63,7 @@ def test_a_project_folder_turned_into_a_venv_is_refused(
 
 def test_a_folder_with_only_an_empty_pyvenv_cfg_and_a_thesis_is_refused(
     project: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     folder = project / "thesis"
     folder.mkdir()
     (folder / "pyvenv.cfg").write_text("")
@@ -76,7 +76,7 @@ def test_a_folder_with_only_an_empty_pyvenv_cfg_and_a_thesis_is_refused(
 
 def test_a_file_and_envkits_own_environment_are_refused(
     project: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     monkeypatch.chdir(project)
     (project / "afile").write_text("data\n")
     res = run_cli("build", "good", "--venv", "afile", *build_args(indexes.default))
@@ -87,7 +87,7 @@ def test_a_file_and_envkits_own_environment_are_refused(
 
 def test_a_folder_holding_only_a_venv_is_replaced(
     project: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     venv = project / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     monkeypatch.chdir(project)
@@ -99,7 +99,7 @@ def test_a_folder_holding_only_a_venv_is_replaced(
 
 def test_a_symlinked_state_folder_is_refused(
     project: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-):
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (project / ".envkit").symlink_to(elsewhere)
@@ -125,7 +125,9 @@ def faulty_build(
     )
 
 
-def test_ctrl_c_before_the_swap_says_the_old_venv_is_unchanged(built_copy: Path, indexes: Indexes):
+def test_ctrl_c_before_the_swap_says_the_old_venv_is_unchanged(
+    built_copy: Path, indexes: Indexes
+) -> None:
     venv = built_copy / ".venv"
     before = build_id(venv)
     done = faulty_build(built_copy, indexes, "verified=INT")
@@ -141,7 +143,7 @@ def test_ctrl_c_before_the_swap_says_the_old_venv_is_unchanged(built_copy: Path,
 )
 def test_a_signal_during_the_swap_waits_for_it_and_says_so(
     built_copy: Path, indexes: Indexes, fault: str
-):
+) -> None:
     """Deferred through the two renames; the last line names the new environment, and the
     next command finishes deleting the old one."""
     venv = built_copy / ".venv"
@@ -163,7 +165,9 @@ def test_a_signal_during_the_swap_waits_for_it_and_says_so(
 
 
 @pytest.mark.parametrize("step", STEPS_BEFORE_SWAP + SWAP_STEPS + ["old-removed"])
-def test_a_kill_at_any_step_leaves_one_working_venv(built_copy: Path, indexes: Indexes, step: str):
+def test_a_kill_at_any_step_leaves_one_working_venv(
+    built_copy: Path, indexes: Indexes, step: str
+) -> None:
     venv = built_copy / ".venv"
     before = build_id(venv)
     done = faulty_build(built_copy, indexes, f"{step}=KILL")
@@ -179,7 +183,7 @@ def test_a_kill_at_any_step_leaves_one_working_venv(built_copy: Path, indexes: I
 @pytest.mark.parametrize("step", SWAP_STEPS)
 def test_a_symlinked_venv_survives_a_kill_at_every_swap_step(
     built_copy: Path, indexes: Indexes, step: str, absolute: bool
-):
+) -> None:
     real = built_copy / "envs-store" / "proj"
     real.parent.mkdir()
     (built_copy / ".venv").rename(real)
@@ -201,7 +205,7 @@ def test_a_symlinked_venv_survives_a_kill_at_every_swap_step(
 # -- no litter -------------------------------------------------------------------------------
 
 
-def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_path: Path):
+def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_path: Path) -> None:
     pid = dead_pid()
     scratch = tmp_path / "tmp"
     scratch.mkdir()

@@ -19,14 +19,14 @@ def checks(res) -> dict:  # type: ignore[no-untyped-def,type-arg]
     return {(c["kind"], c["name"]): c for c in res.json()["checks"]}
 
 
-def test_clean_venv_passes_and_reports_every_kind(project: Path):
+def test_clean_venv_passes_and_reports_every_kind(project: Path) -> None:
     res = envkit("verify", "good", "--json", cwd=project)
     assert res.code == 0
     kinds = {kind for kind, _name in checks(res)}
     assert kinds == {"interpreter", "version", "import", "probe", "torch"}
 
 
-def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path):
+def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path) -> None:
     shadow = tmp_path / "shadow"
     shadow_transformers(shadow)
     res = envkit("verify", "good", "--json", cwd=project, env={"PYTHONPATH": str(shadow)})
@@ -42,7 +42,7 @@ def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path):
     assert found[("import", "vllm")]["ok"] is True
 
 
-def test_drifted_version_is_named_with_a_fix(project: Path, indexes: Indexes):
+def test_drifted_version_is_named_with_a_fix(project: Path, indexes: Indexes) -> None:
     install_into(project / ".venv", indexes.default, "transformers==5.0.0")
     res = envkit("verify", "good", "--json", cwd=project)
     assert res.code == 1
@@ -57,7 +57,7 @@ def test_drifted_version_is_named_with_a_fix(project: Path, indexes: Indexes):
     assert all(len(line) <= 80 for line in text.out.splitlines()), text.out
 
 
-def test_broken_import_is_reported(project: Path):
+def test_broken_import_is_reported(project: Path) -> None:
     init = next((project / ".venv").glob("lib/python*/site-packages/vllm/__init__.py"))
     init.write_text("raise RuntimeError('CUDA driver too old')\n")
     res = envkit("verify", "good", "--json", cwd=project)
@@ -66,7 +66,7 @@ def test_broken_import_is_reported(project: Path):
     assert "RuntimeError: CUDA driver too old" in imp["detail"]
 
 
-def test_verify_without_a_venv(tmp_path: Path):
+def test_verify_without_a_venv(tmp_path: Path) -> None:
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "good.toml").write_text(profile_text())
     res = envkit("verify", "good", "--venv", "nowhere", cwd=tmp_path)
