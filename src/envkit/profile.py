@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -239,7 +239,11 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         raise ProfileError([Problem(shown, "", f"cannot be read as a profile: {exc}")]) from None
 
 
+Report = Callable[[str, str], None]  # (key path, message): one problem found
+
+
 def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str) -> Profile:
+    """Every section checked in turn; all problems are collected before one ProfileError."""
     lines = _KeyLines(text)
     problems: list[Problem] = []
 
@@ -252,18 +256,11 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
     for key in REQUIRED[""]:
         if key not in doc:
             problem(key, f"required key '{key}' is missing")
-
-    python = doc.get("python", "")
-    if isinstance(python, str) and python:
-        try:
-            python_specifier(python)
-        except InvalidSpecifier:
-            problem("python", f"{python!r} is not a Python version ('3.12') or specifier")
+    python = _python(doc, problem)
     requirements = _requirements(doc, "requirements", problem)
     constraints = _requirements(doc, "constraints", problem)
     if "requirements" in doc and not requirements and isinstance(doc["requirements"], list):
         problem("requirements", "must list at least one requirement")
-
     exclude_newer = _str(doc, "exclude_newer")
     if exclude_newer and not _is_timestamp(exclude_newer):
         problem(
@@ -271,7 +268,40 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
             f"{exclude_newer!r} is not a date or time stamp such as '2025-05-20' or "
             "'2025-05-20T00:00:00Z'",
         )
-    torch_doc = _table(doc, "torch")
+    torch = _torch(_table(doc, "torch"), problem)
+    checks = _checks(_table(doc, "verify"), problem)
+    models = _models(_table(doc, "models"), problem)
+    matrix = _matrix(doc, python, torch.backend, problem)
+    if problems:
+        raise ProfileError(problems)
+    return Profile(
+        name=name,
+        path=path,
+        description=_str(doc, "description"),
+        python=python,
+        requirements=requirements,
+        constraints=constraints,
+        exclude_newer=exclude_newer,
+        torch=torch,
+        checks=checks,
+        models=models,
+        matrix=matrix,
+    )
+
+
+def _python(doc: Mapping[str, Any], problem: Report) -> str:
+    python = doc.get("python", "")
+    if not isinstance(python, str):
+        return ""
+    if python:
+        try:
+            python_specifier(python)
+        except InvalidSpecifier:
+            problem("python", f"{python!r} is not a Python version ('3.12') or specifier")
+    return python
+
+
+def _torch(torch_doc: Mapping[str, Any], problem: Report) -> Torch:
     backend = _str(torch_doc, "backend")
     if backend and not BACKEND_RE.fullmatch(backend):
         problem("torch.backend", f"{backend!r} is not a torch backend (cpu, cu124, rocm6.2, xpu)")
@@ -280,8 +310,10 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
         problem("torch.cuda", f"{cuda!r} is not a CUDA version such as '12.4'")
     elif cuda and cuda_for_backend(backend) and cuda != cuda_for_backend(backend):
         problem("torch.cuda", f"{cuda!r} disagrees with backend {backend!r}")
+    return Torch(backend=backend, cuda=cuda)
 
-    verify_doc = _table(doc, "verify")
+
+def _checks(verify_doc: Mapping[str, Any], problem: Report) -> Checks:
     versions: dict[str, str] = {}
     for dist, version in _table(verify_doc, "versions").items():
         if not isinstance(version, str):
@@ -297,9 +329,11 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
     for probe in probes:
         if "." not in probe:
             problem("verify.probes", f"{probe!r} must be module.attribute")
+    return Checks(versions=versions, imports=imports, probes=probes)
 
-    models_doc = _table(doc, "models")
-    models = Models(
+
+def _models(models_doc: Mapping[str, Any], problem: Report) -> Models:
+    return Models(
         vllm=_str(models_doc, "vllm"),
         transformers=_str(models_doc, "transformers"),
         model_types=_names(models_doc, "models.model_types", problem),
@@ -309,16 +343,17 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
         out_of_tree=_str_map(models_doc, "models.out_of_tree", problem),
         source=_str(models_doc, "source"),
     )
+
+
+def _matrix(doc: Mapping[str, Any], python: str, backend: str, problem: Report) -> Matrix:
     matrix_doc = _table(doc, "matrix")
     pythons = _names(matrix_doc, "matrix.python", problem)
+    spec = _safe_spec(python) if python else None
     for version in pythons:
         if not MINOR_RE.fullmatch(version):
             problem("matrix.python", f"{version!r} is not a Python version such as '3.12'")
-        elif (
-            isinstance(python, str)
-            and python
-            and Version(f"{version}.0") not in (_safe_spec(python))
-            and Version(f"{version}.99") not in _safe_spec(python)
+        elif spec is not None and not (
+            Version(f"{version}.0") in spec or Version(f"{version}.99") in spec
         ):
             problem("matrix.python", f"Python {version} does not fit python = {python!r}")
     platforms = _names(matrix_doc, "matrix.platforms", problem)
@@ -331,28 +366,12 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
     for each in backends:
         if not BACKEND_RE.fullmatch(each):
             problem("matrix.backends", f"{each!r} is not a torch backend")
-    is_range = isinstance(python, str) and not MINOR_RE.fullmatch(python)
-    if not pythons and is_range and "matrix" in doc:
+    if not pythons and not MINOR_RE.fullmatch(python) and python and "matrix" in doc:
         problem("matrix.python", "list the Python versions to lock (python is a range)")
-    matrix = Matrix(
-        python=pythons or ((python,) if isinstance(python, str) and python else ()),
+    return Matrix(
+        python=pythons or ((python,) if python else ()),
         platforms=platforms or ("linux-x86_64",),
         backends=backends or ((backend,) if backend else ()),
-    )
-    if problems:
-        raise ProfileError(problems)
-    return Profile(
-        name=name,
-        path=path,
-        description=_str(doc, "description"),
-        python=str(python),
-        requirements=requirements,
-        constraints=constraints,
-        exclude_newer=exclude_newer,
-        torch=Torch(backend=backend, cuda=cuda),
-        checks=Checks(versions=versions, imports=imports, probes=probes),
-        models=models,
-        matrix=matrix,
     )
 
 
