@@ -347,6 +347,65 @@ def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -
     return params * serve_bytes, note
 
 
+def _kv_problems(
+    kv_room_asked: int,
+    need_bytes: int,
+    length: int,
+    fits: int,
+    need: float,
+    safe: float,
+    requested: int,
+    weights: int,
+    inp: PlanInput,
+) -> list[dict[str, str]]:
+    """What the KV cache lacks at the asked utilisation: no room at all, or too little for
+    the context; each with the fix (a utilisation that fits, else a shorter context)."""
+    out: list[dict[str, str]] = []
+    if kv_room_asked <= 0:
+        out.append(
+            {
+                "code": "no-room-for-kv-cache",
+                "message": (
+                    f"weights {weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
+                    f"leave no KV cache in a {requested / GIB:.2f} GiB budget"
+                ),
+                "fix": f"--gpu-memory-utilization {need:.2f}"
+                if need <= safe
+                else "a smaller model, fewer bytes per weight (quantised), or a larger GPU",
+            }
+        )
+    elif kv_room_asked < need_bytes:
+        out.append(
+            {
+                "code": "max-model-len-too-long",
+                "message": (
+                    f"a {length}-token context needs {need_bytes / GIB:.2f} GiB of "
+                    f"KV cache; {kv_room_asked / GIB:.2f} GiB are left"
+                ),
+                "fix": f"--gpu-memory-utilization {need:.2f}"
+                if need <= safe
+                else (f"--max-model-len {fits}" if fits else "a smaller model or a larger GPU"),
+            }
+        )
+    return out
+
+
+def _images(image: Vision | None, recommended: dict[str, Any]) -> dict[str, Any] | None:
+    """The image budget vLLM profiles with, and a max_pixels for a small GPU (report 3)."""
+    if image is None:
+        return None
+    target = IMAGE_TOKEN_TARGET * image.pixels_per_token
+    if image.max_image_tokens > IMAGE_TOKEN_TARGET:
+        recommended["mm_processor_kwargs"] = {"max_pixels": target}
+    return {
+        "max_image_tokens": image.max_image_tokens,
+        "max_pixels": image.max_pixels,
+        "pixels_per_token": image.pixels_per_token,
+        "source": image.source,
+        "recommended_max_pixels": min(target, image.max_pixels),
+    }
+
+
 def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInput) -> Plan:
     """The memory plan. Problems are about the settings as asked; recommendations fix them."""
     s = shapes(config)
@@ -395,51 +454,16 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     kv_room = int(utilization * inp.gpu_memory) - weights - inp.reserve
     fits = kv_room // per_token if per_token and kv_room > 0 else 0
     fits = fits // 16 * 16  # vLLM allocates the KV cache in blocks of 16 tokens
-    if kv_room_asked <= 0:
-        problems.append(
-            {
-                "code": "no-room-for-kv-cache",
-                "message": (
-                    f"weights {weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
-                    f"leave no KV cache in a {requested / GIB:.2f} GiB budget"
-                ),
-                "fix": f"--gpu-memory-utilization {need:.2f}"
-                if need <= safe
-                else "a smaller model, fewer bytes per weight (quantised), or a larger GPU",
-            }
-        )
-    elif kv_room_asked < per_token * length:
-        problems.append(
-            {
-                "code": "max-model-len-too-long",
-                "message": (
-                    f"a {length}-token context needs {per_token * length / GIB:.2f} GiB of "
-                    f"KV cache; {kv_room_asked / GIB:.2f} GiB are left"
-                ),
-                "fix": f"--gpu-memory-utilization {need:.2f}"
-                if need <= safe
-                else (f"--max-model-len {fits}" if fits else "a smaller model or a larger GPU"),
-            }
-        )
+    problems += _kv_problems(
+        kv_room_asked, per_token * length, length, fits, need, safe, requested, weights, inp
+    )
     rec_len = min(length, fits) if fits else 0
     recommended: dict[str, Any] = {
         "gpu_memory_utilization": utilization,
         "max_model_len": rec_len,
         "dtype": dtype,
     }
-    mm = None
-    image = vision(model, config)
-    if image is not None:
-        target = IMAGE_TOKEN_TARGET * image.pixels_per_token
-        mm = {
-            "max_image_tokens": image.max_image_tokens,
-            "max_pixels": image.max_pixels,
-            "pixels_per_token": image.pixels_per_token,
-            "source": image.source,
-            "recommended_max_pixels": min(target, image.max_pixels),
-        }
-        if image.max_image_tokens > IMAGE_TOKEN_TARGET:
-            recommended["mm_processor_kwargs"] = {"max_pixels": target}
+    mm = _images(vision(model, config), recommended)
     memory = {
         "total": inp.gpu_memory,
         "free": free,
