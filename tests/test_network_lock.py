@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.lockmatrix import body
+from envkit.lockcells import body
 
 from helpers import envkit
 

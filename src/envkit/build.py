@@ -8,7 +8,6 @@ Any failure, Ctrl-C or kill before the swap leaves the previous venv where it wa
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,13 +17,13 @@ from typing import Any
 from packaging.version import Version
 
 from . import process
-from .errors import BadInput, EnvkitError, Interrupted
+from .errors import EnvkitError, Interrupted, StaleLock
 from .interpreters import find_interpreter
-from .lockmatrix import LOCKED, SOURCE_ONLY, STALE, digest, machine_platform
+from .lockcells import CellStatus, cell_name, digest, machine_platform
 from .lockstate import states
-from .profile import BACKEND_RE, Profile, Torch, cuda_for_backend
+from .profile import Profile
 from .redaction import redact
-from .urls import check_torch_index
+from .torchsource import TorchIndex, TorchSource, as_locked, for_build
 from .uvtool import Uv
 from .venvslot import VenvSlot, new_build_id
 from .verify import Report, venv_python, verify
@@ -37,20 +36,11 @@ class BuildOptions:
     venv: Path = Path(".venv")
     python: str | None = None
     torch_backend: str | None = None
-    torch_index: str | None = None  # None: uv's --torch-backend; "default"; or a mirror URL
+    torch_index: TorchIndex = field(default_factory=TorchIndex)
     index_url: str | None = None
     stream: bool = True  # let uv draw its progress on the terminal
     use_lock: bool = True  # install the published lock of this machine's cell, if any
     constraints: str | None = None  # the constraints folder (default: beside envs/)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TorchSource:
-    """Where torch comes from, and the CUDA verification demands."""
-
-    uv_args: tuple[str, ...]
-    description: str
-    cuda: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,34 +77,6 @@ class BuildResult:
         }
 
 
-def torch_source(profile: Profile, options: BuildOptions) -> TorchSource:
-    """Turn the profile's backend and the torch options into uv arguments."""
-    backend = options.torch_backend or profile.torch.backend
-    if options.torch_backend and not BACKEND_RE.fullmatch(options.torch_backend):
-        raise BadInput(
-            f"--torch-backend {options.torch_backend!r} is not a torch backend.",
-            "Use cpu, a CUDA one such as cu124, rocm6.2 or xpu.",
-        )
-    cuda = cuda_for_backend(options.torch_backend) if options.torch_backend else profile.torch.cuda
-    choice = check_torch_index(options.torch_index) or ""
-    if choice == "default":
-        return TorchSource(
-            uv_args=(),
-            cuda=cuda,
-            description="the default index (its torch must be the CUDA build verified below)",
-        )
-    if choice:
-        url = choice.replace("{backend}", backend or "cpu")
-        return TorchSource(uv_args=("--index", url), cuda=cuda, description=f"mirror {url}")
-    if not backend:
-        return TorchSource(uv_args=(), cuda=cuda, description="the default index")
-    return TorchSource(
-        uv_args=("--torch-backend", backend),
-        cuda=cuda,
-        description=f"the PyTorch index for {backend} (uv --torch-backend {backend})",
-    )
-
-
 def constraints_text(profile: Profile) -> str:
     lines = [f"# envkit constraints for profile {profile.name}", *profile.constraints]
     return "\n".join(lines) + "\n"
@@ -133,53 +95,34 @@ class InstallPlan:
     torch: TorchSource
 
 
-def lock_torch_source(
-    mode: str, backend: str, asked: TorchSource, options: BuildOptions
-) -> TorchSource:
-    """Torch from where the lock took it (its hashes are of those files), not from the
-    build's own choice. A mirror's URL is not kept in the lock: the build must name it."""
-    if mode == "default":
-        return TorchSource(uv_args=(), cuda=asked.cuda, description="the default index, as locked")
-    if mode == "mirror":
-        if check_torch_index(options.torch_index) in (None, "default"):
-            raise BadInput(
-                "This lock took torch from a PyTorch index mirror, which is not recorded.",
-                "Pass the mirror with --torch-index URL (or ENVKIT_TORCH_INDEX), or --no-lock.",
-            )
-        return asked
-    return TorchSource(
-        uv_args=("--torch-backend", backend) if backend else (),
-        cuda=asked.cuda,
-        description=f"uv --torch-backend {backend}, as locked",
-    )
-
-
 def plan_install(
-    profile: Profile, options: BuildOptions, python: Version, source: TorchSource
+    profile: Profile,
+    options: BuildOptions,
+    python: Version,
+    source: TorchSource,
+    profile_digest: str,
 ) -> InstallPlan:
     """Use the lock of this machine's cell when one is published (unless --no-lock).
 
     The lock is installed with the same torch source as a fresh resolution would use; a
     lock made from another source fails its hash check, and the build keeps the old venv.
 
-    A stale lock is refused (BadInput) with the command that refreshes it; a cell without a
+    A stale lock is refused (StaleLock, exit 2) with the command that refreshes it; a cell without a
     lock, or one that could not resolve, is resolved afresh.
     """
-    cell = f"py{python.major}.{python.minor}-{machine_platform()}-" + (
-        options.torch_backend or profile.torch.backend or "any"
-    )
+    cell = cell_name(f"{python.major}.{python.minor}", machine_platform(), source.backend)
     if options.use_lock:
-        for state in states(profile, options.constraints):
+        for state in states(profile, options.constraints, current=profile_digest):
             if state.cell.name != cell:
                 continue
-            if state.state == STALE:
-                raise BadInput(
+            if state.status is CellStatus.STALE:
+                raise StaleLock(
                     f"The published lock for {profile.name} / {cell} is stale: {state.reason}.",
                     "Refresh it (that command), or build without it: --no-lock.",
                 )
-            if state.state in (LOCKED, SOURCE_ONLY):
+            if state.status.usable:
                 locked = state.files[0]
-                torch = lock_torch_source(state.torch, state.cell.backend, source, options)
+                torch = as_locked(state.torch, state.cell.backend, source)
                 # The requirements form of the lock, not the pylock: uv installs registry
                 # pins from its cache, where pylock URLs are fetched again every time.
                 args = (
@@ -233,18 +176,15 @@ def build(
     """Build ``profile`` into ``options.venv``. Raises EnvkitError subclasses on failure to
     build; a build whose verification fails returns a result with ``ok`` False."""
     uv = uv or Uv()
-    source = torch_source(profile, options)
-    checked = dataclasses.replace(
-        profile,
-        torch=Torch(backend=options.torch_backend or profile.torch.backend, cuda=source.cuda),
-    )
+    source = for_build(profile, options.torch_backend, options.torch_index)
+    profile_digest = digest(profile)  # read once: the lock's state and the marker agree
     progress(f"looking for Python {profile.python}")
     interpreter = find_interpreter(profile.python, options.python)
-    plan = plan_install(profile, options, interpreter.version, source)
+    plan = plan_install(profile, options, interpreter.version, source, profile_digest)
     slot = VenvSlot(options.venv)
     slot.check_replaceable()  # before anything is created beside it
     seconds: dict[str, float] = {}
-    marker = _marker(profile, interpreter.path, plan)
+    marker = _marker(profile, profile_digest, interpreter.path, plan)
     with slot.locked(progress) as recovered:
         for note in recovered:
             progress(f"recovered: {note}")
@@ -277,7 +217,7 @@ def build(
             seconds["install"] = time.monotonic() - start
             progress("verifying inside the new environment")
             start = time.monotonic()
-            report = verify(checked, staging, shown=slot.venv)
+            report = verify(profile, staging, shown=slot.venv, torch=source.expected)
             seconds["verify"] = time.monotonic() - start
             process.fault_point("verified")
             replaced = False
@@ -311,10 +251,12 @@ def build(
     )
 
 
-def _marker(profile: Profile, python: Path, plan: InstallPlan) -> dict[str, object]:
+def _marker(
+    profile: Profile, profile_digest: str, python: Path, plan: InstallPlan
+) -> dict[str, object]:
     return {
         "profile": profile.name,
-        "profile_digest": digest(profile) if profile.path.is_file() else "",
+        "profile_digest": profile_digest,
         "python": str(python),
         "torch_source": redact(plan.torch.description),
         "command": [redact(part) for part in plan.command],

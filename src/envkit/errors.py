@@ -159,6 +159,10 @@ class StaleLocks(EnvkitError):
     exit_code = EXIT_CHECK_FAILED
 
 
+class StaleLock(BadInput):
+    """A build was asked to install a published lock that is no longer current."""
+
+
 class FileSystemError(EnvkitError):
     """A file or folder envkit must write cannot be written (read-only, full disk, ...)."""
 

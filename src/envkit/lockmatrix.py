@@ -16,8 +16,7 @@ leaves a half-written file where a published one was.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import dataclasses
 import os
 import re
 import sys
@@ -33,98 +32,26 @@ import tomlkit
 from . import process
 from .atomicfile import temporary_folder, write_atomic
 from .errors import BadInput, CommandFailed, FileSystemError, NetworkError
+from .lockcells import (
+    Cell,
+    CellState,
+    CellStatus,
+    Manifest,
+    ManifestEntry,
+    TorchOrigin,
+    cell_folder,
+    cells,
+    digest,
+)
 from .profile import PLATFORMS, Profile
 from .redaction import redact
+from .torchsource import TorchIndex
 from .uvtool import Uv
-
-LOCKED, SOURCE_ONLY, UNRESOLVABLE = "locked", "source-only", "unresolvable"
-STALE, MISSING = "stale", "missing"
-# An index could not be reached: not a verdict on the cell, so never recorded or published.
-UNREACHABLE = "unreachable"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Cell:
-    profile: str
-    python: str
-    platform: str
-    backend: str
-
-    @property
-    def name(self) -> str:
-        return f"py{self.python}-{self.platform}-{self.backend or 'any'}"
-
-    @property
-    def pylock_name(self) -> str:
-        return f"pylock.{self.name.replace('.', '')}.toml"
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "profile": self.profile,
-            "cell": self.name,
-            "python": self.python,
-            "platform": self.platform,
-            "backend": self.backend or "any",
-        }
-
-
-def machine_platform() -> str:
-    """This machine as a matrix platform name (linux-x86_64, ...)."""
-    import platform
-    import sys
-
-    machine = platform.machine().lower()
-    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
-    system = {"darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
-    if system == "macos" and arch == "aarch64":
-        return "macos-arm64"
-    return f"{system}-{arch}"
-
-
-def cells(profile: Profile) -> list[Cell]:
-    return [
-        Cell(profile=profile.name, python=py, platform=plat, backend=backend)
-        for py in profile.matrix.python
-        for plat in profile.matrix.platforms
-        for backend in (profile.matrix.backends or ("",))
-    ]
-
-
-def digest(profile: Profile) -> str:
-    """The profile's content digest: any edit of the file makes its locks stale."""
-    data = profile.path.read_bytes().replace(b"\r\n", b"\n")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def constraints_root(profile: Profile, option: str | None = None) -> Path:
-    """``--constraints DIR``, ``$ENVKIT_CONSTRAINTS``, else ``constraints/`` beside ``envs/``."""
-    chosen = option or os.environ.get("ENVKIT_CONSTRAINTS")
-    return Path(chosen) if chosen else profile.path.resolve().parent.parent / "constraints"
-
-
-@dataclass(frozen=True, kw_only=True)
-class CellResult:
-    cell: Cell
-    state: str
-    reason: str = ""
-    source_only: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.cell.to_dict(),
-            "state": self.state,
-            "reason": self.reason,
-            "source_only": list(self.source_only),
-            "files": list(self.files),
-            "seconds": round(self.seconds, 3),
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
 class LockOptions:
-    torch_index: str | None = None  # None: --torch-backend per cell; "default"; or a URL
+    torch_index: TorchIndex = field(default_factory=TorchIndex)
     index_url: str | None = None
     jobs: int = 4
     root: str | None = None  # the constraints folder
@@ -147,7 +74,7 @@ class Locker:
             self._uv_version = self.uv.version()
         return self._uv_version
 
-    def lock(self, profiles: Iterable[Profile], only: str | None = None) -> list[CellResult]:
+    def lock(self, profiles: Iterable[Profile], only: str | None = None) -> list[CellState]:
         """Resolve every cell (in parallel, ``jobs`` at a time) and write the files."""
         todo = [(p, c) for p in profiles for c in cells(p) if only in (None, c.name)]
         if only and not todo:
@@ -170,7 +97,7 @@ class Locker:
             self._write_manifest(profile, digests[profile.name], mine)
         return results
 
-    def resolve(self, profile: Profile, cell: Cell, folder: Path) -> CellResult:
+    def resolve(self, profile: Profile, cell: Cell, folder: Path) -> CellState:
         """Resolve one cell into ``folder`` (cell.txt and pylock.toml, bodies only)."""
         (folder / "requirements.in").write_text("\n".join(profile.requirements) + "\n")
         (folder / "constraints.txt").write_text("\n".join(profile.constraints) + "\n")
@@ -186,11 +113,11 @@ class Locker:
                 self._compile(folder, output, cell, options, unset, cached_first=cached_first)
                 cached_first = True  # the first output fetched all that the second needs
         except CommandFailed as exc:
-            return CellResult(cell=cell, state=UNRESOLVABLE, reason=_reason(exc.output))
+            return CellState(cell=cell, status=CellStatus.UNRESOLVABLE, reason=_reason(exc.output))
         sources = source_only(folder / "pylock.toml")
-        return CellResult(
+        return CellState(
             cell=cell,
-            state=SOURCE_ONLY if sources else LOCKED,
+            status=CellStatus.SOURCE_ONLY if sources else CellStatus.LOCKED,
             source_only=sources,
             reason=(
                 "no wheel for this platform, only a source distribution "
@@ -232,63 +159,51 @@ class Locker:
         compile_([])
 
     def _uv_options(self, profile: Profile, cell: Cell) -> tuple[list[str], tuple[str, ...]]:
-        options: list[str] = []
-        choice = self.options.torch_index or ""
-        if choice == "default":
-            pass
-        elif choice:
-            options += ["--index", choice.replace("{backend}", cell.backend or "cpu")]
-        elif cell.backend:
-            options += ["--torch-backend", cell.backend]
+        torch = self.options.torch_index
+        options = list(torch.uv_args(cell.backend))
         if self.options.index_url:
             options += ["--default-index", self.options.index_url]
         if profile.exclude_newer:
             options += ["--exclude-newer", profile.exclude_newer]
-        return options, (("UV_TORCH_BACKEND",) if choice else ())
+        # envkit chose where torch comes from; a backend in the environment would overrule it
+        chosen = torch.origin is not TorchOrigin.BACKEND
+        return options, (("UV_TORCH_BACKEND",) if chosen else ())
 
-    def _lock_cell(self, profile: Profile, cell: Cell, profile_digest: str) -> CellResult:
+    def _lock_cell(self, profile: Profile, cell: Cell, profile_digest: str) -> CellState:
         start = time.monotonic()
         with temporary_folder("lock") as tmp:
             try:
                 result = self.resolve(profile, cell, tmp)
             except NetworkError as exc:
-                return CellResult(
+                return CellState(
                     cell=cell,
-                    state=UNREACHABLE,
+                    status=CellStatus.UNREACHABLE,
                     reason=str(exc),
                     seconds=time.monotonic() - start,
                 )
-            out = constraints_root(profile, self.options.root) / profile.name
-            files: tuple[str, ...] = ()
-            if result.state != UNRESOLVABLE:
+            out = cell_folder(profile, self.options.root)
+            files: tuple[Path, ...] = ()
+            if result.status is not CellStatus.UNRESOLVABLE:
                 try:
                     out.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise FileSystemError(out, exc, "create") from None
                 head = self.header(profile, cell, result, profile_digest)
                 # uv keeps index credentials out of its output; redact() makes sure of it
-                for name, made in (
-                    (f"{cell.name}.txt", "cell.txt"),
-                    (cell.pylock_name, "pylock.toml"),
-                ):
+                for name, made in ((cell.txt_name, "cell.txt"), (cell.pylock_name, "pylock.toml")):
                     write_atomic(out / name, head + redact((tmp / made).read_text()))
-                files = (f"{cell.name}.txt", cell.pylock_name)
-        return CellResult(
-            cell=cell,
-            state=result.state,
-            reason=result.reason,
-            source_only=result.source_only,
-            files=files,
-            seconds=time.monotonic() - start,
+                files = (out / cell.txt_name, out / cell.pylock_name)
+        return dataclasses.replace(
+            result, files=files, torch=self.torch_origin, seconds=time.monotonic() - start
         )
 
-    def header(self, profile: Profile, cell: Cell, result: CellResult, profile_digest: str) -> str:
-        torch = self.options.torch_index or ""
-        torch_text = {
-            "": f"uv --torch-backend {cell.backend}" if cell.backend else "default index",
-            "default": "the default index",
-        }.get(torch, redact(torch))
-        flag = {"": "", "default": " --torch-index default"}.get(torch, f" --torch-index {torch}")
+    @property
+    def torch_origin(self) -> TorchOrigin:
+        return self.options.torch_index.origin
+
+    def header(self, profile: Profile, cell: Cell, result: CellState, profile_digest: str) -> str:
+        torch = self.options.torch_index
+        torch_text, flag = torch.header_text(cell.backend), torch.flag()
         index = redact(self.options.index_url) if self.options.index_url else "uv's default index"
         lines = [
             f"envkit lock: profile {profile.name}, cell {cell.name}",
@@ -297,57 +212,38 @@ class Locker:
             f"index: {index}; torch: {torch_text}",
             f"reproduce: envkit lock {profile.name} --cell {cell.name}{redact(flag)}",
         ]
-        if result.state == SOURCE_ONLY:
+        if result.status is CellStatus.SOURCE_ONLY:
             lines.append(f"source-only: {', '.join(result.source_only)}")
         return "".join(f"# {line}\n" for line in lines)
 
     def _write_manifest(
-        self, profile: Profile, profile_digest: str, results: list[CellResult]
+        self, profile: Profile, profile_digest: str, results: list[CellState]
     ) -> None:
-        folder = constraints_root(profile, self.options.root) / profile.name
-        if all(r.state == UNREACHABLE for r in results):
-            return  # nothing was learnt: lock.json stays as it was
+        """lock.json: this run's cells over the previous entries of the same digest; cells
+        whose index could not be reached keep what was recorded."""
+        learnt = [r for r in results if r.status is not CellStatus.UNREACHABLE]
+        if not learnt:
+            return
+        folder = cell_folder(profile, self.options.root)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise FileSystemError(folder, exc, "create") from None
         path = folder / "lock.json"
-        previous = read_manifest(path)
-        known = previous.get("cells", {}) if previous.get("digest") == profile_digest else {}
-        choice = self.options.torch_index or ""
-        # where torch came from, so a build from this lock asks the same place (a mirror's
-        # URL may hold credentials: it is not written, the build is given it again)
-        torch = {"": "backend", "default": "default"}.get(choice, "mirror")
-        for r in results:
-            if r.state == UNREACHABLE:
-                continue  # the previous entry, if any, stands
-            entry = {k: v for k, v in r.to_dict().items() if k != "seconds"}
-            known[r.cell.name] = {**entry, "torch": torch}
-        data = {
-            "profile": profile.name,
-            "digest": profile_digest,
-            "uv": self.uv_version(),
-            "cells": dict(sorted(known.items())),
-        }
-        write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def read_manifest(path: Path) -> dict[str, Any]:
-    """lock.json as written by envkit; {} when missing or not of that shape (every cell is
-    then judged from its files alone)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    if not isinstance(data, dict) or not isinstance(data.get("cells", {}), dict):
-        return {}
-    cells = {
-        str(name): entry
-        for name, entry in data.get("cells", {}).items()
-        if isinstance(entry, dict)
-        and all(isinstance(entry.get(k, ""), str) for k in ("state", "reason", "torch"))
-    }
-    return {**data, "cells": cells}
+        previous = Manifest.read(path)
+        known = dict(previous.cells) if previous and previous.digest == profile_digest else {}
+        for r in learnt:
+            known[r.cell.name] = ManifestEntry(
+                state=r.status,
+                reason=r.reason,
+                source_only=r.source_only,
+                files=tuple(f.name for f in r.files),
+                torch=r.torch,
+                cell=r.cell.to_dict(),
+            )
+        Manifest(
+            profile=profile.name, digest=profile_digest, uv=self.uv_version(), cells=known
+        ).write(path)
 
 
 def source_only(pylock: Path) -> tuple[str, ...]:
@@ -367,27 +263,6 @@ def source_only(pylock: Path) -> tuple[str, ...]:
             for p in doc.get("packages", [])
             if "sdist" in p and not p.get("wheels")
         )
-    )
-
-
-def file_digest(path: Path) -> str:
-    """The profile digest a lock file's header names ('' when none)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.startswith("#"):
-                    break
-                if line.startswith("# profile-digest: "):
-                    return line.split(": ", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
-
-
-def body(path: Path) -> str:
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    return "".join(
-        lines[next((i for i, ln in enumerate(lines) if not ln.startswith("#")), len(lines)) :]
     )
 
 

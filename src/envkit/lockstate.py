@@ -11,64 +11,47 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .atomicfile import temporary_folder, write_atomic
 from .errors import BadInput, EnvkitError, FileSystemError, StaleLocks
-from .lockmatrix import (
-    LOCKED,
-    MISSING,
-    SOURCE_ONLY,
-    STALE,
-    UNRESOLVABLE,
-    Cell,
-    Locker,
+from .lockcells import (
+    CellState,
+    CellStatus,
+    Manifest,
+    TorchOrigin,
     body,
+    cell_folder,
     cells,
     constraints_root,
     digest,
     file_digest,
-    read_manifest,
 )
+from .lockmatrix import Locker
 from .profile import Profile
 
 
-@dataclass(frozen=True, kw_only=True)
-class CellState:
-    cell: Cell
-    state: str
-    reason: str = ""
-    files: tuple[Path, ...] = ()
-    torch: str = "backend"  # where the lock took torch from: backend, default, mirror
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.cell.to_dict(),
-            "state": self.state,
-            "reason": self.reason,
-            "files": [str(f) for f in self.files],
-        }
-
-
-def states(profile: Profile, root: str | None = None) -> list[CellState]:
-    """Every cell of ``profile`` with its state, from the files on disk."""
-    folder = constraints_root(profile, root) / profile.name
-    manifest = read_manifest(folder / "lock.json")
-    recorded = manifest.get("cells", {}) if isinstance(manifest.get("cells"), dict) else {}
-    current = digest(profile)
+def states(
+    profile: Profile, root: str | None = None, *, current: str | None = None
+) -> list[CellState]:
+    """Every cell of ``profile`` with its status, from the files on disk and lock.json.
+    ``current``: the profile's digest when the caller has read it already."""
+    folder = cell_folder(profile, root)
+    current = current or digest(profile)
+    manifest = Manifest.read(folder / "lock.json")
+    recorded = manifest.cells if manifest is not None and manifest.digest == current else {}
     out = []
     for cell in cells(profile):
-        txt, pylock = folder / f"{cell.name}.txt", folder / cell.pylock_name
-        entry = recorded.get(cell.name, {})
-        if entry.get("state") == UNRESOLVABLE and manifest.get("digest") == current:
-            out.append(CellState(cell=cell, state=UNRESOLVABLE, reason=entry.get("reason", "")))
+        txt, pylock = folder / cell.txt_name, folder / cell.pylock_name
+        entry = recorded.get(cell.name)
+        if entry is not None and entry.state is CellStatus.UNRESOLVABLE:
+            out.append(CellState(cell=cell, status=entry.state, reason=entry.reason))
         elif not txt.is_file() or not pylock.is_file():
             out.append(
                 CellState(
                     cell=cell,
-                    state=MISSING,
+                    status=CellStatus.MISSING,
                     reason=f"not locked: envkit lock {profile.name} --cell {cell.name}",
                 )
             )
@@ -76,21 +59,22 @@ def states(profile: Profile, root: str | None = None) -> list[CellState]:
             out.append(
                 CellState(
                     cell=cell,
-                    state=STALE,
+                    status=CellStatus.STALE,
                     files=(txt, pylock),
                     reason=f"the profile changed since the lock: envkit lock "
                     f"{profile.name} --cell {cell.name}",
                 )
             )
         else:
-            state = SOURCE_ONLY if entry.get("state") == SOURCE_ONLY else LOCKED
+            source_only = entry is not None and entry.state is CellStatus.SOURCE_ONLY
             out.append(
                 CellState(
                     cell=cell,
-                    state=state,
-                    reason=entry.get("reason", ""),
+                    status=CellStatus.SOURCE_ONLY if source_only else CellStatus.LOCKED,
+                    reason=entry.reason if entry else "",
+                    source_only=entry.source_only if entry else (),
                     files=(txt, pylock),
-                    torch=entry.get("torch", "backend"),
+                    torch=entry.torch if entry else TorchOrigin.BACKEND,
                 )
             )
     return out
@@ -101,7 +85,7 @@ def check(profiles: Iterable[Profile], root: str | None, locker: Locker | None) 
     found: list[CellState] = []
     for profile in profiles:
         for state in states(profile, root):
-            if locker is not None and state.state in (LOCKED, SOURCE_ONLY):
+            if locker is not None and state.status.usable:
                 state = _re_resolved(profile, state, locker)
             found.append(state)
     return found
@@ -110,17 +94,17 @@ def check(profiles: Iterable[Profile], root: str | None, locker: Locker | None) 
 def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellState:
     with temporary_folder("check") as tmp:
         again = locker.resolve(profile, state.cell, Path(tmp))
-        if again.state == UNRESOLVABLE:
+        if again.status is CellStatus.UNRESOLVABLE:
             return CellState(
                 cell=state.cell,
-                state=STALE,
+                status=CellStatus.STALE,
                 files=state.files,
                 reason=f"no longer resolves: {again.reason}",
             )
         if (Path(tmp) / "cell.txt").read_text() != body(state.files[0]):
             return CellState(
                 cell=state.cell,
-                state=STALE,
+                status=CellStatus.STALE,
                 files=state.files,
                 reason="resolving again gives another result: envkit lock "
                 f"{profile.name} --cell {state.cell.name}",
@@ -138,8 +122,8 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
     for profile in published:
         source_roots.add(constraints_root(profile, root))
         current = digest(profile)
-        for state in states(profile, root):
-            if state.state in (STALE, MISSING):
+        for state in states(profile, root, current=current):
+            if state.status in (CellStatus.STALE, CellStatus.MISSING):
                 stale.append(f"{profile.name}/{state.cell.name} ({state.state})")
                 continue
             for path in state.files:

@@ -22,8 +22,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from .build import BuildResult
     from .catalog import Listing
     from .doctor import Diagnosis
-    from .lockmatrix import CellResult
-    from .lockstate import CellState
+    from .lockcells import CellState
     from .modelcheck import ModelReport, Verdict
     from .plan import Plan
     from .profile import Profile
@@ -366,7 +365,7 @@ _STATE_COLOUR = {
 }
 
 
-def lock_results(results: Sequence[CellResult], as_json: bool) -> None:
+def lock_results(results: Sequence[CellState], as_json: bool) -> None:
     if as_json:
         emit_json(
             {
@@ -378,7 +377,10 @@ def lock_results(results: Sequence[CellResult], as_json: bool) -> None:
     for r in results:
         _echo(f"{r.cell.profile} / {r.cell.name}: ", nl=False)
         _echo(r.state, fg=_STATE_COLOUR.get(r.state), nl=False)
-        _echo(f" ({r.seconds:.1f} s)" + (f", wrote {', '.join(r.files)}" if r.files else ""))
+        _echo(
+            f" ({r.seconds:.1f} s)"
+            + (f", wrote {', '.join(f.name for f in r.files)}" if r.files else "")
+        )
         if r.reason:
             _echo(_wrap(r.reason, "    ", "    "))
 

@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 from . import process
 from .atomicfile import temporary_folder
 from .errors import BadInput, EnvkitError
-from .profile import Profile
+from .profile import Profile, Torch
 
 
 class Status(enum.Enum):
@@ -137,7 +137,14 @@ def run_probe(
     return facts
 
 
-def judge(profile: Profile, venv: Path, facts: dict[str, Any], shown: Path | None = None) -> Report:
+def judge(
+    profile: Profile,
+    venv: Path,
+    facts: dict[str, Any],
+    shown: Path | None = None,
+    *,
+    torch: Torch | None = None,
+) -> Report:
     """Turn probe facts into checks. ``shown`` is the path to report (after a move)."""
     prefix = os.path.realpath(venv)
     final = str(shown or venv)
@@ -183,7 +190,7 @@ def judge(profile: Profile, venv: Path, facts: dict[str, Any], shown: Path | Non
             )
         )
     if "torch" in facts:
-        checks.extend(_torch_checks(profile, facts["torch"]))
+        checks.extend(_torch_checks(torch or profile.torch, facts["torch"], profile.name))
     return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
 
 
@@ -309,30 +316,30 @@ def _probe_fix(profile: Profile, module: str) -> str:
     return f"pin {top} to a version that has it in the profile's constraints, then rebuild"
 
 
-def _torch_checks(profile: Profile, torch: dict[str, Any]) -> list[Check]:
+def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list[Check]:
     if not torch.get("ok"):
         return [
             Check(
                 kind="torch",
                 name="torch.version.cuda",
                 status=Status.FAIL,
-                expected=profile.torch.cuda or "importable",
+                expected=want.cuda or "importable",
                 found="torch does not import",
                 detail=str(torch.get("error", "")),
-                fix=f"envkit build {profile.name}",
+                fix=f"envkit build {profile_name}",
             )
         ]
     found = torch.get("cuda") or "none (CPU build)"
-    backend = profile.torch.backend or "cu" + profile.torch.cuda.replace(".", "")
+    backend = want.backend or "cu" + want.cuda.replace(".", "")
     checks = []
-    if profile.torch.cuda:
-        ok = torch.get("cuda") == profile.torch.cuda
+    if want.cuda:
+        ok = torch.get("cuda") == want.cuda
         checks.append(
             Check(
                 kind="torch",
                 name="torch.version.cuda",
                 status=Status.PASS if ok else Status.FAIL,
-                expected=profile.torch.cuda,
+                expected=want.cuda,
                 found=str(found),
                 detail=f"torch {torch.get('version')}",
                 fix=""
@@ -348,8 +355,8 @@ def _torch_checks(profile: Profile, torch: dict[str, Any]) -> list[Check]:
         Check(
             kind="torch",
             name="torch.cuda.is_available()",
-            status=Status.PASS if available or not profile.torch.cuda else Status.WARN,
-            expected="True" if profile.torch.cuda else "any",
+            status=Status.PASS if available or not want.cuda else Status.WARN,
+            expected="True" if want.cuda else "any",
             found=str(available),
             detail=""
             if available
@@ -359,6 +366,10 @@ def _torch_checks(profile: Profile, torch: dict[str, Any]) -> list[Check]:
     return checks
 
 
-def verify(profile: Profile, venv: Path, shown: Path | None = None) -> Report:
-    """Gather facts in ``venv`` and judge them against ``profile``."""
-    return judge(profile, venv, gather(venv, profile), shown)
+def verify(
+    profile: Profile, venv: Path, shown: Path | None = None, *, torch: Torch | None = None
+) -> Report:
+    """Gather facts in ``venv`` and judge them against ``profile``; ``torch`` is the torch
+    build to demand when it is not the profile's own (``build --torch-backend``)."""
+    expected = torch or profile.torch
+    return judge(profile, venv, gather(venv, profile), shown, torch=expected)

@@ -10,6 +10,7 @@ import click
 from .. import render
 from ..catalog import envs_dir, list_profiles, resolve_profile
 from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from ..torchsource import TorchIndex
 from .options import (
     State,
     constraints_option,
@@ -73,7 +74,7 @@ def build(
     venv: Path,
     python: str | None,
     torch_backend: str | None,
-    torch_index: str | None,
+    torch_index: TorchIndex,
     index: str | None,
     no_lock: bool,
     constraints: str | None,

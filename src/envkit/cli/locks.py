@@ -11,6 +11,7 @@ from ..catalog import envs_dir, list_profiles, resolve_profile
 from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from ..lockmatrix import Locker, LockOptions
 from ..profile import Profile
+from ..torchsource import TorchIndex
 from ..uvtool import Uv
 from .options import (
     State,
@@ -68,7 +69,7 @@ def lock(
     check: bool,
     resolve: bool,
     refresh: bool,
-    torch_index: str | None,
+    torch_index: TorchIndex,
     index: str | None,
     constraints: str | None,
     as_json: bool,

@@ -62,9 +62,10 @@ def constraints_option(func: F) -> F:
 
 
 def _checked_torch_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    from ..urls import check_torch_index
+    """The one place --torch-index (or $ENVKIT_TORCH_INDEX) is parsed: a TorchIndex."""
+    from ..torchsource import TorchIndex
 
-    return check_torch_index(value)
+    return TorchIndex.parse(value)
 
 
 def _checked_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
