@@ -83,7 +83,7 @@ def constraints_text(profile: Profile) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class InstallPlan:
+class Install:
     """What the one `uv pip install` gets: a fresh resolution, or the published lock."""
 
     requirements: tuple[str, ...]
@@ -95,13 +95,13 @@ class InstallPlan:
     torch: TorchSource
 
 
-def plan_install(
+def choose_install(
     profile: Profile,
     options: BuildOptions,
     python: Version,
     source: TorchSource,
     profile_digest: str,
-) -> InstallPlan:
+) -> Install:
     """Use the lock of this machine's cell when one is published (unless --no-lock).
 
     The lock is installed with the same torch source as a fresh resolution would use; a
@@ -132,7 +132,7 @@ def plan_install(
                     *torch.uv_args,
                     *(("--default-index", options.index_url) if options.index_url else ()),
                 )
-                return InstallPlan(
+                return Install(
                     requirements=(),
                     uv_args=args,
                     constraints=None,
@@ -147,7 +147,7 @@ def plan_install(
         extra += ["--default-index", options.index_url]
     if profile.exclude_newer:
         extra += ["--exclude-newer", profile.exclude_newer]
-    return InstallPlan(
+    return Install(
         torch=source,
         requirements=profile.requirements,
         uv_args=tuple(extra),
@@ -180,7 +180,7 @@ def build(
     profile_digest = digest(profile)  # read once: the lock's state and the marker agree
     progress(f"looking for Python {profile.python}")
     interpreter = find_interpreter(profile.python, options.python)
-    plan = plan_install(profile, options, interpreter.version, source, profile_digest)
+    plan = choose_install(profile, options, interpreter.version, source, profile_digest)
     slot = VenvSlot(options.venv)
     slot.check_replaceable()  # before anything is created beside it
     seconds: dict[str, float] = {}
@@ -252,7 +252,7 @@ def build(
 
 
 def _marker(
-    profile: Profile, profile_digest: str, python: Path, plan: InstallPlan
+    profile: Profile, profile_digest: str, python: Path, plan: Install
 ) -> dict[str, object]:
     return {
         "profile": profile.name,

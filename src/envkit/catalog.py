@@ -21,7 +21,7 @@ def envs_dir(option: str | None = None) -> Path:
 
 
 @dataclass(frozen=True)
-class Listing:
+class ProfileListing:
     """Every profile in a folder: the valid ones and the errors of the invalid ones."""
 
     folder: Path
@@ -29,7 +29,7 @@ class Listing:
     errors: tuple[ProfileError, ...]
 
 
-def list_profiles(folder: Path) -> Listing:
+def list_profiles(folder: Path) -> ProfileListing:
     if not folder.is_dir():
         raise BadInput(
             f"Profiles folder {str(folder)!r} does not exist.",
@@ -43,7 +43,7 @@ def list_profiles(folder: Path) -> Listing:
             profiles.append(load_profile(path))
         except ProfileError as exc:
             errors.append(exc)
-    return Listing(folder, tuple(profiles), tuple(errors))
+    return ProfileListing(folder, tuple(profiles), tuple(errors))
 
 
 def resolve_profile(argument: str, folder: Path) -> Profile:

@@ -1,7 +1,7 @@
 """``envkit doctor``: what is wrong with this environment and machine, without changing them.
 
 Each finding has a severity (error, warning, info), the evidence it rests on and a fix. The
-environment is looked at by one run of ``_probe.py`` in its interpreter (every distribution
+environment is looked at by one run of ``_facts.py`` in its interpreter (every distribution
 with its location and installer, torch's CUDA build); the machine by ``nvidia-smi`` when it
 exists, and by the WSL2 markers. Values of environment variables that look like secrets are
 redacted everywhere, in text and JSON.
@@ -25,7 +25,7 @@ from . import process
 from .errors import BadInput
 from .profile import Profile
 from .redaction import is_secret_variable
-from .verify import Report, Status, judge, probe_spec, run_probe, venv_python
+from .verify import Report, Status, assess, collect_facts, facts_request, venv_python
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 # a value that holds a credential anywhere: a known token shape, or an option naming one
@@ -121,13 +121,13 @@ def diagnose(venv: Path | None, profile: Profile | None) -> Diagnosis:
     python, folder = target_python(venv)
     spec: dict[str, Any] = {"all_distributions": True, "torch_if_installed": True}
     if profile is not None:
-        spec.update(probe_spec(profile))
+        spec.update(facts_request(profile))
         spec["all_distributions"] = True
-    facts = run_probe(python, spec, folder or python.parent)
+    facts = collect_facts(python, spec, folder or python.parent)
     findings: list[Finding] = []
     report = None
     if profile is not None:
-        report = judge(profile, folder or Path(facts["prefix"]), facts)
+        report = assess(profile, folder or Path(facts["prefix"]), facts)
         findings += [
             Finding(
                 severity=ERROR,

@@ -91,6 +91,10 @@ class ToolNotFound(EnvkitError):
     """A program envkit needs (uv, an interpreter) is not on this machine."""
 
 
+class UnusableInterpreter(BadInput):
+    """The interpreter given with --python does not run, or does not fit the profile."""
+
+
 class CommandFailed(EnvkitError):
     """A subprocess (uv) ended with a non-zero exit code."""
 

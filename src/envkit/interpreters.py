@@ -21,7 +21,7 @@ from packaging.version import Version
 from platformdirs import user_data_path
 
 from . import process
-from .errors import BadInput, ToolNotFound
+from .errors import ToolNotFound, UnusableInterpreter
 from .profile import python_specifier
 
 _ASK = "import sys, json; print(json.dumps([list(sys.version_info[:3]), sys.executable]))"
@@ -92,19 +92,19 @@ def ask_version(path: Path) -> Interpreter | None:
 def find_interpreter(spec_text: str, requested: str | None = None) -> Interpreter:
     """An interpreter fitting the profile's ``python`` (and ``--python``, when given).
 
-    Raises :class:`ToolNotFound` naming every place looked, or :class:`BadInput` when an
+    Raises :class:`ToolNotFound` naming every place looked, or :class:`UnusableInterpreter` when an
     interpreter named by path does not run or does not fit.
     """
     spec = python_specifier(spec_text)
     if requested and (os.sep in requested or Path(requested).is_file()):
         found = ask_version(Path(requested))
         if found is None:
-            raise BadInput(
+            raise UnusableInterpreter(
                 f"--python {requested!r} is not a Python interpreter that runs.",
                 "Give the path of a python executable, or a version such as 3.12.",
             )
         if found.version not in spec:
-            raise BadInput(
+            raise UnusableInterpreter(
                 f"--python {requested!r} is Python {found.version}, but the profile asks for "
                 f"Python {spec_text}.",
                 "Pass an interpreter of that version, or edit the profile's `python` key.",
@@ -114,7 +114,7 @@ def find_interpreter(spec_text: str, requested: str | None = None) -> Interprete
         try:
             spec = spec & python_specifier(requested)
         except ValueError:
-            raise BadInput(
+            raise UnusableInterpreter(
                 f"--python {requested!r} is neither a path nor a version.",
                 "Give a path to a python executable, or a version such as 3.12.",
             ) from None

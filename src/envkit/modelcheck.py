@@ -297,7 +297,7 @@ class ModelReport:
     config: ModelConfig
     verdict: Verdict | None  # the profile asked about; None for `which`
     verdicts: tuple[Verdict, ...]  # every shipped profile, loadable first
-    releases: Any = None  # registry_scan.Listing when nothing shipped can load it
+    releases: Any = None  # registry_scan.ReleaseSpan when nothing shipped can load it
     lookup: str = ""  # why releases could not be looked up
 
     @property
@@ -354,7 +354,7 @@ def rank(profiles: list[Profile], config: ModelConfig) -> tuple[Verdict, ...]:
 def report(
     config: ModelConfig, profile: Profile | None, shipped: list[Profile], find_releases: Any
 ) -> ModelReport:
-    """``find_releases(architecture)`` returns a Listing or None, or raises NetworkError."""
+    """``find_releases(architecture)`` returns a ReleaseSpan or None, or raises NetworkError."""
     verdicts = rank(shipped, config)
     verdict = judge(profile, config) if profile is not None else None
     releases, lookup = None, ""

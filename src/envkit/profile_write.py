@@ -16,7 +16,7 @@ from tomlkit.items import Array, Table
 
 from .atomicfile import write_atomic
 from .errors import BadInput, WheelError
-from .registry_scan import Listing, Scan, Scanner, torch_cuda
+from .registry_scan import ReleaseSpan, Scan, Scanner, torch_cuda
 
 
 def _array(items: list[str]) -> Array:
@@ -116,7 +116,7 @@ def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None
     return min(times) if times else None
 
 
-def draft(name: str, model_type: str, listing: Listing, scanner: Scanner) -> str:
+def draft(name: str, model_type: str, listing: ReleaseSpan, scanner: Scanner) -> str:
     """A commented profile for the newest vLLM release that lists the model's architecture."""
     vllm = scanner.scan("vllm", Version(listing.newest))
     transformers, why_tf = pick_transformers(scanner, vllm, model_type)

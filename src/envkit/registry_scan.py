@@ -285,7 +285,7 @@ def _requirements(metadata: str) -> tuple[dict[str, str], str]:
 
 
 @dataclass(frozen=True)
-class Listing:
+class ReleaseSpan:
     """The published vLLM releases whose registry lists an architecture."""
 
     architecture: str
@@ -294,7 +294,7 @@ class Listing:
     latest_release: str  # the newest vLLM release on the index, for context
 
 
-def releases_listing(scanner: Scanner, architecture: str) -> Listing | None:
+def releases_listing(scanner: Scanner, architecture: str) -> ReleaseSpan | None:
     """First and newest vLLM release listing ``architecture``, or None if none does.
 
     The newest comes from the newest release: its registry, or its record of dropped
@@ -324,7 +324,7 @@ def releases_listing(scanner: Scanner, architecture: str) -> Listing | None:
             high = mid
         else:
             low = mid + 1
-    return Listing(architecture, str(candidates[high]), str(newest), str(releases[-1]))
+    return ReleaseSpan(architecture, str(candidates[high]), str(newest), str(releases[-1]))
 
 
 def _lists(scanner: Scanner, version: Version, architecture: str) -> bool:

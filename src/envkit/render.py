@@ -20,7 +20,7 @@ from .redaction import redact
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from .build import BuildResult
-    from .catalog import Listing
+    from .catalog import ProfileListing
     from .doctor import Diagnosis
     from .lockcells import CellState
     from .modelcheck import ModelReport, Verdict
@@ -116,7 +116,7 @@ def usage_error(message: str, as_json: bool) -> None:
     _echo(f"{message} (envkit --help shows the commands and options)", err=True)
 
 
-def profiles(listing: Listing, as_json: bool) -> None:
+def profiles(listing: ProfileListing, as_json: bool) -> None:
     if as_json:
         emit_json(
             {

@@ -1,6 +1,6 @@
 """Post-install verification: is this venv what the profile says, and does it work?
 
-Facts are gathered by one run of ``_probe.py`` inside the venv's own interpreter; they are
+Facts are gathered by one run of ``_facts.py`` inside the venv's own interpreter; they are
 judged here, with packaging, into :class:`Check` results. Each failing check carries a
 one-line fix.
 """
@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from . import process
 from .atomicfile import temporary_folder
-from .errors import BadInput, EnvkitError
+from .errors import BadInput, EnvironmentBroken
 from .profile import Profile, Torch
 
 
@@ -85,7 +85,7 @@ def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def probe_spec(profile: Profile) -> dict[str, Any]:
+def facts_request(profile: Profile) -> dict[str, Any]:
     """What the probe must look at for ``profile``'s checks."""
     return {
         "distributions": sorted(profile.expected_versions()),
@@ -103,16 +103,16 @@ def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]
             f"{str(venv)!r} is not a virtual environment (no {python.relative_to(venv)}).",
             f"Build it with `envkit build {profile.name} --venv {venv}`.",
         )
-    return run_probe(python, probe_spec(profile), venv, timeout)
+    return collect_facts(python, facts_request(profile), venv, timeout)
 
 
-def run_probe(
+def collect_facts(
     python: Path, spec: dict[str, Any], where: Path, timeout: float = 900
 ) -> dict[str, Any]:
-    """Run ``_probe.py`` with ``spec`` in the interpreter ``python``; its facts."""
+    """Run ``_facts.py`` with ``spec`` in the interpreter ``python``; its facts."""
     venv = where
-    source = resources.files("envkit").joinpath("_probe.py").read_text(encoding="utf-8")
-    with temporary_folder("probe") as tmp:
+    source = resources.files("envkit").joinpath("_facts.py").read_text(encoding="utf-8")
+    with temporary_folder("facts") as tmp:
         script, spec_file, out_file = (Path(tmp) / n for n in ("probe.py", "spec.json", "out"))
         script.write_text(source, encoding="utf-8")
         spec_file.write_text(json.dumps(spec), encoding="utf-8")
@@ -121,23 +121,29 @@ def run_probe(
                 [str(python), str(script), str(spec_file), str(out_file)], timeout=timeout
             )
         except subprocess.TimeoutExpired:
-            raise EnvkitError(
+            raise EnvironmentBroken(
                 f"Verification in {venv} did not finish within {timeout:.0f} s.",
                 "An import hangs there; run its python and import the profile's modules by hand.",
             ) from None
         except OSError as exc:
-            raise BadInput(f"Cannot run {python}: {exc.strerror}.", "Rebuild the venv.") from None
-        if done.returncode != 0 or not out_file.exists():
+            raise EnvironmentBroken(
+                f"Cannot run {python}: {exc.strerror}.", "Rebuild the venv with `envkit build`."
+            ) from None
+        crashed = done.returncode != 0 or not out_file.exists()
+        try:
+            facts = None if crashed else json.loads(out_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            facts = None
+        if not isinstance(facts, dict):
             tail = " | ".join((done.stderr or "").strip().splitlines()[-5:])
-            raise EnvkitError(
+            raise EnvironmentBroken(
                 f"The verification probe crashed in {venv} (exit {done.returncode}): {tail}",
                 "The interpreter itself is broken; rebuild the venv with `envkit build`.",
             )
-        facts: dict[str, Any] = json.loads(out_file.read_text(encoding="utf-8"))
     return facts
 
 
-def judge(
+def assess(
     profile: Profile,
     venv: Path,
     facts: dict[str, Any],
@@ -369,7 +375,7 @@ def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list
 def verify(
     profile: Profile, venv: Path, shown: Path | None = None, *, torch: Torch | None = None
 ) -> Report:
-    """Gather facts in ``venv`` and judge them against ``profile``; ``torch`` is the torch
+    """Gather facts in ``venv`` and assess them against ``profile``; ``torch`` is the torch
     build to demand when it is not the profile's own (``build --torch-backend``)."""
     expected = torch or profile.torch
-    return judge(profile, venv, gather(venv, profile), shown, torch=expected)
+    return assess(profile, venv, gather(venv, profile), shown, torch=expected)

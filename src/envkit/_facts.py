@@ -2,7 +2,7 @@
 
 It judges nothing (envkit does, with packaging, outside). Kept compatible with old Pythons
 and free of third-party imports: it runs in whatever interpreter the venv has.
-Usage: python _probe.py SPEC.json OUT.json
+Usage: python _facts.py SPEC.json OUT.json
 """
 
 import importlib
