@@ -53,7 +53,7 @@ def doctor(project: Path, *args: str, env: dict[str, str] | None = None):  # typ
 def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path) -> None:
     res, found = doctor(project, "--profile", "good", env={"PATH": no_gpu_path(tmp_path)})
     assert res.code == 0, res.out
-    assert found["no-nvidia-driver"]["evidence"].startswith("no NVIDIA driver found")
+    assert found["no-nvidia-driver"]["message"].startswith("no NVIDIA driver found")
     assert found["no-nvidia-driver"]["severity"] == "info"
     assert res.json()["venv"] is True and "drift-version" not in found
     text = envkit("doctor", "--venv", ".venv", cwd=project, env={"PATH": no_gpu_path(tmp_path)})
@@ -67,17 +67,17 @@ def test_mixed_install_names_both_installers(project: Path, tmp_path: Path) -> N
     assert res.code == 1
     dup = found["duplicate-distribution"]
     assert dup["severity"] == "error"
-    assert "by different installers" in dup["evidence"]
-    assert "(installer: pip)" in dup["evidence"] and "(installer: uv)" in dup["evidence"]
+    assert "by different installers" in dup["message"]
+    assert "(installer: pip)" in dup["message"] and "(installer: uv)" in dup["message"]
 
 
 def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes) -> None:
     install_into(project / ".venv", indexes.default, "transformers==5.0.0")
     res, found = doctor(project, "--profile", "good")
     assert res.code == 1
-    assert "transformers: 5.0.0 (profile: 4.51.3)" in found["drift-version"]["evidence"]
+    assert "transformers: 5.0.0 (profile: 4.51.3)" in found["drift-version"]["message"]
     bad = found["known-bad-pair"]
-    assert "requires transformers>=4.51" in bad["evidence"] and "5.0.0" in bad["evidence"]
+    assert "requires transformers>=4.51" in bad["message"] and "5.0.0" in bad["message"]
     assert "transformers<5" in bad["fix"]
 
 
@@ -86,9 +86,9 @@ def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path) -> N
     assert res.code == 1
     data = res.json()
     assert data["gpus"][0]["name"] == "NVIDIA GeForce RTX 2070"
-    assert "built for CUDA 12.4" in found["driver-too-old"]["evidence"]
-    assert "supports CUDA 12.2 at most" in found["driver-too-old"]["evidence"]
-    assert "compute capability 7.5" in found["no-bfloat16"]["evidence"]
+    assert "built for CUDA 12.4" in found["driver-too-old"]["message"]
+    assert "supports CUDA 12.2 at most" in found["driver-too-old"]["message"]
+    assert "compute capability 7.5" in found["no-bfloat16"]["message"]
     assert "--dtype float16" in found["no-bfloat16"]["fix"]
     assert "no-nvidia-driver" not in found
 
@@ -105,8 +105,8 @@ def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path
     }
     env = {"WSL_DISTRO_NAME": "Ubuntu-22.04", "VLLM_WSL2_ENABLE_PIN_MEMORY": "1", **secrets}
     res, found = doctor(project, env=env)
-    assert "VLLM_WSL2_ENABLE_PIN_MEMORY is '1'" in found["wsl2-pinned-memory"]["evidence"]
-    assert "hf-xet 1.1.0 is older than 1.1.7" in found["old-hf-xet"]["evidence"]
+    assert "VLLM_WSL2_ENABLE_PIN_MEMORY is '1'" in found["wsl2-pinned-memory"]["message"]
+    assert "hf-xet 1.1.0 is older than 1.1.7" in found["old-hf-xet"]["message"]
     environment = res.json()["environment"]
     assert all(environment[name] == "***" for name in secrets)
     assert environment["VLLM_WSL2_ENABLE_PIN_MEMORY"] == "1"

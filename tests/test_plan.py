@@ -95,7 +95,7 @@ def test_dense_model_by_hand(tmp_path: Path) -> None:
     assert plan.memory["weights"] == parameters_from_shapes(s) * 2
     room = int(0.5 * 2 * GIB) - plan.memory["weights"] - GIB
     assert room < 0 and not plan.ok  # 1 GiB budget, 1 GiB reserve: nothing left
-    assert plan.problems[0]["code"] == "no-room-for-kv-cache"
+    assert plan.problems[0].code == "no-room-for-kv-cache"
 
 
 def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path) -> None:
         dtype="float16",
     )
     assert not plan.ok
-    assert plan.problems[0]["code"] == "exceeds-free-memory"  # 0.9 x 8 = 7.2 > 6.98
+    assert plan.problems[0].code == "exceeds-free-memory"  # 0.9 x 8 = 7.2 > 6.98
     assert plan.numbers["highest_safe_utilization"] == 0.86
     assert plan.memory["kv_per_token"] == 2 * 36 * 2 * 128 * 2  # GQA: 2 KV heads
     weights = plan.memory["weights"]

@@ -23,11 +23,12 @@ from packaging.version import InvalidVersion, Version
 
 from . import process
 from .errors import BadInput
+from .findings import Finding, Severity
 from .profile import Profile
 from .redaction import is_secret_variable
 from .verify import Report, Status, assess, collect_facts, facts_request, venv_python
 
-ERROR, WARNING, INFO = "error", "warning", "info"
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # a value that holds a credential anywhere: a known token shape, or an option naming one
 SECRET_INSIDE = re.compile(
     r"(hf_|sk-|ghp_|gho_|github_pat_|xox[bp]-)[A-Za-z0-9_-]{8,}|"
@@ -39,22 +40,6 @@ RELEVANT_ENV = re.compile(
     r"PYTHONPATH$|PYTHONHOME$|VIRTUAL_ENV$|LD_LIBRARY_PATH$|OPENAI_)"
 )
 HF_XET_MIN = Version("1.1.7")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    severity: str
-    code: str
-    evidence: str
-    fix: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "severity": self.severity,
-            "code": self.code,
-            "evidence": self.evidence,
-            "fix": self.fix,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,7 +62,8 @@ class Diagnosis:
             "python": self.python,
             "prefix": self.prefix,
             "venv": self.venv,
-            "findings": [f.to_dict() for f in self.findings],
+            # "evidence": the message under its name of JSON format 1, kept for readers of it
+            "findings": [{**f.to_dict(), "evidence": f.message} for f in self.findings],
             "gpus": list(self.gpus),
             "environment": self.environment,
             "profile": self.report.to_dict() if self.report else None,
@@ -132,7 +118,7 @@ def diagnose(venv: Path | None, profile: Profile | None) -> Diagnosis:
             Finding(
                 severity=ERROR,
                 code=f"drift-{c.kind}",
-                evidence=(
+                message=(
                     f"{c.name}: {c.found} (profile: {c.expected})"
                     + (f"; {c.detail}" if c.detail else "")
                 ),
@@ -153,7 +139,7 @@ def diagnose(venv: Path | None, profile: Profile | None) -> Diagnosis:
             Finding(
                 severity=WARNING,
                 code="not-a-venv",
-                evidence=(
+                message=(
                     f"{facts['executable']} is a system interpreter (sys.prefix {facts['prefix']})"
                 ),
                 fix="work in a venv: envkit build PROFILE",
@@ -187,7 +173,7 @@ def duplicates(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
             Finding(
                 severity=ERROR if len(versions) > 1 else WARNING,
                 code="duplicate-distribution",
-                evidence=(
+                message=(
                     f"{name} is installed {len(copies)} times{mixed}: {where}; the first on "
                     "sys.path shadows the others"
                 ),
@@ -225,7 +211,7 @@ def known_bad(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
                 Finding(
                     severity=ERROR,
                     code="requirement-violated",
-                    evidence=where,
+                    message=where,
                     fix=f"install a transformers that fits: {spec}",
                 )
             ]
@@ -236,7 +222,7 @@ def known_bad(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
                 Finding(
                     severity=ERROR,
                     code="known-bad-pair",
-                    evidence=(
+                    message=(
                         f"{where}: this vLLM predates transformers 5 and breaks on it (tokenizers "
                         "lost all_special_tokens_extended)"
                     ),
@@ -296,7 +282,7 @@ def cuda_findings(
             Finding(
                 severity=INFO,
                 code="no-nvidia-driver",
-                evidence="no NVIDIA driver found (nvidia-smi is not on PATH or lists no GPU)",
+                message="no NVIDIA driver found (nvidia-smi is not on PATH or lists no GPU)",
                 fix="fine for building; serving needs an NVIDIA GPU and driver",
             )
         )
@@ -306,7 +292,7 @@ def cuda_findings(
             Finding(
                 severity=ERROR,
                 code="driver-too-old",
-                evidence=(
+                message=(
                     f"torch {torch.get('version') if torch else ''} is built for CUDA {built}; the "
                     f"driver supports CUDA {driver_cuda} at most"
                 ),
@@ -324,7 +310,7 @@ def cuda_findings(
                 Finding(
                     severity=WARNING,
                     code="no-bfloat16",
-                    evidence=(f"{gpu['name']} has compute capability {capability}: no bfloat16"),
+                    message=(f"{gpu['name']} has compute capability {capability}: no bfloat16"),
                     fix="serve bfloat16 checkpoints with --dtype float16 (envkit plan does)",
                 )
             )
@@ -343,7 +329,7 @@ def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
         Finding(
             severity=WARNING,
             code="wsl2-pinned-memory",
-            evidence=(
+            message=(
                 "WSL2: GPU paravirtualisation gives no pinned host memory by default (vLLM's "
                 "V1 engine then fails with 'UVA is not available'); VLLM_WSL2_ENABLE_PIN_MEMORY is "
                 + (repr(value) if value is not None else "not set")
@@ -368,7 +354,7 @@ def xet_findings(dists: dict[str, list[dict[str, Any]]], env: Mapping[str, str])
             Finding(
                 severity=WARNING,
                 code="old-hf-xet",
-                evidence=(
+                message=(
                     f"hf-xet {version} is older than {HF_XET_MIN}; downloads can fail with "
                     "'CAS Client Error: HTTP 401'"
                 ),
@@ -380,7 +366,7 @@ def xet_findings(dists: dict[str, list[dict[str, Any]]], env: Mapping[str, str])
             Finding(
                 severity=INFO,
                 code="xet-disabled",
-                evidence=f"HF_HUB_DISABLE_XET={disabled}: downloads skip the Xet backend",
+                message=f"HF_HUB_DISABLE_XET={disabled}: downloads skip the Xet backend",
             )
         ]
     return []

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, NetworkError
+from .findings import Finding
 from .httpclient import Http
 from .profile import Profile
 from .redaction import redact
@@ -43,23 +44,11 @@ class ModelConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoadProblem:
-    """One reason a profile cannot load a model, with what would fix it."""
-
-    code: str
-    message: str
-    fix: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message, "fix": self.fix}
-
-
-@dataclass(frozen=True, kw_only=True)
 class Verdict:
     profile: str
     ok: bool
     architecture: str  # the one vLLM would use, when ok
-    problems: tuple[LoadProblem, ...] = ()
+    problems: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,14 +186,14 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
             ok=False,
             architecture="",
             problems=(
-                LoadProblem(
+                Finding(
                     code="profile-not-scanned",
                     message=f"Profile {profile.name} lists no architectures.",
                     fix=f"envkit scan --update {profile.name}",
                 ),
             ),
         )
-    problems: list[LoadProblem] = []
+    problems: list[Finding] = []
     notes: list[str] = []
     mt = config.model_type
     if mt in known.vllm_model_types:
@@ -217,7 +206,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
             )
         else:
             problems.append(
-                LoadProblem(
+                Finding(
                     code="unknown-model-type",
                     message=f"model type {mt!r} is unknown to transformers {known.transformers}, "
                     f"and vLLM {known.vllm} has no config class for it",
@@ -227,7 +216,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
     chosen = next((a for a in config.architectures if a in known.architectures), "")
     if not config.architectures:
         problems.append(
-            LoadProblem(
+            Finding(
                 code="no-architectures",
                 message="config.json names no architectures",
                 fix="add the model class to architectures in config.json",
@@ -258,12 +247,12 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
 
 def _architecture_problems(
     archs: tuple[str, ...], vllm: str, previous: dict[str, str], plugins: dict[str, str]
-) -> list[LoadProblem]:
+) -> list[Finding]:
     out = []
     for arch in archs:
         if arch in previous:
             out.append(
-                LoadProblem(
+                Finding(
                     code="architecture-removed",
                     message=f"{arch} was supported until vLLM {previous[arch]} and "
                     f"is not in vLLM {vllm}",
@@ -272,7 +261,7 @@ def _architecture_problems(
             )
         elif arch in plugins:
             out.append(
-                LoadProblem(
+                Finding(
                     code="architecture-out-of-tree",
                     message=f"{arch} is not in vLLM {vllm} itself; it lives in a "
                     f"plugin ({plugins[arch]})",
@@ -281,7 +270,7 @@ def _architecture_problems(
             )
         else:
             out.append(
-                LoadProblem(
+                Finding(
                     code="unsupported-architecture",
                     message=f"{arch} is not in vLLM {vllm}'s model registry",
                     fix="use a profile whose vLLM lists it (see supported_by)",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
+from .findings import Finding
 
 GIB = 1024**3
 DTYPE_BYTES = {
@@ -301,7 +302,7 @@ class PlanInput:
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     ok: bool
-    problems: tuple[dict[str, str], ...]
+    problems: tuple[Finding, ...]
     memory: dict[str, int]
     numbers: dict[str, Any]
     recommended: dict[str, Any]
@@ -312,7 +313,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "problems": list(self.problems),
+            "problems": [p.to_dict() for p in self.problems],
             "memory": self.memory,
             **self.numbers,
             "recommended": self.recommended,
@@ -357,35 +358,35 @@ def _kv_problems(
     requested: int,
     weights: int,
     inp: PlanInput,
-) -> list[dict[str, str]]:
+) -> list[Finding]:
     """What the KV cache lacks at the asked utilisation: no room at all, or too little for
     the context; each with the fix (a utilisation that fits, else a shorter context)."""
-    out: list[dict[str, str]] = []
+    out: list[Finding] = []
     if kv_room_asked <= 0:
         out.append(
-            {
-                "code": "no-room-for-kv-cache",
-                "message": (
+            Finding(
+                code="no-room-for-kv-cache",
+                message=(
                     f"weights {weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
                     f"leave no KV cache in a {requested / GIB:.2f} GiB budget"
                 ),
-                "fix": f"--gpu-memory-utilization {need:.2f}"
+                fix=f"--gpu-memory-utilization {need:.2f}"
                 if need <= safe
                 else "a smaller model, fewer bytes per weight (quantised), or a larger GPU",
-            }
+            )
         )
     elif kv_room_asked < need_bytes:
         out.append(
-            {
-                "code": "max-model-len-too-long",
-                "message": (
+            Finding(
+                code="max-model-len-too-long",
+                message=(
                     f"a {length}-token context needs {need_bytes / GIB:.2f} GiB of "
                     f"KV cache; {kv_room_asked / GIB:.2f} GiB are left"
                 ),
-                "fix": f"--gpu-memory-utilization {need:.2f}"
+                fix=f"--gpu-memory-utilization {need:.2f}"
                 if need <= safe
                 else (f"--max-model-len {fits}" if fits else "a smaller model or a larger GPU"),
-            }
+            )
         )
     return out
 
@@ -427,22 +428,22 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     length = inp.max_model_len or whole(
         text, "max_position_embeddings", "config.json", default=4096
     )
-    problems: list[dict[str, str]] = []
+    problems: list[Finding] = []
     requested = int(inp.utilization * inp.gpu_memory)
     # one point below the free fraction: the CUDA context and other processes take a little
     # more once vLLM starts (field report 2: 6.98 of 8 GiB free, 0.86 works)
     safe = max(0.0, math.floor((free / inp.gpu_memory - 0.01) * 100) / 100)
     if requested > free:
         problems.append(
-            {
-                "code": "exceeds-free-memory",
-                "message": (
+            Finding(
+                code="exceeds-free-memory",
+                message=(
                     f"{inp.utilization} x {inp.gpu_memory / GIB:.2f} GiB = "
                     f"{requested / GIB:.2f} GiB is more than the {free / GIB:.2f} GiB free: "
                     "vLLM refuses to start"
                 ),
-                "fix": f"--gpu-memory-utilization {safe:.2f}",
-            }
+                fix=f"--gpu-memory-utilization {safe:.2f}",
+            )
         )
     kv_room_asked = requested - weights - inp.reserve
     # the recommendation: the asked utilisation if it fits, else the least that holds a

@@ -475,8 +475,8 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         )
     _echo(table(rows))
     for problem in result.problems:
-        _echo(_wrap(f"{problem['code']}: {problem['message']}", "  ", "    "), fg="red")
-        _echo(_wrap(f"fix: {problem['fix']}", "    ", "      "))
+        _echo(_wrap(f"{problem.code}: {problem.message}", "  ", "    "), fg="red")
+        _echo(_wrap(f"fix: {problem.fix}", "    ", "      "))
     for note in (*result.notes, *(p.message for p in verdict.problems)):
         _echo(_wrap(f"note: {note}", "  ", "    "))
     if result.ok:
@@ -535,8 +535,8 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
             f"{gpu['memory_total_mib']} MiB free"
         )
     for f in d.findings:
-        _echo(f"{f.severity:<7} ", fg=_SEVERITY.get(f.severity), nl=False)
-        _echo(_wrap(f"{f.code}: {f.evidence}", "", "        "))
+        _echo(f"{f.severity.value:<7} ", fg=_SEVERITY.get(f.severity.value), nl=False)
+        _echo(_wrap(f"{f.code}: {f.message}", "", "        "))
         if f.fix:
             _echo(_wrap(f"fix: {f.fix}", "        ", "          "))
     if d.environment:
