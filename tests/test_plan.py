@@ -92,8 +92,8 @@ def test_dense_model_by_hand(tmp_path: Path) -> None:
     assert parameters_from_shapes(tied) == parameters_from_shapes(s) - 1000 * 1024
     assert kv_bytes_per_token(s, 2) == 2 * 4 * 8 * 128 * 2
     plan = plan_for(model_dir(tmp_path, config), gpu_memory=GIB * 2, utilization=0.5)
-    assert plan.memory["weights"] == parameters_from_shapes(s) * 2
-    room = int(0.5 * 2 * GIB) - plan.memory["weights"] - GIB
+    assert plan.memory.weights == parameters_from_shapes(s) * 2
+    room = int(0.5 * 2 * GIB) - plan.memory.weights - GIB
     assert room < 0 and not plan.ok  # 1 GiB budget, 1 GiB reserve: nothing left
     assert plan.problems[0].code == "no-room-for-kv-cache"
 
@@ -110,14 +110,14 @@ def test_report_2_three_b_model_on_an_8_gib_card(tmp_path: Path) -> None:
     )
     assert not plan.ok
     assert plan.problems[0].code == "exceeds-free-memory"  # 0.9 x 8 = 7.2 > 6.98
-    assert plan.numbers["highest_safe_utilization"] == 0.86
-    assert plan.memory["kv_per_token"] == 2 * 36 * 2 * 128 * 2  # GQA: 2 KV heads
-    weights = plan.memory["weights"]
+    assert plan.numbers.highest_safe_utilization == 0.86
+    assert plan.memory.kv_per_token == 2 * 36 * 2 * 128 * 2  # GQA: 2 KV heads
+    weights = plan.memory.weights
     assert abs(weights / GIB - 5.75) < 0.01  # about 6 GiB of float16 weights
     # at 0.86 the KV cache gets 0.86*8 - 5.75 - 1 = 0.13 GiB: under 4096 tokens
-    fits = (int(0.86 * 8 * GIB) - weights - GIB) // plan.memory["kv_per_token"] // 16 * 16
-    assert plan.recommended["gpu_memory_utilization"] == 0.86
-    assert plan.recommended["max_model_len"] == fits < 4096
+    fits = (int(0.86 * 8 * GIB) - weights - GIB) // plan.memory.kv_per_token // 16 * 16
+    assert plan.recommended.gpu_memory_utilization == 0.86
+    assert plan.recommended.max_model_len == fits < 4096
     assert "--max-model-len 3840" in plan.command
 
 
@@ -132,11 +132,11 @@ def test_report_2_one_and_a_half_b_model_fits_at_the_recommendation(tmp_path: Pa
         dtype="float16",
     )
     assert plan.ok, plan.problems
-    assert abs(plan.memory["weights"] / GIB - 2.88) < 0.01  # about 3 GiB
-    assert plan.recommended["max_model_len"] == 4096
-    room = int(0.86 * 8 * GIB) - plan.memory["weights"] - GIB
-    assert plan.numbers["concurrency"] == round(room / (28672 * 4096), 2)
-    assert plan.numbers["concurrency"] > 20
+    assert abs(plan.memory.weights / GIB - 2.88) < 0.01  # about 3 GiB
+    assert plan.recommended.max_model_len == 4096
+    room = int(0.86 * 8 * GIB) - plan.memory.weights - GIB
+    assert plan.numbers.concurrency == round(room / (28672 * 4096), 2)
+    assert plan.numbers.concurrency > 20
 
 
 def test_hybrid_model_counts_only_full_attention_layers() -> None:
@@ -152,9 +152,9 @@ def test_hybrid_model_counts_only_full_attention_layers() -> None:
             model=MODELS / "Qwen3.5-9B", gpu_memory=24 * GIB, max_model_len=10000, utilization=0.4
         ),
     )
-    assert plan.memory["weights"] == 18819627488  # metadata.total_size, bfloat16 as served
-    assert plan.numbers["weights_source"] == "model.safetensors.index.json"
-    assert not plan.ok and plan.recommended["gpu_memory_utilization"] == 0.79
+    assert plan.memory.weights == 18819627488  # metadata.total_size, bfloat16 as served
+    assert plan.numbers.weights_source == "model.safetensors.index.json"
+    assert not plan.ok and plan.recommended.gpu_memory_utilization == 0.79
     assert any("hybrid model" in n for n in plan.notes)
 
 
@@ -180,8 +180,8 @@ def test_vision_budgets_report_3() -> None:
         PlanInput(model=MODELS / "Qwen2-VL-2B-Instruct", gpu_memory=24 * GIB, max_model_len=8192),
     )
     assert plan.mm is not None
-    assert plan.mm["max_image_tokens"] == 12845056 // (28 * 28) == 16384
-    assert plan.recommended["mm_processor_kwargs"] == {"max_pixels": 512 * 28 * 28}
+    assert plan.mm.max_image_tokens == 12845056 // (28 * 28) == 16384
+    assert plan.recommended.mm_processor_kwargs == {"max_pixels": 512 * 28 * 28}
     qwen35 = json.loads((MODELS / "Qwen3.5-9B" / "config.json").read_text())
     plan = make_plan(
         qwen35,
@@ -189,9 +189,9 @@ def test_vision_budgets_report_3() -> None:
         "m",
         PlanInput(model=MODELS / "Qwen3.5-9B", gpu_memory=48 * GIB, max_model_len=10000),
     )
-    assert plan.mm is not None and plan.mm["pixels_per_token"] == 32 * 32
-    assert plan.mm["max_pixels"] == 16384 * 32 * 32 == 16_777_216  # about 4096 x 4096
-    assert plan.recommended["mm_processor_kwargs"] == {"max_pixels": 524288}
+    assert plan.mm is not None and plan.mm.pixels_per_token == 32 * 32
+    assert plan.mm.max_pixels == 16384 * 32 * 32 == 16_777_216  # about 4096 x 4096
+    assert plan.recommended.mm_processor_kwargs == {"max_pixels": 524288}
     assert "--mm-processor-kwargs '{\"max_pixels\": 524288}'" in plan.command
 
 

@@ -300,13 +300,81 @@ class PlanInput:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Memory:
+    """The budget in bytes, at the utilisation asked."""
+
+    total: int
+    free: int
+    requested: int
+    weights: int
+    reserve: int
+    kv_cache: int
+    kv_per_token: int
+
+    def to_dict(self) -> dict[str, int]:
+        return _fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Numbers:
+    """How the plan was reached."""
+
+    dtype: str
+    kv_cache_dtype: str
+    weights_source: str
+    max_model_len: int  # asked (or the model's maximum)
+    max_model_len_that_fits: int  # at the recommended utilisation
+    concurrency: float
+    full_attention_layers: int
+    layers: int
+    highest_safe_utilization: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recommendation:
+    """The settings to serve with: ``vllm serve`` flags."""
+
+    gpu_memory_utilization: float
+    max_model_len: int
+    dtype: str
+    mm_processor_kwargs: dict[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = _fields(self)
+        if self.mm_processor_kwargs is None:
+            del data["mm_processor_kwargs"]
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class Images:
+    """The image budget vLLM profiles with."""
+
+    max_image_tokens: int
+    max_pixels: int
+    pixels_per_token: int
+    source: str
+    recommended_max_pixels: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     ok: bool
     problems: tuple[Finding, ...]
-    memory: dict[str, int]
-    numbers: dict[str, Any]
-    recommended: dict[str, Any]
-    mm: dict[str, Any] | None
+    memory: Memory
+    numbers: Numbers
+    recommended: Recommendation
+    mm: Images | None
     command: str
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -314,10 +382,10 @@ class Plan:
         return {
             "ok": self.ok,
             "problems": [p.to_dict() for p in self.problems],
-            "memory": self.memory,
-            **self.numbers,
-            "recommended": self.recommended,
-            "mm": self.mm,
+            "memory": self.memory.to_dict(),
+            **self.numbers.to_dict(),
+            "recommended": self.recommended.to_dict(),
+            "mm": self.mm.to_dict() if self.mm else None,
             "command": self.command,
             "notes": list(self.notes),
         }
@@ -391,20 +459,20 @@ def _kv_problems(
     return out
 
 
-def _images(image: Vision | None, recommended: dict[str, Any]) -> dict[str, Any] | None:
-    """The image budget vLLM profiles with, and a max_pixels for a small GPU (report 3)."""
+def _images(image: Vision | None) -> tuple[Images | None, dict[str, int] | None]:
+    """The image budget vLLM profiles with, and the processor kwargs a small GPU needs
+    (report 3: 512 vision tokens' worth of pixels), when the default is larger."""
     if image is None:
-        return None
+        return None, None
     target = IMAGE_TOKEN_TARGET * image.pixels_per_token
-    if image.max_image_tokens > IMAGE_TOKEN_TARGET:
-        recommended["mm_processor_kwargs"] = {"max_pixels": target}
-    return {
-        "max_image_tokens": image.max_image_tokens,
-        "max_pixels": image.max_pixels,
-        "pixels_per_token": image.pixels_per_token,
-        "source": image.source,
-        "recommended_max_pixels": min(target, image.max_pixels),
-    }
+    kwargs = {"max_pixels": target} if image.max_image_tokens > IMAGE_TOKEN_TARGET else None
+    return Images(
+        max_image_tokens=image.max_image_tokens,
+        max_pixels=image.max_pixels,
+        pixels_per_token=image.pixels_per_token,
+        source=image.source,
+        recommended_max_pixels=min(target, image.max_pixels),
+    ), kwargs
 
 
 def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInput) -> Plan:
@@ -459,32 +527,33 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         kv_room_asked, per_token * length, length, fits, need, safe, requested, weights, inp
     )
     rec_len = min(length, fits) if fits else 0
-    recommended: dict[str, Any] = {
-        "gpu_memory_utilization": utilization,
-        "max_model_len": rec_len,
-        "dtype": dtype,
-    }
-    mm = _images(vision(model, config), recommended)
-    memory = {
-        "total": inp.gpu_memory,
-        "free": free,
-        "requested": requested,
-        "weights": weights,
-        "reserve": inp.reserve,
-        "kv_cache": max(kv_room_asked, 0),
-        "kv_per_token": per_token,
-    }
-    numbers = {
-        "dtype": dtype,
-        "kv_cache_dtype": inp.kv_cache_dtype,
-        "weights_source": weights_source,
-        "max_model_len": length,
-        "max_model_len_that_fits": fits,
-        "concurrency": round(kv_room / (per_token * rec_len), 2) if rec_len else 0,
-        "full_attention_layers": s.full_attention_layers,
-        "layers": s.layers,
-        "highest_safe_utilization": safe,
-    }
+    mm, mm_kwargs = _images(vision(model, config))
+    recommended = Recommendation(
+        gpu_memory_utilization=utilization,
+        max_model_len=rec_len,
+        dtype=dtype,
+        mm_processor_kwargs=mm_kwargs,
+    )
+    memory = Memory(
+        total=inp.gpu_memory,
+        free=free,
+        requested=requested,
+        weights=weights,
+        reserve=inp.reserve,
+        kv_cache=max(kv_room_asked, 0),
+        kv_per_token=per_token,
+    )
+    numbers = Numbers(
+        dtype=dtype,
+        kv_cache_dtype=inp.kv_cache_dtype,
+        weights_source=weights_source,
+        max_model_len=length,
+        max_model_len_that_fits=fits,
+        concurrency=round(kv_room / (per_token * rec_len), 2) if rec_len else 0,
+        full_attention_layers=s.full_attention_layers,
+        layers=s.layers,
+        highest_safe_utilization=safe,
+    )
     notes = []
     if s.full_attention_layers != s.layers:
         notes.append(
@@ -506,24 +575,24 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     )
 
 
-def serve_args(rec: dict[str, Any], kv_cache_dtype: str = "auto") -> list[str]:
+def serve_args(rec: Recommendation, kv_cache_dtype: str = "auto") -> list[str]:
     """The recommended settings as vllm serve flags."""
     args = [
         "--dtype",
-        rec["dtype"],
+        rec.dtype,
         "--gpu-memory-utilization",
-        f"{rec['gpu_memory_utilization']:.2f}",
+        f"{rec.gpu_memory_utilization:.2f}",
         "--max-model-len",
-        str(rec["max_model_len"]),
+        str(rec.max_model_len),
     ]
     if kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", kv_cache_dtype]
-    if "mm_processor_kwargs" in rec:
-        args += ["--mm-processor-kwargs", json.dumps(rec["mm_processor_kwargs"])]
+    if rec.mm_processor_kwargs is not None:
+        args += ["--mm-processor-kwargs", json.dumps(rec.mm_processor_kwargs)]
     return args
 
 
-def serve_command(model: str, rec: dict[str, Any], kv_cache_dtype: str = "auto") -> str:
+def serve_command(model: str, rec: Recommendation, kv_cache_dtype: str = "auto") -> str:
     return " ".join(
         ["vllm", "serve", *(_quote(a) for a in [model, *serve_args(rec, kv_cache_dtype)])]
     )
@@ -533,7 +602,7 @@ def _quote(text: str) -> str:
     return text if re.fullmatch(r"[\w./:@+-]+", text) else "'" + text.replace("'", "'\\''") + "'"
 
 
-def compose(model: str, rec: dict[str, Any], vllm_version: str, kv: str = "auto") -> str:
+def compose(model: str, rec: Recommendation, vllm_version: str, kv: str = "auto") -> str:
     """A docker-compose service running the recommended command (vLLM's OpenAI image)."""
     args = ["--model", model, *serve_args(rec, kv)]
     image = f"vllm/vllm-openai:v{vllm_version}" if vllm_version else "vllm/vllm-openai:latest"

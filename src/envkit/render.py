@@ -450,27 +450,27 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
 
     mem = result.memory
     rows = [
-        ("GPU", f"{mem['total'] / GIB:.2f} GiB total, {mem['free'] / GIB:.2f} GiB free"),
-        ("vLLM asks", f"{mem['requested'] / GIB:.2f} GiB"),
-        ("weights", f"{mem['weights'] / GIB:.2f} GiB ({result.numbers['weights_source']})"),
-        ("reserve", f"{mem['reserve'] / GIB:.2f} GiB (activations, CUDA graphs)"),
+        ("GPU", f"{mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free"),
+        ("vLLM asks", f"{mem.requested / GIB:.2f} GiB"),
+        ("weights", f"{mem.weights / GIB:.2f} GiB ({result.numbers.weights_source})"),
+        ("reserve", f"{mem.reserve / GIB:.2f} GiB (activations, CUDA graphs)"),
         (
             "KV cache",
-            f"{mem['kv_cache'] / GIB:.2f} GiB, {mem['kv_per_token']} bytes per token "
-            f"({result.numbers['full_attention_layers']} attention layers)",
+            f"{mem.kv_cache / GIB:.2f} GiB, {mem.kv_per_token} bytes per token "
+            f"({result.numbers.full_attention_layers} attention layers)",
         ),
         (
             "context",
-            f"{result.numbers['max_model_len']} asked, "
-            f"{result.numbers['max_model_len_that_fits']} fit at the recommendation",
+            f"{result.numbers.max_model_len} asked, "
+            f"{result.numbers.max_model_len_that_fits} fit at the recommendation",
         ),
     ]
     if result.mm:
         rows.append(
             (
                 "images",
-                f"{result.mm['max_image_tokens']} tokens per image at most "
-                f"({result.mm['max_pixels']} pixels, {result.mm['source']})",
+                f"{result.mm.max_image_tokens} tokens per image at most "
+                f"({result.mm.max_pixels} pixels, {result.mm.source})",
             )
         )
     _echo(table(rows))
