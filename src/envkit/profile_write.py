@@ -6,8 +6,10 @@ temporary file beside the target and is renamed over it: a profile is never half
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tomlkit
 from packaging.specifiers import SpecifierSet
@@ -16,7 +18,11 @@ from tomlkit.items import Array, Table
 
 from .atomicfile import write_atomic
 from .errors import BadInput, WheelError
-from .registry_scan import ReleaseSpan, Scan, Scanner, torch_cuda
+from .profile import NAME_RE, Profile, load_profile
+
+if TYPE_CHECKING:  # read for its type only: modelcheck loads the HTTP client
+    from .modelcheck import ModelConfig
+from .registry_scan import ReleaseSpan, Scan, Scanner, parse_target, releases_listing, torch_cuda
 
 
 def _array(items: list[str]) -> Array:
@@ -187,3 +193,55 @@ def write_new_profile(path: Path, text: str, *, force: bool) -> None:
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text)
+
+
+def rescan(profile: Profile, scanner: Scanner) -> tuple[Scan, Scan]:
+    """``scan --update``: scan the profile's pinned vLLM and transformers and rewrite its
+    ``[models]`` table from them. BadInput when either is not pinned exactly."""
+    pins = profile.expected_versions()
+    missing = [n for n in ("vllm", "transformers") if n not in pins]
+    if missing:
+        raise BadInput(
+            f"Profile {profile.name} pins no exact {' or '.join(missing)} version.",
+            "Pin vllm==X in requirements and transformers==Y in constraints.",
+        )
+    vllm = scanner.scan("vllm", Version(pins["vllm"]))
+    transformers = scanner.scan("transformers", Version(pins["transformers"]))
+    update_models(profile.path, vllm, transformers)
+    return vllm, transformers
+
+
+def draft_for_model(
+    path: Path,
+    config: ModelConfig,
+    scanner: Scanner,
+    *,
+    vllm_version: str | None = None,
+    force: bool = False,
+) -> tuple[Profile, ReleaseSpan]:
+    """``new-profile``: write a profile at ``path`` for the newest vLLM release listing one of
+    the model's architectures (or ``vllm_version``, which must list it). Returns the profile
+    as read back and the releases that list the architecture."""
+    name = path.stem
+    if not NAME_RE.fullmatch(name):
+        raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
+    span = next(
+        (found for arch in config.architectures if (found := releases_listing(scanner, arch))),
+        None,
+    )
+    if span is None:
+        raise BadInput(
+            f"No published vLLM release lists {' or '.join(config.architectures) or 'it'}.",
+            "A profile cannot be drafted for a model no vLLM release supports.",
+        )
+    if vllm_version:
+        _project, wanted = parse_target(f"vllm=={vllm_version}")
+        if not (Version(span.first) <= wanted <= Version(span.newest)):
+            raise BadInput(
+                f"vLLM {wanted} does not list {span.architecture} "
+                f"(vLLM {span.first} through {span.newest} do).",
+                "Pick a release in that range, or leave out --vllm.",
+            )
+        span = dataclasses.replace(span, newest=str(wanted))
+    write_new_profile(path, draft(name, config.model_type, span, scanner), force=force)
+    return load_profile(path), span

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import click
-from packaging.version import Version
 
 from .. import render
 from ..catalog import envs_dir, list_profiles, resolve_profile
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from ..profile import NAME_RE, Profile, load_profile
+from ..profile import NAME_RE, Profile
 from .options import State, index_url_option, json_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
@@ -90,7 +87,7 @@ def scan(
 
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
-    from ..profile_write import update_models
+    from ..profile_write import rescan
     from ..registry_scan import Scanner, parse_target
     from ..wheelfetch import index_url
 
@@ -99,17 +96,7 @@ def scan(
         if target:
             raise BadInput("Give either TARGET or --update PROFILE, not both.")
         profile = resolve_profile(update, envs_dir(state.envs))
-        pins = profile.expected_versions()
-        missing = [n for n in ("vllm", "transformers") if n not in pins]
-        if missing:
-            raise BadInput(
-                f"Profile {profile.name} pins no exact {' or '.join(missing)} version.",
-                "Pin vllm==X in requirements and transformers==Y in constraints.",
-            )
-        vllm = scanner.scan("vllm", Version(pins["vllm"]))
-        transformers = scanner.scan("transformers", Version(pins["transformers"]))
-        update_models(profile.path, vllm, transformers)
-        render.scans([vllm, transformers], as_json, updated=str(profile.path))
+        render.scans(list(rescan(profile, scanner)), as_json, updated=str(profile.path))
         return EXIT_OK
     if not target:
         raise BadInput("Nothing to scan.", "Give vllm==X or transformers==Y, or --update PROFILE.")
@@ -152,37 +139,17 @@ def new_profile(
     allows that was published before it and knows the model type.
     """
     from ..modelcheck import load_model_config
-    from ..profile_write import draft, write_new_profile
-    from ..registry_scan import Scanner, parse_target, releases_listing
+    from ..profile_write import draft_for_model
+    from ..registry_scan import Scanner
     from ..wheelfetch import index_url
 
-    if not NAME_RE.fullmatch(name):
+    if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
     config = load_model_config(model)
     scanner = Scanner(index_url(index))
-    listing = next(
-        (found for arch in config.architectures if (found := releases_listing(scanner, arch))),
-        None,
-    )
-    if listing is None:
-        raise BadInput(
-            f"No published vLLM release lists {' or '.join(config.architectures) or 'it'}.",
-            "A profile cannot be drafted for a model no vLLM release supports.",
-        )
-    if vllm_version:
-        _p, wanted = parse_target(f"vllm=={vllm_version}")
-        if not (Version(listing.first) <= wanted <= Version(listing.newest)):
-            raise BadInput(
-                f"vLLM {wanted} does not list {listing.architecture} "
-                f"(vLLM {listing.first} through {listing.newest} do).",
-                "Pick a release in that range, or leave out --vllm.",
-            )
-        listing = dataclasses.replace(listing, newest=str(wanted))
     path = envs_dir(state.envs) / f"{name}.toml"
-    text = draft(name, config.model_type, listing, scanner)
-    write_new_profile(path, text, force=force)
-    profile = load_profile(path)
-    render.drafted(profile, listing.architecture, as_json)
+    profile, span = draft_for_model(path, config, scanner, vllm_version=vllm_version, force=force)
+    render.drafted(profile, span.architecture, as_json)
     return EXIT_OK
 
 
