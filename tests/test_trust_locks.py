@@ -3,8 +3,13 @@ cache is keyed by the index; a folder that cannot be written is one message."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -13,7 +18,7 @@ from test_lock import lock_args, matrix_profile
 import indexserver
 import registry_world
 from conftest import Indexes
-from helpers import PY, run_cli
+from helpers import PY, profile_text, run_cli
 
 
 @pytest.fixture
@@ -100,3 +105,53 @@ def test_scan_cache_is_keyed_by_index(
             "scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(server)
         )
     assert elsewhere.code == 0 and json.loads(elsewhere.out)["cached"] is False
+
+
+@pytest.fixture
+def served_index(indexes: Indexes) -> Iterator[str]:
+    """The tests' default index served over HTTP on 127.0.0.1 (it ignores credentials)."""
+    folder = Path(indexes.default.removeprefix("file://")).parent
+    handler = functools.partial(QuietFiles, directory=str(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_index_credentials_reach_no_file_or_output(
+    tmp_path: Path, served_index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "s3cret-index-t0ken"
+    index = served_index.replace("http://", f"http://:{token}@")
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY]))
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for extra in ((), ("--json",)):
+        res = run_cli("lock", "m", "--index-url", index, "--torch-index", "default", *extra)
+        assert res.code == 0, res.err
+        outputs.append(res.out + res.err)
+    (tmp_path / "envs" / "b.toml").write_text(profile_text())
+    build = run_cli(
+        "build", "b", "--index-url", index, "--torch-index", "default", "--no-lock",
+        "--python", sys.executable, "--json",
+    )  # fmt: skip
+    assert build.code == 0, build.err
+    outputs.append(build.out + build.err)
+    assert all(token not in text for text in outputs)
+    written = [p for p in (tmp_path / "constraints").rglob("*") if p.is_file()]
+    written.append(tmp_path / ".venv" / "envkit-build.json")
+    assert len(written) >= 5
+    for path in written:
+        assert token not in path.read_text(), path
+    header = (tmp_path / "constraints" / "m" / f"py{PY}-linux-x86_64-cu124.txt").read_text()
+    assert "index: http://***@127.0.0.1" in header
