@@ -25,11 +25,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import tomlkit
-
-from . import process
+from . import process, pylocks
 from .atomicfile import temporary_folder, write_atomic
 from .errors import BadInput, CommandFailed, FileSystemError, NetworkError
 from .lockcells import (
@@ -190,8 +187,11 @@ class Locker:
                     raise FileSystemError(out, exc, "create") from None
                 head = self.header(profile, cell, result, profile_digest)
                 # uv keeps index credentials out of its output; redact() makes sure of it
-                for name, made in ((cell.txt_name, "cell.txt"), (cell.pylock_name, "pylock.toml")):
-                    write_atomic(out / name, head + redact((tmp / made).read_text()))
+                txt = redact((tmp / "cell.txt").read_text())
+                pylock = pylocks.for_cell(redact((tmp / "pylock.toml").read_text()), cell)
+                pylocks.validate(pylock, f"the pylock of {profile.name} / {cell.name}")
+                write_atomic(out / cell.txt_name, head + txt)
+                write_atomic(out / cell.pylock_name, head + pylock)
                 files = (out / cell.txt_name, out / cell.pylock_name)
         return dataclasses.replace(
             result, files=files, torch=self.torch_origin, seconds=time.monotonic() - start
@@ -251,12 +251,7 @@ def source_only(pylock: Path) -> tuple[str, ...]:
     text = pylock.read_text(encoding="utf-8")
     if len(re.findall(r"^wheels = ", text, re.M)) == text.count("[[packages]]"):
         return ()  # every package has wheels: no need to parse (a tenth of a second a matrix)
-    try:
-        import tomllib  # 3.11+: six times faster than tomlkit, and this runs once per cell
-
-        doc: dict[str, Any] = tomllib.loads(text)
-    except ImportError:  # pragma: no cover - Python 3.10
-        doc = tomlkit.parse(text).unwrap()
+    doc = pylocks.load(text)
     return tuple(
         sorted(
             str(p.get("name"))

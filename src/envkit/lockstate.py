@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from . import pylocks
 from .atomicfile import temporary_folder, write_atomic
 from .errors import BadInput, EnvkitError, FileSystemError, StaleLocks
 from .lockcells import (
@@ -127,6 +128,8 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
                 stale.append(f"{profile.name}/{state.cell.name} ({state.state})")
                 continue
             for path in state.files:
+                if path.suffix == ".toml":
+                    pylocks.validate_file(path)  # never publish a pylock packaging refuses
                 sources.append(path)
                 entries.append(
                     {
