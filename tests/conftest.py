@@ -26,6 +26,8 @@ def hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["UV_CACHE_DIR"] = str(tmp_path_factory.mktemp("uv-cache"))
     os.environ["UV_PYTHON_DOWNLOADS"] = "never"
     os.environ["ENVKIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("envkit-cache"))
+    # the user's own profile folder (platformdirs) is not the developer's
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("user-data"))
     os.environ["UV_NO_PROGRESS"] = "1"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
     yield

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from envkit.catalog import list_profiles
+from envkit.catalog import Catalog
 from envkit.registry_scan import Scanner, releases_listing
 from envkit.wheelfetch import index_url
 
@@ -31,7 +31,9 @@ def test_vllm_085_scan_reads_under_one_percent(tmp_path: Path) -> None:
     assert data["requires"]["torch"] == "==2.6.0"
 
 
-@pytest.mark.parametrize("profile", list_profiles(ROOT / "envs").profiles, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "profile", Catalog.from_option(str(ROOT / "envs")).list().profiles, ids=lambda p: p.name
+)
 def test_shipped_lists_equal_a_fresh_scan(profile, scanner: Scanner) -> None:  # type: ignore[no-untyped-def]
     vllm = scanner.scan("vllm", Version(profile.models.vllm))
     transformers = scanner.scan("transformers", Version(profile.models.transformers))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import resolve_profile
+from envkit.catalog import Catalog
 from envkit.errors import BadInput, ProfileError, ProfileNotFound
 from envkit.profile import load_profile
 
@@ -137,13 +137,16 @@ def test_hostile_and_unknown_names(tmp_path: Path) -> None:
     (tmp_path / "good.toml").write_text(profile_text())
     for hostile in ("../good", "../../etc/passwd", "a/b", "..", "~root", ""):
         with pytest.raises(BadInput):
-            resolve_profile(hostile, tmp_path)
+            Catalog((tmp_path,), explicit=True).resolve(hostile)
     with pytest.raises(ProfileNotFound) as info:
-        resolve_profile("goood", tmp_path)
+        Catalog((tmp_path,), explicit=True).resolve("goood")
     assert "Did you mean 'good'?" in str(info.value)
-    assert resolve_profile(str(tmp_path / "good.toml"), Path("/nonexistent")).name == "good"
+    assert (
+        Catalog((Path("/nonexistent"),), explicit=True).resolve(str(tmp_path / "good.toml")).name
+        == "good"
+    )
     with pytest.raises(ProfileNotFound):
-        resolve_profile(str(tmp_path / "missing.toml"), tmp_path)
+        Catalog((tmp_path,), explicit=True).resolve(str(tmp_path / "missing.toml"))
 
 
 def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path) -> None:
@@ -161,8 +164,26 @@ def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path)
     assert res.code == 2 and res.err.count("invalid: ") == 3
     res = envkit("show", "x", cwd=tmp_path / "envs")
     assert res.code == 2 and "does not exist" not in res.err and "No profile named" in res.err
+    # a folder without envs/: the profiles shipped with envkit are still there to read,
+    # but nothing writes beside them (lock, publish work on a project's own folder)
     res = envkit("profiles", cwd=tmp_path / "envs")
+    assert res.code == 0 and "vllm-0.8.5+qwen2-vl" in res.out
+    res = envkit("lock", "--all", "--check", cwd=tmp_path / "envs")
     assert res.code == 2 and "Profiles folder 'envs' does not exist" in res.err
+
+
+def test_shipped_profiles_and_locks_work_from_any_folder(tmp_path: Path) -> None:
+    model = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
+    res = envkit("which", str(model), "--json", cwd=tmp_path)
+    assert res.code == 0, res.err
+    assert "vllm-0.8.5+qwen2-vl" in res.json()["supported_by"]
+    shown = envkit("show", "vllm-0.8.5+qwen2-vl", "--json", cwd=tmp_path)
+    assert shown.code == 0
+    matrix = envkit(
+        "--envs", str(Path(shown.json()["profile"]["path"]).parent), "matrix", "--json", cwd=tmp_path
+    )
+    states = {c["state"] for c in matrix.json()["cells"]}
+    assert states <= {"locked", "source-only"}  # its published locks came with it
 
 
 def test_profiles_and_show_json(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .. import render
-from ..catalog import envs_dir, list_profiles, resolve_profile
+from ..catalog import Catalog
 from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
 from ..torchsource import TorchIndex
 from .options import (
@@ -28,7 +28,7 @@ from .options import (
 @click.pass_obj
 def profiles(state: State, as_json: bool) -> int:
     """List the profiles in the profiles folder."""
-    listing = list_profiles(envs_dir(state.envs))
+    listing = Catalog.from_option(state.envs).list()
     render.profiles(listing, as_json)
     return EXIT_BAD_INPUT if listing.errors else EXIT_OK
 
@@ -39,7 +39,7 @@ def profiles(state: State, as_json: bool) -> int:
 @click.pass_obj
 def show(state: State, profile: str, as_json: bool) -> int:
     """Show one profile: pins, torch backend, checks, supported models."""
-    render.show(resolve_profile(profile, envs_dir(state.envs)), as_json)
+    render.show(Catalog.from_option(state.envs).resolve(profile), as_json)
     return EXIT_OK
 
 
@@ -88,7 +88,7 @@ def build(
     from ..build import BuildOptions
     from ..build import build as run_build
 
-    loaded = resolve_profile(profile, envs_dir(state.envs))
+    loaded = Catalog.from_option(state.envs).resolve(profile)
     options = BuildOptions(
         venv=venv,
         python=python,
@@ -114,7 +114,7 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
     from ..venvslot import VenvSlot
     from ..verify import verify as run_verify
 
-    loaded = resolve_profile(profile, envs_dir(state.envs))
+    loaded = Catalog.from_option(state.envs).resolve(profile)
     slot = VenvSlot(venv)
     with slot.locked(render.progress, existing=True) as recovered:
         for note in recovered:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .. import lockstate, render
-from ..catalog import envs_dir, list_profiles, resolve_profile
+from ..catalog import Catalog
 from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from ..lockmatrix import Locker, LockOptions
 from ..profile import Profile
@@ -23,15 +23,15 @@ from .options import (
 
 
 def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile]:
-    folder = envs_dir(state.envs)
+    catalog = Catalog.from_option(state.envs).project()  # they write beside its folder
     if every == bool(names):
         raise BadInput("Name the profiles, or pass --all (not both).")
     if every:
-        listing = list_profiles(folder)
+        listing = catalog.list()
         state.broken = len(listing.errors)
         render.broken_profiles(listing.errors)  # named, then the others go on
         return list(listing.profiles)
-    return [resolve_profile(name, folder) for name in names]
+    return [catalog.resolve(name) for name in names]
 
 
 @click.command()

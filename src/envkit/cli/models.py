@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import render
-from ..catalog import envs_dir, list_profiles, resolve_profile
+from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from ..profile import NAME_RE, Profile
 from .options import State, index_url_option, json_option
@@ -14,10 +14,11 @@ from .options import State, index_url_option, json_option
 
 
 def _shipped(state: State) -> list[Profile]:
-    folder = envs_dir(state.envs)
-    if not folder.is_dir():
-        return []
-    listing = list_profiles(folder)
+    """Every profile on the search path (./envs, the user's, envkit's own)."""
+    try:
+        listing = Catalog.from_option(state.envs).list()
+    except BadInput:
+        return []  # no profiles folder at all: the verdict is about the model alone
     render.broken_profiles(listing.errors)  # named on stderr; the verdicts use the others
     return list(listing.profiles)
 
@@ -49,7 +50,7 @@ def check_model(state: State, profile: str, model: str, index: str | None, as_js
     the pinned transformers or configured by the pinned vLLM, and an architecture must be in
     the pinned vLLM's registry. Exit 0 loadable, 1 not, 2 bad input.
     """
-    loaded = resolve_profile(profile, envs_dir(state.envs))
+    loaded = Catalog.from_option(state.envs).resolve(profile)
     return _model_report(state, loaded, model, index)
 
 
@@ -95,7 +96,7 @@ def scan(
     if update:
         if target:
             raise BadInput("Give either TARGET or --update PROFILE, not both.")
-        profile = resolve_profile(update, envs_dir(state.envs))
+        profile = Catalog.from_option(state.envs).resolve(update)
         render.scans(list(rescan(profile, scanner)), as_json, updated=str(profile.path))
         return EXIT_OK
     if not target:
@@ -147,7 +148,7 @@ def new_profile(
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
     config = load_model_config(model)
     scanner = Scanner(index_url(index))
-    path = envs_dir(state.envs) / f"{name}.toml"
+    path = Catalog.from_option(state.envs).writable() / f"{name}.toml"
     profile, span = draft_for_model(path, config, scanner, vllm_version=vllm_version, force=force)
     render.drafted(profile, span.architecture, as_json)
     return EXIT_OK

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .. import render
-from ..catalog import envs_dir, resolve_profile
+from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK
 from .options import State, finite, json_option
 
@@ -73,7 +73,7 @@ def plan(
     from .. import modelcheck
     from .. import plan as memplan
 
-    loaded = resolve_profile(profile, envs_dir(state.envs))
+    loaded = Catalog.from_option(state.envs).resolve(profile)
     config = modelcheck.load_model_config(model)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
     inp = memplan.PlanInput(
@@ -153,7 +153,7 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     """
     from .. import doctor as doctor_module
 
-    loaded = resolve_profile(profile, envs_dir(state.envs)) if profile else None
+    loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
     diagnosis = doctor_module.diagnose(venv, loaded)
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
