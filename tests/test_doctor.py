@@ -136,3 +136,20 @@ def test_doctor_defaults_to_the_project_venv(tmp_path: Path) -> None:
     data = json.loads(res.out)
     assert data["venv"] is True
     assert Path(data["prefix"]).resolve() == (tmp_path / ".venv").resolve()
+
+
+def test_an_editable_install_and_its_source_metadata_are_one_copy(tmp_path: Path) -> None:
+    """`pip install -e .` leaves src/NAME.egg-info in the project: not a second copy."""
+    from envkit.doctor import duplicates
+
+    project = tmp_path / "proj"
+    editable = {"version": "0.1.0", "location": str(tmp_path / "site"), "installer": "pip"}
+    source = {"version": "0.1.0", "location": str(project / "src"), "installer": ""}
+    found = duplicates({"envkit": [{**editable, "editable": str(project)}, source]})
+    assert found == []
+    # without the editable link, or with another version, they are two copies
+    assert [f.code for f in duplicates({"envkit": [editable, source]})] == [
+        "duplicate-distribution"
+    ]
+    other = {**source, "version": "0.2.0"}
+    assert duplicates({"envkit": [{**editable, "editable": str(project)}, other]})

@@ -40,10 +40,30 @@ def _distributions(wanted, every=False):
             pass
         installer = (dist.read_text("INSTALLER") or "").strip()
         entry = {"version": dist.version, "location": _real(location), "installer": installer}
+        editable = _editable_project(dist)
+        if editable:
+            entry["editable"] = editable
         if every and name in ("vllm", "transformers", "torch"):
             entry["requires"] = list(dist.requires or [])
         found[name].append(entry)
     return found
+
+
+def _editable_project(dist):
+    """The project folder of an editable install (PEP 660's direct_url.json), else ''."""
+    import json
+
+    try:
+        data = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return ""
+    url = data.get("url", "") if isinstance(data, dict) else ""
+    info = data.get("dir_info", {}) if isinstance(data, dict) else {}
+    if isinstance(info, dict) and info.get("editable") and url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return _real(unquote(urlparse(url).path))
+    return ""
 
 
 def _copies(top):

@@ -156,10 +156,26 @@ def diagnose(venv: Path | None, profile: Profile | None) -> Diagnosis:
     )
 
 
+def _without_editable_sources(copies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An editable install is one copy: its project's own build metadata (``src/*.egg-info``,
+    what ``pip install -e .`` leaves in the source tree) is not a second one."""
+    projects = {(c["editable"], c["version"]) for c in copies if c.get("editable")}
+    return [
+        c
+        for c in copies
+        if c.get("editable")
+        or not any(
+            c["version"] == version and Path(c["location"]).is_relative_to(Path(project))
+            for project, version in projects
+        )
+    ]
+
+
 def duplicates(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
     """Distributions visible more than once on sys.path (pip and uv, or a user site)."""
     out = []
-    for name, copies in sorted(dists.items()):
+    for name, found in sorted(dists.items()):
+        copies = _without_editable_sources(found)
         if len(copies) < 2:
             continue
         where = "; ".join(
