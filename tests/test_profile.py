@@ -180,7 +180,11 @@ def test_shipped_profiles_and_locks_work_from_any_folder(tmp_path: Path) -> None
     shown = envkit("show", "vllm-0.8.5+qwen2-vl", "--json", cwd=tmp_path)
     assert shown.code == 0
     matrix = envkit(
-        "--envs", str(Path(shown.json()["profile"]["path"]).parent), "matrix", "--json", cwd=tmp_path
+        "--envs",
+        str(Path(shown.json()["profile"]["path"]).parent),
+        "matrix",
+        "--json",
+        cwd=tmp_path,
     )
     states = {c["state"] for c in matrix.json()["cells"]}
     assert states <= {"locked", "source-only"}  # its published locks came with it

@@ -84,7 +84,7 @@ def test_a_folder_that_cannot_be_written_is_one_message(locked: Path, indexes: I
     profile.write_text(profile.read_text() + "# edited\n")
     res = run_cli("lock", "n", *lock_args(indexes))
     assert res.code == 2, res.err
-    assert "\nerror: Cannot create" in res.err and "constraints/n" in res.err
+    assert "error: Cannot create" in res.err and "constraints/n" in res.err
     assert "Traceback" not in res.err
 
 

@@ -172,9 +172,11 @@ def build(
     *,
     uv: Uv | None = None,
     progress: Progress = lambda _msg: None,
+    note: Progress = lambda _msg: None,
 ) -> BuildResult:
     """Build ``profile`` into ``options.venv``. Raises EnvkitError subclasses on failure to
-    build; a build whose verification fails returns a result with ``ok`` False."""
+    build; a build whose verification fails returns a result with ``ok`` False.
+    ``progress`` hears each step; ``note`` what the user must learn of (recovery, waiting)."""
     uv = uv or Uv()
     source = for_build(profile, options.torch_backend, options.torch_index)
     profile_digest = digest(profile)  # read once: the lock's state and the marker agree
@@ -185,9 +187,9 @@ def build(
     slot.check_replaceable()  # before anything is created beside it
     seconds: dict[str, float] = {}
     marker = _marker(profile, profile_digest, interpreter.path, plan)
-    with slot.locked(progress) as recovered:
-        for note in recovered:
-            progress(f"recovered: {note}")
+    with slot.locked(note) as recovered:
+        for done in recovered:
+            note(f"recovered: {done}")
         build_id = new_build_id()
         staging = slot.begin(build_id)
         try:

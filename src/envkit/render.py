@@ -8,7 +8,9 @@ terminal: long cells are shortened, never wrapped into a mess.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,17 +35,38 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
 JSON_VERSION = 1
 
 
+WIDE = False  # --wide: nothing is shortened or folded to the terminal's width
+
+
+def set_wide(wide: bool) -> None:
+    global WIDE
+    WIDE = wide
+
+
+def _colour() -> bool | None:
+    """NO_COLOR (no-color.org) wins, then FORCE_COLOR; else colour only on a terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return None
+
+
 def _echo(text: str = "", *, err: bool = False, nl: bool = True, **style: Any) -> None:
     """Every line envkit prints passes here: credentials in URLs never reach the output."""
     text = redact(text)
-    click.echo(click.style(text, **style) if style else text, err=err, nl=nl)
+    click.echo(click.style(text, **style) if style else text, err=err, nl=nl, color=_colour())
 
 
 def _width() -> int:
+    if WIDE:
+        return 10_000
     return max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
 def _cut(text: str, width: int) -> str:
+    if WIDE:
+        return text
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
@@ -61,20 +84,25 @@ def _wrap(text: str, first: str, rest: str) -> str:
 
 def _cut_left(text: str, width: int) -> str:
     """Shorten from the left: the end of a path is the part that tells."""
+    if WIDE:
+        return text
     return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:
-    """Columns sized to their content; the last one shortened to fit the terminal."""
+    """Columns sized to their content; the last one folded onto more lines to fit the
+    terminal (never cut: every word stays)."""
     if not rows:
         return ""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    used = sum(w + 2 for w in widths[:-1])
+    room = max(20, _width() - used)
     out = []
     for row in rows:
-        used = sum(w + 2 for w in widths[:-1])
         cells = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])]
-        tail = _cut(row[-1], _width() - used)
-        out.append(("  ".join([*cells, tail])).rstrip())
+        lines = textwrap.wrap(row[-1], room, break_on_hyphens=False) or [""]
+        out.append(("  ".join([*cells, lines[0]])).rstrip())
+        out += [" " * used + line for line in lines[1:]]
     return "\n".join(out)
 
 
@@ -83,6 +111,14 @@ def emit_json(data: dict[str, Any]) -> None:
 
 
 def progress(message: str) -> None:
+    """A step of long work, shown on a terminal only: piped output stays what was asked."""
+    if sys.stderr.isatty():
+        _echo(f"envkit: {message}", err=True, dim=True)
+
+
+def note(message: str) -> None:
+    """Something done or met on the way that the user must learn of (recovery, waiting),
+    shown whether or not stderr is a terminal."""
     _echo(f"envkit: {message}", err=True, dim=True)
 
 
@@ -210,9 +246,9 @@ def _report_text(rep: Report) -> None:
         )
         _echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
         if check.detail and check.status.value != "pass":
-            _echo("        " + _cut(check.detail, width - 8))
+            _echo(_wrap(check.detail, "        ", "        "))
         if check.fix:
-            _echo("        fix: " + _cut(check.fix, width - 13))
+            _echo(_wrap(f"fix: {check.fix}", "        ", "             "))
     failed = len(rep.failures)
     if failed:
         _echo(f"{failed} of {len(rep.checks)} checks failed.", fg="red", bold=True)

@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (``sys.exit`` happens only in ``__main__``)."""
     args = list(argv) if argv is not None else sys.argv[1:]
     state = State(json="--json" in args)  # usage errors are JSON too when --json was asked
+    render.set_wide(False)  # until --wide says otherwise (main may run many times in-process)
     redaction.forget_secrets()
     redaction.remember_environment_secrets()
     restore = process.install_signal_handlers()

@@ -13,6 +13,7 @@ from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
 from ..torchsource import TorchIndex
 from .options import (
     State,
+    complete_profiles,
     constraints_option,
     index_url_option,
     json_option,
@@ -34,7 +35,7 @@ def profiles(state: State, as_json: bool) -> int:
 
 
 @click.command()
-@click.argument("profile")
+@click.argument("profile", shell_complete=complete_profiles)
 @json_option
 @click.pass_obj
 def show(state: State, profile: str, as_json: bool) -> int:
@@ -44,7 +45,7 @@ def show(state: State, profile: str, as_json: bool) -> int:
 
 
 @click.command()
-@click.argument("profile")
+@click.argument("profile", shell_complete=complete_profiles)
 @venv_option
 @click.option(
     "--python",
@@ -99,13 +100,13 @@ def build(
         use_lock=not no_lock,
         constraints=constraints,
     )
-    result = run_build(loaded, options, progress=render.progress)
+    result = run_build(loaded, options, progress=render.progress, note=render.note)
     render.build(result, as_json)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
 @click.command()
-@click.argument("profile")
+@click.argument("profile", shell_complete=complete_profiles)
 @venv_option
 @json_option
 @click.pass_obj
@@ -116,9 +117,10 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     slot = VenvSlot(venv)
-    with slot.locked(render.progress, existing=True) as recovered:
-        for note in recovered:
-            render.progress(f"recovered: {note}")
+    with slot.locked(render.note, existing=True) as recovered:
+        for done in recovered:
+            render.note(f"recovered: {done}")
+        render.progress(f"checking {slot.venv} (one run of its interpreter, imports included)")
         report = run_verify(loaded, slot.venv)
     render.report(report, as_json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED

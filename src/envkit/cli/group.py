@@ -19,7 +19,18 @@ from .options import State
     envvar="ENVKIT_ENVS",
     help="Folder of profile files [default: ./envs; env: ENVKIT_ENVS].",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Never shorten or fold text to the terminal's width (for logs and wide screens).",
+)
 @click.pass_obj
-def cli(state: State, envs: str | None) -> None:
-    """envkit: declarative, verified vLLM environments built with uv."""
+def cli(state: State, envs: str | None, wide: bool) -> None:
+    """envkit: declarative, verified vLLM environments built with uv.
+
+    Shell completion (commands, options, profile names): add
+    `eval "$(_ENVKIT_COMPLETE=bash_source envkit)"` to ~/.bashrc (zsh_source, fish_source
+    for zsh and fish).
+    """
     state.envs = envs
+    render.set_wide(wide)

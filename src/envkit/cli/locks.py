@@ -15,6 +15,7 @@ from ..torchsource import TorchIndex
 from ..uvtool import Uv
 from .options import (
     State,
+    complete_profiles,
     constraints_option,
     index_url_option,
     json_option,
@@ -35,7 +36,7 @@ def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile
 
 
 @click.command()
-@click.argument("profiles", nargs=-1)
+@click.argument("profiles", nargs=-1, shell_complete=complete_profiles)
 @click.option("--all", "every", is_flag=True, help="Every profile in the profiles folder.")
 @click.option("--cell", metavar="CELL", help="Only this cell (e.g. py3.12-linux-x86_64-cu124).")
 @click.option(
@@ -107,7 +108,7 @@ def lock(
 
 
 @click.command()
-@click.argument("profile", required=False)
+@click.argument("profile", required=False, shell_complete=complete_profiles)
 @click.option(
     "--github",
     is_flag=True,
@@ -130,7 +131,7 @@ def matrix(
 
 
 @click.command()
-@click.argument("profiles", nargs=-1)
+@click.argument("profiles", nargs=-1, shell_complete=complete_profiles)
 @click.option("--all", "every", is_flag=True, help="Every profile in the profiles folder.")
 @click.option(
     "--to",

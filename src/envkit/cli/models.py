@@ -8,7 +8,7 @@ from .. import render
 from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from ..profile import NAME_RE, Profile
-from .options import State, index_url_option, json_option
+from .options import State, complete_profiles, index_url_option, json_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -38,7 +38,7 @@ def _model_report(state: State, profile: Profile | None, model: str, index: str 
 
 
 @click.command("check-model")
-@click.argument("profile")
+@click.argument("profile", shell_complete=complete_profiles)
 @click.argument("model")
 @index_url_option
 @json_option
@@ -69,6 +69,7 @@ def which(state: State, model: str, index: str | None, as_json: bool) -> int:
 @click.option(
     "--update",
     "update",
+    shell_complete=complete_profiles,
     metavar="PROFILE",
     help="Rewrite PROFILE's [models] table from scans of its vllm and transformers pins.",
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import click.shell_completion
 
 from ..errors import EXIT_BAD_INPUT
 
@@ -102,3 +103,21 @@ def finite(value: float, name: str) -> float:
     if value != value:
         raise click.BadParameter(f"{name} must be a number, not {value}.")
     return value
+
+
+def complete_profiles(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Profile names for shell completion, from the same folders the commands search."""
+    from ..catalog import Catalog
+
+    state = ctx.find_object(State)
+    try:
+        listing = Catalog.from_option(state.envs if state else None).list()
+    except Exception:
+        return []
+    return [
+        click.shell_completion.CompletionItem(p.name, help=p.description.split("\n")[0])
+        for p in listing.profiles
+        if p.name.startswith(incomplete)
+    ]

@@ -9,13 +9,13 @@ import click
 from .. import render
 from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK
-from .options import State, finite, json_option
+from .options import State, complete_profiles, finite, json_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
 
 @click.command()
-@click.argument("profile")
+@click.argument("profile", shell_complete=complete_profiles)
 @click.argument("model")
 @click.option(
     "--gpu-memory", required=True, metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB."
@@ -141,7 +141,13 @@ def probe(
     type=click.Path(path_type=Path),
     help="The venv to inspect [default: ./.venv, $VIRTUAL_ENV, python3 on PATH].",
 )
-@click.option("--profile", "profile", metavar="PROFILE", help="Also report drift from PROFILE.")
+@click.option(
+    "--profile",
+    "profile",
+    metavar="PROFILE",
+    shell_complete=complete_profiles,
+    help="Also report drift from PROFILE.",
+)
 @json_option
 @click.pass_obj
 def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) -> int:
@@ -154,6 +160,7 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     from .. import doctor as doctor_module
 
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
+    render.progress("inspecting the environment (one run of its interpreter) and this machine")
     diagnosis = doctor_module.diagnose(venv, loaded)
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED

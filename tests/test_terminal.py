@@ -1,0 +1,81 @@
+"""Terminal conventions: NO_COLOR and FORCE_COLOR, folding instead of cutting (--wide to
+keep lines whole), progress on a terminal only, JSON usage errors, profile-name completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import envkit, envkit_process, profile_text, run_cli
+
+LONG = "word " * 60
+
+
+@pytest.fixture
+def here(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(project)
+    (project / "envs" / "long.toml").write_text(
+        profile_text().replace(
+            'description = "test profile"', f'description = "{LONG.strip()} end"'
+        )
+    )
+    return project
+
+
+def test_no_color_wins_over_force_color(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in run_cli("show", "nope").err  # forced, though stderr is not a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in run_cli("show", "nope").err
+
+
+def test_long_text_is_folded_not_cut_and_wide_keeps_it_whole(here: Path) -> None:
+    folded = run_cli("profiles").out
+    assert "…" not in folded and "end" in folded  # every word is still there
+    line = next(ln for ln in folded.splitlines() if ln.startswith("long"))
+    assert len(line) <= 100
+    wide = run_cli("--wide", "profiles").out
+    assert any(ln.startswith("long") and ln.rstrip().endswith("end") for ln in wide.splitlines())
+
+
+def test_usage_errors_are_json_under_json(here: Path) -> None:
+    res = run_cli("lock", "--jobs", "0", "--json")
+    assert res.code == 2
+    data = json.loads(res.out)
+    assert data["ok"] is False and data["error"] == "UsageError" and "--jobs" in data["message"]
+
+
+def test_progress_only_on_a_terminal(built_copy: Path) -> None:
+    piped = envkit("verify", "good", cwd=built_copy)
+    assert piped.code == 0 and "envkit: checking" not in piped.err
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envkit", "verify", "good"],
+        cwd=built_copy,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
+    )
+    os.close(follower)
+    proc.wait(timeout=120)
+    seen = b""
+    try:
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    except OSError:
+        pass  # the terminal closed with the process
+    os.close(leader)
+    assert proc.returncode == 0
+    assert b"envkit: checking" in seen
+
+
+def test_profile_names_complete(here: Path) -> None:
+    env = {"_ENVKIT_COMPLETE": "bash_complete", "COMP_WORDS": "envkit build lo", "COMP_CWORD": "2"}
+    res = envkit_process(cwd=here, env=env)
+    assert "plain,long" in res.out.splitlines()
