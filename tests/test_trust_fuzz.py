@@ -24,7 +24,7 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-NETWORK_FUZZ = settings(FUZZ, max_examples=40)  # each example is a real loopback exchange
+NETWORK_FUZZ = settings(FUZZ, max_examples=30)  # each example is a real loopback exchange
 KEY = "sk-fuzz-0123456789abcdef"
 
 # text that includes what broke envkit before: other scripts' digits, NUL, huge numbers
@@ -127,6 +127,7 @@ def assert_answered(res: Any) -> None:
 @given(text=profile_documents())
 def test_random_profiles(text: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(folder)
+    monkeypatch.setenv("ENVKIT_ENVS", str(folder / "envs"))  # this folder alone
     path = folder / "envs" / "fuzz.toml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     for args in (
