@@ -168,7 +168,37 @@ def test_github_matrix_covers_every_cell(repo: Path) -> None:
     assert {e["profile"] for e in data["include"]} == {"m", "second"}
     for entry in data["include"]:
         assert set(entry) >= {"profile", "cell", "python", "platform", "backend", "state"}
+        # a runner of the cell's own platform, and where its lock took torch from
+        assert (
+            entry["runner"]
+            == {
+                "linux-x86_64": "ubuntu-latest",
+                "linux-aarch64": "ubuntu-24.04-arm",
+            }[entry["platform"]]
+        )
+        assert entry["torch_index"] == ""  # not locked yet: the backend
     assert res.out.count("\n") == 1  # one line, for $GITHUB_OUTPUT
+
+
+def test_github_matrix_refuses_more_than_256_jobs(repo: Path) -> None:
+    pythons = [f"3.{n}" for n in range(9, 14)]
+    backends = ", ".join(f'"cu{n}"' for n in range(118, 118 + 26))
+    text = matrix_profile(pythons, python=">=3.9").replace(
+        'backends = ["cu124"]', f"backends = [{backends}]"
+    )
+    (repo / "envs" / "huge.toml").write_text(text)  # 5 x 2 x 26 = 260 cells, with m's 4
+    res = envkit("matrix", "--github", cwd=repo)
+    assert res.code == 2 and "at most 256 jobs" in res.err and res.out == ""
+
+
+def test_check_resolve_uses_the_torch_source_each_cell_was_locked_with(
+    repo: Path, indexes: Indexes
+) -> None:
+    """Locked from the default index, checked against the default index, with no
+    --torch-index given (the PyTorch index would give another resolution, or none)."""
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    check = envkit("lock", "m", "--check", "--resolve", "--index-url", indexes.default, cwd=repo)
+    assert check.code == 0, check.out + check.err
 
 
 def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path) -> None:

@@ -94,11 +94,13 @@ class Locker:
             self._write_manifest(profile, digests[profile.name], mine)
         return results
 
-    def resolve(self, profile: Profile, cell: Cell, folder: Path) -> CellState:
+    def resolve(
+        self, profile: Profile, cell: Cell, folder: Path, torch: TorchIndex | None = None
+    ) -> CellState:
         """Resolve one cell into ``folder`` (cell.txt and pylock.toml, bodies only)."""
         (folder / "requirements.in").write_text("\n".join(profile.requirements) + "\n")
         (folder / "constraints.txt").write_text("\n".join(profile.constraints) + "\n")
-        options, unset = self._uv_options(profile, cell)
+        options, unset = self._uv_options(profile, cell, torch or self.options.torch_index)
         self.progress(f"resolving {profile.name} / {cell.name}")
         # With exclude_newer the answer cannot depend on when the index is asked, so uv's
         # cache is tried alone first (--offline: none of the revalidation round trips that
@@ -155,8 +157,9 @@ class Locker:
                 pass  # a cache miss: the network decides
         compile_([])
 
-    def _uv_options(self, profile: Profile, cell: Cell) -> tuple[list[str], tuple[str, ...]]:
-        torch = self.options.torch_index
+    def _uv_options(
+        self, profile: Profile, cell: Cell, torch: TorchIndex
+    ) -> tuple[list[str], tuple[str, ...]]:
         options = list(torch.uv_args(cell.backend))
         if self.options.index_url:
             options += ["--default-index", self.options.index_url]

@@ -31,6 +31,7 @@ from .lockcells import (
 )
 from .lockmatrix import Locker
 from .profile import Profile
+from .torchsource import TorchIndex
 
 
 def states(
@@ -93,8 +94,19 @@ def check(profiles: Iterable[Profile], root: str | None, locker: Locker | None) 
 
 
 def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellState:
+    """Resolve a published cell again, with torch from where its lock took it: a cell locked
+    from the default index is checked against the default index, whatever --torch-index."""
+    torch = TorchIndex(state.torch)
+    if state.torch is TorchOrigin.MIRROR:
+        torch = locker.options.torch_index
+        if torch.origin is not TorchOrigin.MIRROR:
+            raise BadInput(
+                f"{profile.name} / {state.cell.name} was locked from a PyTorch index mirror, "
+                "whose URL is not recorded.",
+                "Pass it with --torch-index URL to check this cell.",
+            )
     with temporary_folder("check") as tmp:
-        again = locker.resolve(profile, state.cell, Path(tmp))
+        again = locker.resolve(profile, state.cell, Path(tmp), torch)
         if again.status is CellStatus.UNRESOLVABLE:
             return CellState(
                 cell=state.cell,
@@ -194,3 +206,37 @@ def _index_entries(path: Path) -> list[dict[str, Any]]:
             "Move it away (or restore it from version control), then publish again.",
         )
     return [{k: e[k] for k in keys} for e in files]
+
+
+# Matrix platform -> the GitHub-hosted runner that is that platform, so a cell is built and
+# verified on a machine it is for.
+RUNNERS = {
+    "linux-x86_64": "ubuntu-latest",
+    "linux-aarch64": "ubuntu-24.04-arm",
+    "macos-arm64": "macos-latest",
+    "windows-x86_64": "windows-latest",
+}
+GITHUB_MATRIX_LIMIT = 256  # jobs one strategy.matrix may generate
+
+
+def github_matrix(found: Iterable[CellState]) -> dict[str, Any]:
+    """``{"include": [...]}`` for GitHub Actions: per cell its axes, state, runner and the
+    ``--torch-index`` its lock was made with. BadInput past GitHub's 256-job limit."""
+    include = []
+    for state in found:
+        torch = {TorchOrigin.DEFAULT: "default", TorchOrigin.MIRROR: "mirror"}.get(state.torch, "")
+        include.append(
+            {
+                **state.cell.to_dict(),
+                "state": state.state,
+                "runner": RUNNERS[state.cell.platform],
+                "torch_index": torch,
+            }
+        )
+    if len(include) > GITHUB_MATRIX_LIMIT:
+        raise BadInput(
+            f"The lock matrix has {len(include)} cells; one GitHub Actions matrix runs at most "
+            f"{GITHUB_MATRIX_LIMIT} jobs.",
+            "Split it: run `envkit matrix PROFILE --github` per profile in separate jobs.",
+        )
+    return {"include": include}

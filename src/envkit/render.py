@@ -461,10 +461,9 @@ def matrix(found: Sequence[CellState], as_json: bool) -> None:
     _state_rows(found)
 
 
-def github_matrix(found: Sequence[CellState]) -> None:
+def github_matrix(matrix: dict[str, Any]) -> None:
     """The object GitHub Actions takes as strategy.matrix, on one line (for $GITHUB_OUTPUT)."""
-    include = [{**s.cell.to_dict(), "state": s.state} for s in found]
-    _echo(json.dumps({"include": include}, separators=(",", ":")))
+    _echo(json.dumps(matrix, separators=(",", ":")))
 
 
 def published(result: dict[str, Any], as_json: bool) -> None:

@@ -124,7 +124,7 @@ def matrix(
     chosen = _profiles(state, (profile,) if profile else (), not profile)
     found = [s for p in chosen for s in lockstate.states(p, constraints)]
     if github:
-        render.github_matrix(found)
+        render.github_matrix(lockstate.github_matrix(found))
     else:
         render.matrix(found, as_json)
     return state.worst(EXIT_OK)
