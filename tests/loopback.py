@@ -37,7 +37,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             route(self)
 
-    do_GET = do_POST = _handle
+    do_GET = do_POST = do_HEAD = _handle
 
     def send(
         self,
@@ -52,7 +52,8 @@ class Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def redirect(self, location: str, status: int = 302) -> None:
         self.send(status, b"", headers={"Location": location})
@@ -109,4 +110,8 @@ def origin(server: ThreadingHTTPServer) -> str:
 
 
 def authorizations(server: Scripted) -> list[str]:
-    return [headers.get("Authorization", "") for _m, _p, headers in server.seen]
+    """The Authorization header of every request, '' where there was none (any case)."""
+    return [
+        next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        for _m, _p, headers in server.seen
+    ]

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import layouts
 import pytest
@@ -178,67 +174,6 @@ def test_bad_model_arguments(envs: Path, tmp_path: Path) -> None:
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
     assert run(envs, "check-model", "old", str(tmp_path / "bin")).code == 2
     assert run(envs, "check-model", "../x", str(QWEN2VL)).code == 2
-
-
-class _Hub(BaseHTTPRequestHandler):
-    seen: ClassVar[list[str]] = []
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        _Hub.seen.append(self.headers.get("Authorization", ""))
-        if self.path == "/Qwen/Qwen2-VL-2B-Instruct/resolve/main/config.json":
-            body = (QWEN2VL / "config.json").read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        else:
-            self.send_error(401)
-
-
-@pytest.fixture
-def hub() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def test_repo_id_fetches_only_config_with_the_token_never_shown(envs: Path, hub: str) -> None:
-    token = "hf_SECRETSECRETSECRET"
-    env = {"HF_ENDPOINT": hub, "HF_TOKEN": token}
-    res = envkit(
-        "--envs",
-        str(envs),
-        "check-model",
-        "old",
-        "Qwen/Qwen2-VL-2B-Instruct",
-        "--json",
-        cwd=envs.parent,
-        env=env,
-    )
-    assert res.code == 0, res.err
-    assert res.json()["model"] == "hub:Qwen/Qwen2-VL-2B-Instruct"
-    assert f"Bearer {token}" in _Hub.seen
-    gated = envkit(
-        "--envs", str(envs), "check-model", "old", "Org/gated-model", cwd=envs.parent, env=env
-    )
-    assert gated.code == 2 and "HF_TOKEN" in gated.err
-    for out in (res.out, res.err, gated.out, gated.err):
-        assert token not in out
-    offline = envkit(
-        "--envs",
-        str(envs),
-        "check-model",
-        "old",
-        "Qwen/Qwen2-VL-2B-Instruct",
-        cwd=envs.parent,
-        env={"HF_ENDPOINT": "http://127.0.0.1:9"},
-    )
-    assert offline.code == 2 and "Offline?" in offline.err
 
 
 def test_new_profile_drafts_a_loadable_profile(

@@ -81,30 +81,6 @@ def test_a_server_that_echoes_the_key_does_not_get_it_printed(
             assert "***" in res.out + res.err
 
 
-def test_hub_token_is_not_sent_to_a_redirect_target(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    config = (
-        Path(__file__).parent / "fixtures/models/Qwen2-VL-2B-Instruct/config.json"
-    ).read_bytes()
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.chdir(project)
-    with loopback.serve({"/config.json": lambda h: h.send(200, config)}) as cdn:
-        hop = {
-            "/org/model/resolve/main/config.json": lambda h: h.redirect(
-                f"{loopback.origin(cdn)}/config.json"
-            )
-        }
-        with loopback.serve(hop) as hub:
-            monkeypatch.setenv("HF_ENDPOINT", loopback.origin(hub))
-            res = run_cli("check-model", "good", "org/model", "--json")
-    assert res.code in (0, 1), res.err
-    assert json.loads(res.out)["model_type"] == "qwen2_vl"
-    assert loopback.authorizations(hub) == [f"Bearer {TOKEN}"]
-    assert loopback.authorizations(cdn) == [""]
-    assert TOKEN not in res.out + res.err
-
-
 def test_doctor_shows_no_secret_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PIP_INDEX_URL", "https://builder:hunter2-pass@idx.example/simple")

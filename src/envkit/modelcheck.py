@@ -16,19 +16,15 @@ The lists come from the profile's ``[models]`` table, scanned from its pinned re
 from __future__ import annotations
 
 import json
-import os
 import re
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, NetworkError
 from .findings import Finding
-from .httpclient import Http
 from .profile import Profile
 from .redaction import redact
-from .urls import parse_url
 
 MAX_CONFIG_BYTES = 8 * 1024 * 1024  # real config.json files are a few KB
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -61,11 +57,11 @@ class Verdict:
         }
 
 
-def load_model_config(model: str, *, http: Http | None = None) -> ModelConfig:
-    """Read config.json from a folder, a file, or a Hugging Face repo id.
+def load_model_config(model: str, *, revision: str | None = None) -> ModelConfig:
+    """Read config.json from a folder, a file, or a Hugging Face repo id (at ``revision``).
 
     Raises BadInput (missing or broken config, no ``model_type``, bad ``architectures``)
-    and NetworkError (the Hub cannot be reached).
+    and NetworkError (the Hub cannot be reached, and the file is not in its cache).
     """
     path = Path(model).expanduser()
     if path.is_dir():
@@ -88,36 +84,15 @@ def load_model_config(model: str, *, http: Http | None = None) -> ModelConfig:
             raise BadInput(f"Cannot read {str(path)!r} as UTF-8 text ({exc}).") from None
         return parse_config(text, str(path))
     if REPO_ID.fullmatch(model) and ".." not in model and not model.startswith("."):
-        return parse_config(fetch_hub_config(model, http or Http()), f"hub:{model}")
+        from .hubfiles import fetch  # the Hub's client loads only for repo ids
+
+        source = f"hub:{model}" + (f"@{revision}" if revision else "")
+        return parse_config(fetch(model, "config.json", revision), source)
     raise BadInput(
         f"{model!r} is not a model folder, a config.json file, or a repo id such as "
         "Qwen/Qwen2-VL-2B-Instruct.",
         "Check the path.",
     )
-
-
-def fetch_hub_config(repo: str, http: Http) -> str:
-    """Only config.json, with the user's token if set (never shown)."""
-    endpoint = os.environ.get("HF_ENDPOINT", "").strip().rstrip("/") or "https://huggingface.co"
-    try:
-        parse_url(endpoint)
-    except BadInput as exc:
-        raise BadInput(f"HF_ENDPOINT: {exc.message}", "Unset HF_ENDPOINT or fix it.") from None
-    url = f"{endpoint}/{urllib.parse.quote(repo)}/resolve/main/config.json"
-    token = (os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or "").strip()
-    secrets = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        data = http.get(url, secret_headers=secrets, max_bytes=MAX_CONFIG_BYTES)
-    except NetworkError as exc:
-        gated = " (gated or private models need HF_TOKEN)" if exc.status in (401, 403) else ""
-        raise NetworkError(
-            f"Could not fetch config.json of {repo!r} from the Hugging Face Hub{gated}: "
-            f"{exc.message}",
-            "Offline? Download config.json elsewhere and pass its path or folder instead.",
-            url=exc.url,
-            status=exc.status,
-        ) from None
-    return data.decode("utf-8", "replace")
 
 
 def load_json(text: str | bytes, source: str) -> Any:

@@ -8,7 +8,7 @@ from .. import render
 from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from ..profile import NAME_RE, Profile
-from .options import State, complete_profiles, index_url_option, json_option
+from .options import State, complete_profiles, index_url_option, json_option, revision_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -23,12 +23,14 @@ def _shipped(state: State) -> list[Profile]:
     return list(listing.profiles)
 
 
-def _model_report(state: State, profile: Profile | None, model: str, index: str | None) -> int:
+def _model_report(
+    state: State, profile: Profile | None, model: str, index: str | None, revision: str | None
+) -> int:
     from .. import modelcheck
     from ..registry_scan import Scanner, releases_listing
     from ..wheelfetch import index_url
 
-    config = modelcheck.load_model_config(model)
+    config = modelcheck.load_model_config(model, revision=revision)
     scanner = Scanner(index_url(index))
     report = modelcheck.report(
         config, profile, _shipped(state), lambda arch: releases_listing(scanner, arch)
@@ -41,9 +43,12 @@ def _model_report(state: State, profile: Profile | None, model: str, index: str 
 @click.argument("profile", shell_complete=complete_profiles)
 @click.argument("model")
 @index_url_option
+@revision_option
 @json_option
 @click.pass_obj
-def check_model(state: State, profile: str, model: str, index: str | None, as_json: bool) -> int:
+def check_model(
+    state: State, profile: str, model: str, index: str | None, revision: str | None, as_json: bool
+) -> int:
     """Can PROFILE load MODEL (a folder, a config.json, or a Hub repo id)?
 
     Decided from config.json before anything is installed: the model type must be known to
@@ -51,17 +56,18 @@ def check_model(state: State, profile: str, model: str, index: str | None, as_js
     the pinned vLLM's registry. Exit 0 loadable, 1 not, 2 bad input.
     """
     loaded = Catalog.from_option(state.envs).resolve(profile)
-    return _model_report(state, loaded, model, index)
+    return _model_report(state, loaded, model, index, revision)
 
 
 @click.command()
 @click.argument("model")
 @index_url_option
+@revision_option
 @json_option
 @click.pass_obj
-def which(state: State, model: str, index: str | None, as_json: bool) -> int:
+def which(state: State, model: str, index: str | None, revision: str | None, as_json: bool) -> int:
     """Every shipped profile's verdict on MODEL, loadable first."""
-    return _model_report(state, None, model, index)
+    return _model_report(state, None, model, index, revision)
 
 
 @click.command()
@@ -124,6 +130,7 @@ def scan(
 )
 @click.option("--force", is_flag=True, help="Replace an existing profile of that name.")
 @index_url_option
+@revision_option
 @json_option
 @click.pass_obj
 def new_profile(
@@ -133,6 +140,7 @@ def new_profile(
     vllm_version: str | None,
     force: bool,
     index: str | None,
+    revision: str | None,
     as_json: bool,
 ) -> int:
     """Draft envs/NAME.toml for the newest vLLM release that lists MODEL's architecture.
@@ -147,7 +155,7 @@ def new_profile(
 
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
-    config = load_model_config(model)
+    config = load_model_config(model, revision=revision)
     scanner = Scanner(index_url(index))
     path = Catalog.from_option(state.envs).writable() / f"{name}.toml"
     profile, span = draft_for_model(path, config, scanner, vllm_version=vllm_version, force=force)

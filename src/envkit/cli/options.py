@@ -121,3 +121,12 @@ def complete_profiles(
         for p in listing.profiles
         if p.name.startswith(incomplete)
     ]
+
+
+def revision_option(func: F) -> F:
+    return click.option(
+        "--revision",
+        metavar="REV",
+        help="For a Hub repo id: the branch, tag or commit to read config.json from "
+        "[default: main].",
+    )(func)

@@ -9,7 +9,7 @@ import click
 from .. import render
 from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK
-from .options import State, complete_profiles, finite, json_option
+from .options import State, complete_profiles, finite, json_option, revision_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -50,6 +50,7 @@ from .options import State, complete_profiles, finite, json_option
     help="Activation peak and CUDA graphs, outside weights and KV cache.",
 )
 @click.option("--compose", is_flag=True, help="Also print a docker-compose service.")
+@revision_option
 @json_option
 @click.pass_obj
 def plan(
@@ -64,6 +65,7 @@ def plan(
     kv_cache_dtype: str,
     reserve: str,
     compose: bool,
+    revision: str | None,
     as_json: bool,
 ) -> int:
     """Will MODEL fit this GPU with PROFILE's vLLM? Memory, context, images, command.
@@ -74,7 +76,7 @@ def plan(
     from .. import plan as memplan
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
-    config = modelcheck.load_model_config(model)
+    config = modelcheck.load_model_config(model, revision=revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
     inp = memplan.PlanInput(
         model=folder,
