@@ -1,0 +1,124 @@
+"""The JSON Schemas that ship with envkit (src/envkit/schemas) hold for what envkit reads and
+writes: the shipped profiles, every lock.json and index.json, and each command's --json."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import loopback
+import pytest
+import tomlkit
+from test_lock import lock_args, matrix_profile
+
+import indexserver
+from conftest import Indexes
+from helpers import build_args, envkit, run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
+SHIPPED = "vllm-0.8.5+qwen2-vl"
+
+
+def schema(name: str) -> dict[str, Any]:
+    text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(data)
+    return data
+
+
+def output(command: str, text: str) -> dict[str, Any]:
+    """``text`` parsed and validated against the schema of ``command``'s --json output."""
+    data: dict[str, Any] = json.loads(text)
+    outputs = schema("outputs")
+    jsonschema.validate(data, {**outputs, "$ref": f"#/$defs/{command}"})
+    return data
+
+
+def test_shipped_profiles_locks_and_index_follow_their_schemas() -> None:
+    profiles = sorted((ROOT / "envs").glob("*.toml"))
+    assert profiles
+    for path in profiles:
+        jsonschema.validate(tomlkit.parse(path.read_text()).unwrap(), schema("profile"))
+        assert path.read_text().startswith("#:schema "), path  # editors find the schema
+    for path in sorted((ROOT / "constraints").glob("*/lock.json")):
+        jsonschema.validate(json.loads(path.read_text()), schema("lock"))
+    jsonschema.validate(json.loads((ROOT / "constraints/index.json").read_text()), schema("index"))
+
+
+def test_the_profile_schema_refuses_what_envkit_refuses() -> None:
+    bad = {"python": "3.12", "requirements": ["vllm"], "torch": {"backend": "cu\u0661\u0662\u0664"}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema("profile"))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"python": "3.12", "requirements": [], "typo": 1}, schema("profile"))
+
+
+def test_model_and_profile_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    output("profiles", run_cli("profiles", "--json").out)
+    output("show", run_cli("show", SHIPPED, "--json").out)
+    output("check-model", run_cli("check-model", SHIPPED, str(MODEL), "--json").out)
+    output("which", run_cli("which", str(MODEL), "--json").out)
+    output("plan", run_cli("plan", SHIPPED, str(MODEL), "--gpu-memory", "8GiB", "--json").out)
+    output("doctor", run_cli("doctor", "--json").out)
+    for failing in (
+        ("show", "nope"),
+        ("lock", "--jobs", "0"),
+        ("plan", SHIPPED, str(MODEL), "--gpu-memory", "8"),
+    ):
+        data = output("error", run_cli(*failing, "--json").out)
+        assert data["exit_code"] == 2
+
+
+def test_lock_outputs(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "m.toml").write_text(matrix_profile(["3.11"]))
+    monkeypatch.chdir(tmp_path)
+    output("lock", run_cli("lock", "m", *lock_args(indexes), "--json").out)
+    output("lock-check", run_cli("lock", "m", "--check", "--json").out)
+    output("matrix", run_cli("matrix", "--json").out)
+    output("publish", run_cli("publish", "--all", "--json").out)
+    jsonschema.validate(
+        json.loads((tmp_path / "constraints/m/lock.json").read_text()), schema("lock")
+    )
+    jsonschema.validate(
+        json.loads((tmp_path / "constraints/index.json").read_text()), schema("index")
+    )
+
+
+def test_environment_outputs(built_copy: Path, indexes: Indexes) -> None:
+    output("verify", envkit("verify", "good", "--json", cwd=built_copy).out)
+    res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=built_copy)
+    assert res.code == 0, res.err
+    output("build", res.out)
+
+
+def test_scan_and_probe_outputs(world: indexserver.Server, scan_cache: Path) -> None:
+    output(
+        "scan",
+        run_cli(
+            "scan", "transformers==4.51.3", "--json", "--index-url", indexserver.url(world)
+        ).out,
+    )
+    routes = {
+        "/v1/models": lambda h: h.send(200, b'{"data": [{"id": "m"}]}'),
+        "/v1/chat/completions": lambda h: h.send(
+            200, b'{"choices": [{"message": {"content": "OK"}}]}'
+        ),
+    }
+    with loopback.serve(routes) as server:
+        output("probe", run_cli("probe", loopback.origin(server) + "/v1", "--json").out)
+
+
+def test_new_profile_output(tmp_path: Path, world: indexserver.Server, scan_cache: Path) -> None:
+    qwen35 = Path(__file__).parent / "fixtures" / "models" / "Qwen3.5-9B"
+    res = run_cli(
+        "--envs", str(tmp_path / "envs"), "new-profile", "q", "--for-model", str(qwen35),
+        "--index-url", indexserver.url(world), "--json",
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    output("new-profile", res.out)
