@@ -25,9 +25,9 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urljoin
 
 import httpx
@@ -149,27 +149,13 @@ class Http:
         NetworkError when there is no usable answer in time or the body is too large."""
         limit = self.max_bytes if max_bytes is None else max_bytes
         seconds = self.deadline if deadline is None else deadline
-        box: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                box["ok"] = self._exchange(
-                    method, url, headers or {}, secret_headers or {}, json_body, limit, seconds
-                )
-            except BaseException as exc:  # handed to the waiting thread
-                box["error"] = exc
-
-        # The exchange runs in a daemon thread so that the deadline holds even while httpx
-        # waits on a server that drips its headers; the thread ends by itself soon after.
-        worker = threading.Thread(target=work, name="envkit-http", daemon=True)
-        worker.start()
-        worker.join(seconds + 1.0)
-        if worker.is_alive():
-            raise _deadline_error(url, seconds)
-        if "error" in box:
-            raise box["error"]
-        result: Response = box["ok"]
-        return result
+        return within_deadline(
+            lambda: self._exchange(
+                method, url, headers or {}, secret_headers or {}, json_body, limit, seconds
+            ),
+            seconds,
+            lambda: _deadline_error(url, seconds),
+        )
 
     def get(self, url: str, *, headers: Mapping[str, str] | None = None, **kw: Any) -> bytes:
         """The body of a 2xx answer; NetworkError (with ``status``) for anything else."""
@@ -298,6 +284,35 @@ def close_all() -> None:
     for client in clients:
         with contextlib.suppress(Exception):  # one a dead worker holds: closing is enough
             client.close()
+
+
+T = TypeVar("T")
+
+
+def within_deadline(work: Callable[[], T], seconds: float, late: Callable[[], Exception]) -> T:
+    """``work()``, or the error ``late()`` makes once ``seconds`` (and one more) have passed.
+
+    The work runs in a daemon thread, so the deadline holds even while a client waits on a
+    server that drips its headers a byte at a time; the thread ends by itself soon after
+    (every read in it has a timeout too). Ctrl-C still interrupts the wait.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["ok"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="envkit-deadline", daemon=True)
+    worker.start()
+    worker.join(seconds + 1.0)
+    if worker.is_alive():
+        raise late()
+    if "error" in box:
+        raise box["error"]
+    result: T = box["ok"]
+    return result
 
 
 def status_error(url: str, status: int) -> NetworkError:

@@ -14,12 +14,10 @@ verdict.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
-from typing import Any
 
 from .errors import BadInput, EnvkitError, NetworkError
-from .httpclient import seconds_from_env
+from .httpclient import seconds_from_env, within_deadline
 from .redaction import redact, remember_secret
 from .urls import parse_url
 
@@ -35,26 +33,16 @@ def fetch(repo: str, filename: str, revision: str | None = None) -> str:
         except BadInput as exc:
             raise BadInput(f"HF_ENDPOINT: {exc.message}", "Unset HF_ENDPOINT or fix it.") from None
     deadline = seconds_from_env("ENVKIT_HTTP_DEADLINE", 60.0)
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["path"] = _download(repo, filename, revision)
-        except BaseException as exc:  # handed to the waiting thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="envkit-hub", daemon=True)
-    worker.start()
-    worker.join(deadline + 1.0)
-    if worker.is_alive():
-        raise NetworkError(
-            f"The Hugging Face Hub did not deliver {filename} of {repo!r} within {deadline:.0f} s.",
-            "Try again later, or download the file elsewhere and pass its path.",
-            kind="timeout",
-        )
-    if "error" in box:
-        raise _explain(box["error"], repo, filename, revision) from None
-    path = Path(box["path"])
+    late = NetworkError(
+        f"The Hugging Face Hub did not deliver {filename} of {repo!r} within {deadline:.0f} s.",
+        "Try again later, or download the file elsewhere and pass its path.",
+        kind="timeout",
+    )
+    try:
+        found = within_deadline(lambda: _download(repo, filename, revision), deadline, lambda: late)
+    except BaseException as exc:
+        raise _explain(exc, repo, filename, revision) from None
+    path = Path(found)
     if path.stat().st_size > MAX_BYTES:
         raise BadInput(f"{filename} of {repo!r} is larger than a model's {filename} can be.")
     return path.read_bytes().decode("utf-8", "replace")
@@ -72,7 +60,7 @@ def _download(repo: str, filename: str, revision: str | None) -> str:
     token = get_token()
     if token:
         remember_secret(token)  # masked wherever it would appear
-    if not constants.is_offline_mode():
+    if not constants.HF_HUB_OFFLINE:
         meta = get_hf_file_metadata(hf_hub_url(repo, filename, revision=revision))
         if meta.size is not None and meta.size > MAX_BYTES:
             raise BadInput(
@@ -120,10 +108,10 @@ def _explain(exc: BaseException, repo: str, filename: str, revision: str | None)
             offline,
             status=status,
         )
-    transport = type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore")
-    if isinstance(exc, errors.FileMetadataError | ValueError | OSError) or transport:
-        return NetworkError(
-            f"Cannot fetch {filename} of {repo!r}{at} from the Hub: {redact(str(exc))[:300]}",
-            offline,
-        )
-    return exc
+    # transport errors (httpx's), answers that are not the Hub's, and anything else the client
+    # raises: one message naming what happened, never a traceback
+    return NetworkError(
+        f"Cannot fetch {filename} of {repo!r}{at} from the Hub: "
+        f"{type(exc).__name__}: {redact(str(exc))[:300]}",
+        offline,
+    )
