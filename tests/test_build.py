@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,9 +64,12 @@ def test_pinned_build_passes_and_entry_points_survive_the_move(
 
 
 @pytest.fixture
-def built(project: Path, indexes: Indexes) -> Path:
-    res = envkit("build", "good", *build_args(indexes.default), cwd=project)
-    assert res.code == 0, res.err
+def built(project: Path, built_template: Path) -> Path:
+    """``good`` built into project/.venv: a copy of the session's build (the venv is
+    relocatable), with envkit's state beside it."""
+    for name in (".venv", ".envkit"):
+        if (built_template / name).exists():
+            shutil.copytree(built_template / name, project / name, symlinks=True)
     return project / ".venv"
 
 
@@ -226,13 +230,17 @@ def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(2.0)
+        assert proc.stderr is not None
+        seen = ""
+        while "waiting for another envkit process" not in seen:  # it says so, then waits
+            line = proc.stderr.readline()
+            assert line, f"the build ended without waiting for the lock: {seen}"
+            seen += line
         assert proc.poll() is None, "the build did not wait for the lock"
         assert not (project / ".envkit" / ".venv" / "new").exists()
         assert marker(built)["build_id"] == before
     _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    assert "waiting for another envkit process" in err
+    assert proc.returncode == 0, seen + err
     assert marker(built)["build_id"] != before
 
 
