@@ -51,16 +51,16 @@ def test_usage_errors_are_json_under_json(here: Path) -> None:
     assert data["ok"] is False and data["error"] == "UsageError" and "--jobs" in data["message"]
 
 
-def test_progress_only_on_a_terminal(built_copy: Path) -> None:
-    piped = envkit("verify", "good", cwd=built_copy)
-    assert piped.code == 0 and "envkit: checking" not in piped.err
+def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> bytes:
+    """What envkit writes to stderr when stderr is a real terminal (a pty)."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envkit", "verify", "good"],
-        cwd=built_copy,
+        [sys.executable, "-m", "envkit", *args],
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=follower,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     os.close(follower)
     proc.wait(timeout=120)
@@ -71,8 +71,18 @@ def test_progress_only_on_a_terminal(built_copy: Path) -> None:
     except OSError:
         pass  # the terminal closed with the process
     os.close(leader)
-    assert proc.returncode == 0
-    assert b"envkit: checking" in seen
+    return seen
+
+
+def test_no_color_on_a_real_terminal(here: Path) -> None:
+    assert b"\x1b[" in on_a_terminal(["show", "nope"], here)
+    assert b"\x1b[" not in on_a_terminal(["show", "nope"], here, {"NO_COLOR": "1"})
+
+
+def test_progress_only_on_a_terminal(built_copy: Path) -> None:
+    piped = envkit("verify", "good", cwd=built_copy)
+    assert piped.code == 0 and "envkit: checking" not in piped.err
+    assert b"envkit: checking" in on_a_terminal(["verify", "good"], built_copy)
 
 
 def test_profile_names_complete(here: Path) -> None:
