@@ -263,3 +263,25 @@ def test_shipped_profiles_answer_report_1_offline(tmp_path: Path) -> None:
         "--envs", str(shipped), "check-model", "vllm-0.8.5+qwen2-vl", str(QWEN2VL), cwd=tmp_path
     )
     assert res.code == 0
+
+
+def test_scan_update_keeps_the_models_table_where_it_is_with_its_comments(
+    world: indexserver.Server, tmp_path: Path
+) -> None:
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    text = pinned("0.8.5", "4.51.3") + (
+        '\n[models]\n# why this table matters to us\nvllm = "0.0.1"\n'
+        '# a note about the architectures\narchitectures = ["Old"]\n'
+        '\n[matrix]\npython = ["3.12"]\n'
+    )
+    (folder / "p.toml").write_text(text)
+    res = envkit(
+        "--envs", str(folder), "scan", "--update", "p", "--index-url", url(world), cwd=tmp_path
+    )
+    assert res.code == 0, res.err
+    after = (folder / "p.toml").read_text()
+    assert "# why this table matters to us" in after and "# a note about the architectures" in after
+    assert after.index("[models]") < after.index("[matrix]")  # where it was
+    models = load_profile(folder / "p.toml").models
+    assert models.vllm == "0.8.5" and "Old" not in models.architectures

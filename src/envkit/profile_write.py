@@ -62,11 +62,20 @@ def models_table(vllm: Scan, transformers: Scan) -> Table:
 
 
 def update_models(path: Path, vllm: Scan, transformers: Scan) -> None:
-    """Replace the profile's ``[models]`` table, keeping everything else as written."""
+    """Rewrite the values of the profile's ``[models]`` table where it stands, keeping its
+    comments and everything else as written (a profile without one gets it at the end)."""
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    if "models" in doc:
-        del doc["models"]
-    doc.add("models", models_table(vllm, transformers))
+    fresh = models_table(vllm, transformers)
+    existing = doc.get("models")
+    if isinstance(existing, Table):
+        for key in [k for k in existing if k not in fresh]:
+            del existing[key]
+        for key, value in fresh.items():
+            existing[key] = value  # in place: comments around the key stay
+    else:
+        if "models" in doc:
+            del doc["models"]
+        doc.add("models", fresh)
     write_atomic(path, tomlkit.dumps(doc))
 
 
