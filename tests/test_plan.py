@@ -264,3 +264,53 @@ def test_cli_config_without_shapes(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert res.code == 2 and "num_hidden_layers" in res.err
+
+
+def test_plan_refuses_a_model_the_profile_cannot_load(tmp_path: Path) -> None:
+    args = ["--envs", str(ROOT / "envs"), "plan", PROFILE, str(MODELS / "Qwen3.5-9B")]
+    res = envkit(*args, "--gpu-memory", "80GiB", "--json", cwd=tmp_path)
+    assert res.code == 1
+    data = res.json()
+    assert data["ok"] is False and data["command"] == ""
+    codes = [p["code"] for p in data["problems"]]
+    assert codes[:2] == ["unknown-model-type", "unsupported-architecture"]  # reasons first
+    text = envkit(*args, "--gpu-memory", "80GiB", "--compose", cwd=tmp_path)
+    assert text.out.startswith(f"{PROFILE} cannot load this model:")
+    assert "vllm serve" not in text.out and "services:" not in text.out
+
+
+def test_plan_knows_the_card(tmp_path: Path) -> None:
+    """Report 2's RTX 2070: 8 GiB, compute capability 7.5, no bfloat16."""
+    folder = model_dir(tmp_path, QWEN25_15B)
+    args = ["--envs", str(ROOT / "envs"), "plan", PROFILE, str(folder), "--free", "6.98GiB"]
+    res = envkit(
+        *args, "--gpu", "GeForce RTX 2070", "--max-model-len", "4096", "--json", cwd=tmp_path
+    )
+    data = res.json()
+    assert data["recommended"]["dtype"] == "half" and "--dtype half" in data["command"]
+    assert data["recommended"]["gpu_memory_utilization"] == 0.86
+    assert data["memory"]["total"] == 8 * GIB
+    # asked for bfloat16 on that card: refused with the fix, and the plan is in half
+    asked = envkit(
+        *args, "--gpu-memory", "8GiB", "--compute-capability", "7.5", "--dtype", "bfloat16",
+        "--json", cwd=tmp_path,
+    ).json()  # fmt: skip
+    assert "bfloat16-unsupported" in [p["code"] for p in asked["problems"]]
+    assert asked["recommended"]["dtype"] == "half"
+    # a card with bfloat16 keeps the checkpoint's dtype
+    a10 = envkit(*args, "--gpu", "a10", "--json", cwd=tmp_path).json()
+    assert a10["recommended"]["dtype"] == "bfloat16"
+    bad = envkit(*args, "--gpu", "rtx-9999", cwd=tmp_path)
+    assert bad.code == 2 and "is not a card envkit knows" in bad.err
+    bad = envkit(*args, "--gpu-memory", "8GiB", "--compute-capability", "seven", cwd=tmp_path)
+    assert bad.code == 2 and "--compute-capability" in bad.err
+    assert envkit(*args, cwd=tmp_path).code == 2  # no GPU given at all
+
+
+def test_every_line_of_the_text_report_uses_the_recommended_utilisation(tmp_path: Path) -> None:
+    folder = model_dir(tmp_path, QWEN25_15B)
+    res = envkit(
+        "--envs", str(ROOT / "envs"), "plan", PROFILE, str(folder), "--gpu-memory", "8GiB",
+        "--free", "6.98GiB", "--max-model-len", "4096", cwd=tmp_path,
+    )  # fmt: skip
+    assert "vLLM asks  6.88 GiB (utilisation 0.86)" in res.out  # 0.86 x 8 GiB, not 0.9 x 8

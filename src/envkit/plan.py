@@ -297,6 +297,62 @@ class PlanInput:
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     reserve: int = GIB
+    compute_capability: tuple[int, int] | None = None  # None: not said (bfloat16 assumed)
+    load_problems: tuple[Finding, ...] = ()  # why the profile cannot load the model
+
+
+# Common cards: memory and compute capability (facts from the vendor's tables). Names are
+# matched lower-case with spaces and underscores as '-', "nvidia-" and "geforce-" dropped.
+GPUS: dict[str, tuple[int, tuple[int, int]]] = {
+    "rtx-2070": (8 * GIB, (7, 5)),
+    "rtx-2080": (8 * GIB, (7, 5)),
+    "rtx-2080-ti": (11 * GIB, (7, 5)),
+    "t4": (16 * GIB, (7, 5)),
+    "v100-16gb": (16 * GIB, (7, 0)),
+    "v100-32gb": (32 * GIB, (7, 0)),
+    "rtx-3060": (12 * GIB, (8, 6)),
+    "rtx-3080": (10 * GIB, (8, 6)),
+    "rtx-3090": (24 * GIB, (8, 6)),
+    "a10": (24 * GIB, (8, 6)),
+    "a10g": (24 * GIB, (8, 6)),
+    "a100-40gb": (40 * GIB, (8, 0)),
+    "a100-80gb": (80 * GIB, (8, 0)),
+    "rtx-4060-ti-16gb": (16 * GIB, (8, 9)),
+    "rtx-4090": (24 * GIB, (8, 9)),
+    "l4": (24 * GIB, (8, 9)),
+    "l40s": (48 * GIB, (8, 9)),
+    "h100-80gb": (80 * GIB, (9, 0)),
+    "h200": (141 * GIB, (9, 0)),
+}
+BF16_MIN = (8, 0)  # vLLM refuses bfloat16 below compute capability 8.0
+
+
+def gpu(name: str) -> tuple[int, tuple[int, int]]:
+    """A card from :data:`GPUS` by name; BadInput naming the known ones otherwise."""
+    key = name.strip().lower().replace(" ", "-").replace("_", "-")
+    for prefix in ("nvidia-", "geforce-"):
+        key = key.removeprefix(prefix)
+    if key in GPUS:
+        return GPUS[key]
+    import difflib
+
+    close = difflib.get_close_matches(key, list(GPUS), n=1)
+    hint = f"Did you mean {close[0]}? " if close else ""
+    raise BadInput(
+        f"--gpu {name!r} is not a card envkit knows.",
+        f"{hint}Known: {', '.join(GPUS)}; or give --gpu-memory and --compute-capability.",
+    )
+
+
+def compute_capability(text: str) -> tuple[int, int]:
+    """``7.5`` -> (7, 5); BadInput for anything else."""
+    match = re.fullmatch(r"\s*([0-9]{1,2})\.([0-9])\s*", text)
+    if not match:
+        raise BadInput(
+            f"--compute-capability {text!r} is not a compute capability such as 7.5 or 8.9.",
+            "nvidia-smi --query-gpu=compute_cap --format=csv prints it.",
+        )
+    return int(match.group(1)), int(match.group(2))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,6 +366,8 @@ class Memory:
     reserve: int
     kv_cache: int
     kv_per_token: int
+    recommended_requested: int  # at the recommended utilisation
+    recommended_kv_cache: int
 
     def to_dict(self) -> dict[str, int]:
         return _fields(self)
@@ -391,13 +449,28 @@ class Plan:
         }
 
 
-def _serve_dtype(asked: str, config_dtype: str) -> str:
+def _serve_dtype(
+    asked: str, config_dtype: str, capability: tuple[int, int] | None
+) -> tuple[str, list[Finding]]:
+    """The dtype vLLM serves in, and a problem when the card cannot run the one asked."""
+    old_card = capability is not None and capability < BF16_MIN
     if asked != "auto":
         if asked not in DTYPE_BYTES:
             raise BadInput(f"--dtype {asked!r} is not one of auto, float16, bfloat16, float32.")
-        return asked
-    # vLLM's "auto": the checkpoint's dtype, except that float32 checkpoints are served in 16 bits
-    return "bfloat16" if config_dtype in ("float32", "float") else config_dtype
+        if old_card and asked == "bfloat16" and capability is not None:
+            return "half", [
+                Finding(
+                    code="bfloat16-unsupported",
+                    message=f"compute capability {capability[0]}.{capability[1]} has no "
+                    "bfloat16: vLLM refuses --dtype bfloat16 below 8.0",
+                    fix="--dtype half",
+                )
+            ]
+        return asked, []
+    # vLLM's "auto": the checkpoint's dtype, except that float32 checkpoints are served in 16
+    # bits; a card without bfloat16 gets half (field report 2: an RTX 2070, compute 7.5)
+    served = "bfloat16" if config_dtype in ("float32", "float") else config_dtype
+    return ("half" if old_card and served == "bfloat16" else served), []
 
 
 def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -> tuple[int, str]:
@@ -483,7 +556,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     free = inp.free if inp.free is not None else inp.gpu_memory
     if free > inp.gpu_memory:
         raise BadInput("--free is larger than --gpu-memory.")
-    dtype = _serve_dtype(inp.dtype, s.dtype)
+    dtype, dtype_problems = _serve_dtype(inp.dtype, s.dtype, inp.compute_capability)
     serve_bytes = DTYPE_BYTES[dtype]
     kv_bytes = (
         DTYPE_BYTES.get(inp.kv_cache_dtype, serve_bytes)
@@ -496,7 +569,8 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     length = inp.max_model_len or whole(
         text, "max_position_embeddings", "config.json", default=4096
     )
-    problems: list[Finding] = []
+    # what the profile cannot load comes first: no memory setting fixes it
+    problems: list[Finding] = [*inp.load_problems, *dtype_problems]
     requested = int(inp.utilization * inp.gpu_memory)
     # one point below the free fraction: the CUDA context and other processes take a little
     # more once vLLM starts (field report 2: 6.98 of 8 GiB free, 0.86 works)
@@ -542,6 +616,8 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         reserve=inp.reserve,
         kv_cache=max(kv_room_asked, 0),
         kv_per_token=per_token,
+        recommended_requested=int(utilization * inp.gpu_memory),
+        recommended_kv_cache=max(kv_room, 0),
     )
     numbers = Numbers(
         dtype=dtype,
@@ -560,8 +636,13 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
             f"hybrid model: {s.full_attention_layers} of {s.layers} layers hold a KV "
             "cache; linear-attention layers keep a fixed-size state"
         )
-    command = serve_command(model_arg, recommended, inp.kv_cache_dtype) if rec_len else ""
-    if not rec_len:
+    loadable = not inp.load_problems
+    command = (
+        serve_command(model_arg, recommended, inp.kv_cache_dtype) if rec_len and loadable else ""
+    )
+    if not loadable:
+        notes.append("the profile cannot load this model: no command to recommend")
+    elif not rec_len:
         notes.append("no setting fits this model on this GPU: no command to recommend")
     return Plan(
         ok=not problems,

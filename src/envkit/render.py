@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from .build import BuildResult
     from .catalog import ProfileListing
     from .doctor import Diagnosis
+    from .findings import Finding
     from .lockcells import CellState
     from .modelcheck import ModelReport, Verdict
     from .plan import Plan
@@ -483,15 +484,22 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         return
     from .plan import GIB  # loaded already: the plan was made
 
+    shown = 0
+    if not verdict.ok:  # the reasons first: no memory setting fixes them
+        _echo(f"{verdict.profile} cannot load this model:", fg="red", bold=True)
+        _findings(verdict.problems)
+        shown = len(verdict.problems)  # they lead result.problems too
     mem = result.memory
+    rec = result.recommended.gpu_memory_utilization
+    # every line at the recommended utilisation; the problems below speak of the one asked
     rows = [
         ("GPU", f"{mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free"),
-        ("vLLM asks", f"{mem.requested / GIB:.2f} GiB"),
+        ("vLLM asks", f"{mem.recommended_requested / GIB:.2f} GiB (utilisation {rec:.2f})"),
         ("weights", f"{mem.weights / GIB:.2f} GiB ({result.numbers.weights_source})"),
         ("reserve", f"{mem.reserve / GIB:.2f} GiB (activations, CUDA graphs)"),
         (
             "KV cache",
-            f"{mem.kv_cache / GIB:.2f} GiB, {mem.kv_per_token} bytes per token "
+            f"{mem.recommended_kv_cache / GIB:.2f} GiB, {mem.kv_per_token} bytes per token "
             f"({result.numbers.full_attention_layers} attention layers)",
         ),
         (
@@ -509,12 +517,12 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
             )
         )
     _echo(table(rows))
-    for problem in result.problems:
-        _echo(_wrap(f"{problem.code}: {problem.message}", "  ", "    "), fg="red")
-        _echo(_wrap(f"fix: {problem.fix}", "    ", "      "))
-    for note in (*result.notes, *(p.message for p in verdict.problems)):
+    _findings(result.problems[shown:])
+    for note in result.notes:
         _echo(_wrap(f"note: {note}", "  ", "    "))
-    if result.ok:
+    if not verdict.ok:
+        _echo("No command: the profile cannot load this model.", fg="red", bold=True)
+    elif result.ok:
         _echo("It fits as asked.", fg="green", bold=True)
     else:
         _echo("It does not fit as asked.", fg="red", bold=True)
@@ -522,6 +530,13 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         _echo("recommended: " + result.command)
     if compose:
         _echo(compose, nl=False)
+
+
+def _findings(found: Sequence[Finding]) -> None:
+    for problem in found:
+        _echo(_wrap(f"{problem.code}: {problem.message}", "  ", "    "), fg="red")
+        if problem.fix:
+            _echo(_wrap(f"fix: {problem.fix}", "    ", "      "))
 
 
 def probe(result: ProbeResult, as_json: bool) -> None:

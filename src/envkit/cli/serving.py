@@ -8,7 +8,7 @@ import click
 
 from .. import render
 from ..catalog import Catalog
-from ..errors import EXIT_CHECK_FAILED, EXIT_OK
+from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from .options import State, complete_profiles, finite, json_option, revision_option
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
@@ -18,7 +18,15 @@ from .options import State, complete_profiles, finite, json_option, revision_opt
 @click.argument("profile", shell_complete=complete_profiles)
 @click.argument("model")
 @click.option(
-    "--gpu-memory", required=True, metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB."
+    "--gpu", "gpu_name", metavar="NAME", help="A known card (rtx-2070, t4, a100-80gb, ...)."
+)
+@click.option(
+    "--gpu-memory", metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB [or --gpu]."
+)
+@click.option(
+    "--compute-capability",
+    metavar="X.Y",
+    help="The card's compute capability (below 8.0: no bfloat16) [or --gpu].",
 )
 @click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts.")
 @click.option(
@@ -57,7 +65,9 @@ def plan(
     state: State,
     profile: str,
     model: str,
-    gpu_memory: str,
+    gpu_name: str | None,
+    gpu_memory: str | None,
+    compute_capability: str | None,
     free: str | None,
     utilization: float,
     max_model_len: int | None,
@@ -75,21 +85,28 @@ def plan(
     from .. import modelcheck
     from .. import plan as memplan
 
+    card_memory, card_capability = memplan.gpu(gpu_name) if gpu_name else (0, None)
+    if gpu_memory is None and not card_memory:
+        raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
     loaded = Catalog.from_option(state.envs).resolve(profile)
     config = modelcheck.load_model_config(model, revision=revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
+    verdict = modelcheck.judge(loaded, config)  # the plan obeys it: no command if it cannot load
     inp = memplan.PlanInput(
         model=folder,
-        gpu_memory=memplan.parse_size(gpu_memory, "--gpu-memory"),
+        gpu_memory=memplan.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
         free=memplan.parse_size(free, "--free") if free else None,
         utilization=utilization,
         max_model_len=max_model_len,
         dtype=dtype,
         kv_cache_dtype=kv_cache_dtype,
         reserve=memplan.parse_size(reserve, "--reserve", allow_zero=True),
+        compute_capability=memplan.compute_capability(compute_capability)
+        if compute_capability
+        else card_capability,
+        load_problems=verdict.problems,
     )
     result = memplan.make_plan(config.raw, folder, model, inp)
-    verdict = modelcheck.judge(loaded, config)
     extra = (
         memplan.compose(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
         if (compose and result.command)
