@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session", autouse=True)
-def hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def hermetic_uv(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[None]:
     """uv with its own cache and no index settings from the developer's environment."""
     saved = dict(os.environ)
     for key in list(os.environ):
@@ -30,6 +32,11 @@ def hermetic_uv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("user-data"))
     os.environ["UV_NO_PROGRESS"] = "1"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
+    if "not network" in str(pytestconfig.getoption("markexpr")):
+        # the offline suite: an index lookup nobody pointed at a local index fails at once,
+        # here and on a machine that reaches the real one (network tests use the real one)
+        os.environ["UV_DEFAULT_INDEX"] = "http://127.0.0.1:9/simple"
+        os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
     yield
     os.environ.clear()
     os.environ.update(saved)

@@ -146,7 +146,12 @@ def vllm_0330() -> Layout:
         "Qwen2VLForConditionalGeneration": ("qwen2_vl", "Qwen2VLForConditionalGeneration"),
         "Qwen3_5ForConditionalGeneration": ("qwen3_5", "Qwen3_5ForConditionalGeneration"),
     }
-    previously = {"Phi3SmallForCausalLM": "0.9.2", "MotifForCausalLM": "0.10.2"}
+    # the last record is wrong on purpose, as real ones have been: 0.8.5 still lists it
+    previously = {
+        "Phi3SmallForCausalLM": "0.9.2",
+        "MotifForCausalLM": "0.10.2",
+        "AquilaForCausalLM": "0.2.7",
+    }
     plugins = {"BartModel": "the Bart plugin", "Florence2ForConditionalGeneration": "the plugin"}
     tail = (
         "\n_PREVIOUSLY_SUPPORTED_MODELS = {\n"

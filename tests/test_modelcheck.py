@@ -99,7 +99,9 @@ def write_config(tmp_path: Path, data: object, name: str = "config.json") -> Pat
     return path
 
 
-def test_dropped_out_of_tree_and_remote_code(envs: Path, tmp_path: Path) -> None:
+def test_dropped_out_of_tree_and_remote_code(
+    envs: Path, tmp_path: Path, world: indexserver.Server
+) -> None:
     phi = write_config(
         tmp_path,
         {
@@ -118,8 +120,10 @@ def test_dropped_out_of_tree_and_remote_code(envs: Path, tmp_path: Path) -> None
     assert data["remote_code"] is True and any("trust-remote-code" in n for n in data["notes"])
     assert data["supported_by"] == ["old"]
     bart = write_config(tmp_path, {"model_type": "bart", "architectures": ["BartModel"]}, "b.json")
-    data = run(envs, "check-model", "new", str(bart), "--json").json()
+    data = run(envs, "check-model", "new", str(bart), "--json", "--index-url", url(world)).json()
     assert data["problems"][0]["code"] == "architecture-out-of-tree"
+    # no release lists it in vLLM itself; the newest one says where it lives now
+    assert data["releases"]["plugin"] == "the Bart plugin" and data["releases"]["newest"] == ""
 
 
 def test_no_profile_can_load_it_names_the_releases(

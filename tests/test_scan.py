@@ -161,5 +161,14 @@ def test_first_and_newest_release_listing_an_architecture(
     phi = releases_listing(scanner, "Phi3SmallForCausalLM")
     assert phi is not None and phi.newest == "0.8.5"
     assert releases_listing(scanner, "NoSuchForCausalLM") is None
+    # a record that says "until 0.2.7" is checked, not trusted: 0.8.5 still lists it
+    aquila = releases_listing(scanner, "AquilaForCausalLM")
+    assert aquila is not None and (aquila.first, aquila.newest) == ("0.8.5", "0.8.5")
+    # one the newest release knows nothing of is looked for in every release
+    mid = releases_listing(scanner, "Mid000ForCausalLM")
+    assert mid is not None and (mid.first, mid.newest) == ("0.8.5", "0.8.5")
+    # moved to a plugin, and never in vLLM itself here: said as such
+    bart = releases_listing(scanner, "BartModel")
+    assert bart is not None and not bart.listed and bart.plugin == "the Bart plugin"
     cached = json.loads(next(scan_cache.rglob("vllm-0.33.0*.json")).read_text())
     assert "Qwen3_5ForConditionalGeneration" in cached["architectures"]

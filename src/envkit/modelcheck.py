@@ -291,6 +291,7 @@ class ModelReport:
                 "first": self.releases.first,
                 "newest": self.releases.newest,
                 "latest_release": self.releases.latest_release,
+                "plugin": self.releases.plugin or None,
             }
             if self.releases is not None
             else None

@@ -238,9 +238,10 @@ def draft_for_model(
         (found for arch in config.architectures if (found := releases_listing(scanner, arch))),
         None,
     )
-    if span is None:
+    if span is None or not span.listed:
+        moved = f" ({span.architecture} now lives in {span.plugin})" if span else ""
         raise BadInput(
-            f"No published vLLM release lists {' or '.join(config.architectures) or 'it'}.",
+            f"No published vLLM release lists {' or '.join(config.architectures) or 'it'}{moved}.",
             "A profile cannot be drafted for a model no vLLM release supports.",
         )
     if vllm_version:

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from email.parser import Parser
 from pathlib import Path
@@ -145,10 +145,18 @@ def _store(scan: Scan, index: str) -> None:
 class Scanner:
     """Scans releases from one index, with the per-release cache."""
 
-    def __init__(self, index: str, *, use_cache: bool = True, http: Http | None = None) -> None:
+    def __init__(
+        self,
+        index: str,
+        *,
+        use_cache: bool = True,
+        http: Http | None = None,
+        progress: Callable[[str], None] = lambda _m: None,
+    ) -> None:
         self.index = index
         self.use_cache = use_cache
         self.http = http or Http()
+        self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
 
     def files(self, project: str) -> list[WheelFile]:
@@ -165,6 +173,7 @@ class Scanner:
             cached = load_cached(project, version, self.index)
             if cached is not None:
                 return cached
+        self.progress(f"reading {project} {version} from its wheel")
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         wheel = pick_wheel(self.files(project), version)
@@ -289,33 +298,43 @@ class ReleaseSpan:
     """The published vLLM releases whose registry lists an architecture."""
 
     architecture: str
-    first: str
+    first: str  # '' when no release lists it in vLLM itself
     newest: str
     latest_release: str  # the newest vLLM release on the index, for context
+    plugin: str = ""  # where the newest release says it lives now, when it moved to a plugin
+
+    @property
+    def listed(self) -> bool:
+        return bool(self.newest)
 
 
 def releases_listing(scanner: Scanner, architecture: str) -> ReleaseSpan | None:
-    """First and newest vLLM release listing ``architecture``, or None if none does.
+    """First and newest vLLM release listing ``architecture``; None when no release lists
+    it and none records it as moved to a plugin.
 
-    The newest comes from the newest release: its registry, or its record of dropped
-    architectures. The first is found by bisection, since an architecture stays in the
-    registry from the release that adds it until the one that drops it.
+    The newest release is asked first. A record of a dropped architecture ("until X") is a
+    hint, not an answer: the releases after X are checked until one lacks it, or X and older
+    when X does not list it. An architecture the newest release knows nothing of is looked
+    for in every release, newest first. The first release is then found by bisection, since
+    an architecture stays in the registry from the release that adds it until it is dropped.
     """
     releases = scanner.releases("vllm")
     if not releases:
         return None
     latest = scanner.scan("vllm", releases[-1])
+    plugin = latest.out_of_tree.get(architecture, "")
     if architecture in latest.architectures:
-        newest = releases[-1]
+        newest: Version | None = releases[-1]
     elif architecture in latest.previously_supported:
-        until = Version(latest.previously_supported[architecture])
-        older = [v for v in reversed(releases) if v <= until]
-        found = next((v for v in older[:5] if _lists(scanner, v, architecture)), None)
-        if found is None:
-            return None
-        newest = found
+        newest = _newest_after_record(
+            scanner, releases, architecture, latest.previously_supported[architecture]
+        )
     else:
-        return None
+        newest = next((v for v in reversed(releases) if _lists(scanner, v, architecture)), None)
+    if newest is None:
+        if not plugin:
+            return None
+        return ReleaseSpan(architecture, "", "", str(releases[-1]), plugin)
     candidates = [v for v in releases if v <= newest]
     low, high = 0, len(candidates) - 1  # candidates[high] lists it
     while low < high:
@@ -324,7 +343,28 @@ def releases_listing(scanner: Scanner, architecture: str) -> ReleaseSpan | None:
             high = mid
         else:
             low = mid + 1
-    return ReleaseSpan(architecture, str(candidates[high]), str(newest), str(releases[-1]))
+    return ReleaseSpan(architecture, str(candidates[high]), str(newest), str(releases[-1]), plugin)
+
+
+def _newest_after_record(
+    scanner: Scanner, releases: list[Version], architecture: str, recorded: str
+) -> Version | None:
+    """The newest release listing an architecture vLLM records as supported until
+    ``recorded``: confirmed by scanning, whichever way the record is wrong."""
+    try:
+        until = Version(recorded)
+    except InvalidVersion:
+        until = releases[-1]
+    after = [v for v in releases if v > until]
+    upto = [v for v in reversed(releases) if v <= until]
+    newest = None
+    for version in after:  # the record may be too early: later releases may still list it
+        if not _lists(scanner, version, architecture):
+            break
+        newest = version
+    if newest is not None:
+        return newest
+    return next((v for v in upto if _lists(scanner, v, architecture)), None)
 
 
 def _lists(scanner: Scanner, version: Version, architecture: str) -> bool:

@@ -368,12 +368,25 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
     if rep.verdict is not None or not rep.ok:
         names = ", ".join(rep.supported_by)
         _echo(f"supported by: {names or 'no shipped profile'}")
-    if rep.releases is not None:
+    if rep.releases is not None and rep.releases.listed:
         rel = rep.releases
         _echo(
-            f"{rel.architecture} is listed by vLLM {rel.first} through {rel.newest} (newest "
-            f"release {rel.latest_release}); draft a profile with: envkit new-profile NAME "
-            f"--for-model {cfg.source}"
+            _wrap(
+                f"{rel.architecture} is listed by vLLM {rel.first} through {rel.newest} (newest "
+                f"release {rel.latest_release}); draft a profile with: envkit new-profile NAME "
+                f"--for-model {cfg.source}",
+                "",
+                "  ",
+            )
+        )
+    if rep.releases is not None and rep.releases.plugin:
+        _echo(
+            _wrap(
+                f"{rep.releases.architecture} has moved out of vLLM to a plugin: "
+                f"{rep.releases.plugin}",
+                "",
+                "  ",
+            )
         )
     elif rep.lookup:
         _echo(rep.lookup)

@@ -31,7 +31,7 @@ def _model_report(
     from ..wheelfetch import index_url
 
     config = modelcheck.load_model_config(model, revision=revision)
-    scanner = Scanner(index_url(index))
+    scanner = Scanner(index_url(index), progress=render.progress)
     report = modelcheck.report(
         config, profile, _shipped(state), lambda arch: releases_listing(scanner, arch)
     )
@@ -99,7 +99,7 @@ def scan(
     from ..registry_scan import Scanner, parse_target
     from ..wheelfetch import index_url
 
-    scanner = Scanner(index_url(index), use_cache=not no_cache)
+    scanner = Scanner(index_url(index), use_cache=not no_cache, progress=render.progress)
     if update:
         if target:
             raise BadInput("Give either TARGET or --update PROFILE, not both.")
@@ -156,7 +156,7 @@ def new_profile(
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
     config = load_model_config(model, revision=revision)
-    scanner = Scanner(index_url(index))
+    scanner = Scanner(index_url(index), progress=render.progress)
     path = Catalog.from_option(state.envs).writable() / f"{name}.toml"
     profile, span = draft_for_model(path, config, scanner, vllm_version=vllm_version, force=force)
     render.drafted(profile, span.architecture, as_json)
