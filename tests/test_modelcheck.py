@@ -289,3 +289,25 @@ def test_scan_update_keeps_the_models_table_where_it_is_with_its_comments(
     assert after.index("[models]") < after.index("[matrix]")  # where it was
     models = load_profile(folder / "p.toml").models
     assert models.vllm == "0.8.5" and "Old" not in models.architectures
+
+
+def test_a_stale_models_table_is_said_and_the_pins_answer(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    """Pins edited after the last scan --update: the answer comes from the pinned releases."""
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    text = (envs / "old.toml").read_text()  # [models] for vLLM 0.8.5 + transformers 4.51.3
+    edited = text.replace("vllm==0.8.5", "vllm==0.33.0").replace(
+        "transformers==4.51.3", "transformers==5.20.2"
+    )
+    (folder / "edited.toml").write_text(edited)
+    res = envkit(
+        "--envs", str(folder), "check-model", "edited", str(QWEN35), "--json",
+        "--index-url", url(world), cwd=tmp_path,
+    )  # fmt: skip
+    assert res.code == 0, res.out + res.err
+    data = res.json()
+    assert data["ok"] is True
+    assert any("[models] table of edited is stale" in n for n in data["notes"])
+    assert any("vLLM 0.33.0 + transformers 5.20.2" in n for n in data["notes"])

@@ -301,6 +301,19 @@ class ModelReport:
         return data
 
 
+def _noted(verdict: Verdict, stale: dict[str, str] | None) -> Verdict:
+    note = (stale or {}).get(verdict.profile)
+    if not note:
+        return verdict
+    return Verdict(
+        profile=verdict.profile,
+        ok=verdict.ok,
+        architecture=verdict.architecture,
+        problems=verdict.problems,
+        notes=(note, *verdict.notes),
+    )
+
+
 def rank(profiles: list[Profile], config: ModelConfig) -> tuple[Verdict, ...]:
     """Every profile's verdict: loadable first, newer vLLM first within each group."""
     from packaging.version import InvalidVersion, Version
@@ -317,11 +330,16 @@ def rank(profiles: list[Profile], config: ModelConfig) -> tuple[Verdict, ...]:
 
 
 def report(
-    config: ModelConfig, profile: Profile | None, shipped: list[Profile], find_releases: Any
+    config: ModelConfig,
+    profile: Profile | None,
+    shipped: list[Profile],
+    find_releases: Any,
+    stale: dict[str, str] | None = None,
 ) -> ModelReport:
-    """``find_releases(architecture)`` returns a ReleaseSpan or None, or raises NetworkError."""
-    verdicts = rank(shipped, config)
-    verdict = judge(profile, config) if profile is not None else None
+    """``find_releases(architecture)`` returns a ReleaseSpan or None, or raises NetworkError.
+    ``stale`` names the profiles whose ``[models]`` table was replaced by a fresh scan."""
+    verdicts = tuple(_noted(v, stale) for v in rank(shipped, config))
+    verdict = _noted(judge(profile, config), stale) if profile is not None else None
     releases, lookup = None, ""
     if not any(v.ok for v in verdicts) and (verdict is None or not verdict.ok):
         try:

@@ -13,6 +13,7 @@ in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -31,6 +32,7 @@ from platformdirs import user_cache_path
 from .astdata import OPAQUE, SourceError, module_tables
 from .atomicfile import write_atomic
 from .errors import BadInput, FileSystemError, WheelError
+from .profile import Models, Profile
 from .urls import parse_url
 from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
 
@@ -383,3 +385,35 @@ def torch_cuda(scanner: Scanner, version: Version) -> str:
     cuda = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")
     value = cuda.get("cuda")
     return value if isinstance(value, str) else ""
+
+
+def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
+    """The profile with a ``[models]`` table true to its pins: as written when it names the
+    pinned vLLM and transformers; else scanned from those releases (NetworkError when they
+    cannot be read: never a verdict), with a note saying the table is stale."""
+    pins = profile.expected_versions()
+    vllm, transformers = pins.get("vllm", ""), pins.get("transformers", "")
+    table = profile.models
+    unscanned = not table.vllm  # judged as "profile-not-scanned", not rescanned behind its back
+    if unscanned or not vllm or not transformers:
+        return profile, ""
+    if (table.vllm, table.transformers) == (vllm, transformers):
+        return profile, ""
+    v = scanner.scan("vllm", Version(vllm))
+    t = scanner.scan("transformers", Version(transformers))
+    fresh = Models(
+        vllm=v.version,
+        transformers=t.version,
+        model_types=tuple(sorted(set(v.model_types) | set(t.model_types))),
+        vllm_model_types=tuple(sorted(v.model_types)),
+        architectures=tuple(sorted(v.architectures)),
+        previously_supported=dict(v.previously_supported),
+        out_of_tree=dict(v.out_of_tree),
+        source=f"{v.wheel}; {t.wheel}",
+    )
+    note = (
+        f"the [models] table of {profile.name} is stale (it is for vLLM {table.vllm or '?'} + "
+        f"transformers {table.transformers or '?'}, the pins are {vllm} + {transformers}); "
+        f"answered from the pinned releases: envkit scan --update {profile.name} rewrites it"
+    )
+    return dataclasses.replace(profile, models=fresh), note

@@ -27,13 +27,25 @@ def _model_report(
     state: State, profile: Profile | None, model: str, index: str | None, revision: str | None
 ) -> int:
     from .. import modelcheck
-    from ..registry_scan import Scanner, releases_listing
+    from ..registry_scan import Scanner, current_models, releases_listing
     from ..wheelfetch import index_url
 
     config = modelcheck.load_model_config(model, revision=revision)
     scanner = Scanner(index_url(index), progress=render.progress)
+    stale: dict[str, str] = {}
+
+    def current(p: Profile) -> Profile:  # a [models] table true to the profile's pins
+        fresh, note = current_models(p, scanner)
+        if note:
+            stale[p.name] = note
+        return fresh
+
     report = modelcheck.report(
-        config, profile, _shipped(state), lambda arch: releases_listing(scanner, arch)
+        config,
+        current(profile) if profile is not None else None,
+        [current(p) for p in _shipped(state)],
+        lambda arch: releases_listing(scanner, arch),
+        stale,
     )
     render.model_report(report, state.json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED

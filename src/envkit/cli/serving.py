@@ -88,7 +88,12 @@ def plan(
     card_memory, card_capability = memplan.gpu(gpu_name) if gpu_name else (0, None)
     if gpu_memory is None and not card_memory:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
+    from ..registry_scan import Scanner, current_models
+    from ..wheelfetch import index_url
+
     loaded = Catalog.from_option(state.envs).resolve(profile)
+    # the verdict from the pinned releases, should the [models] table be stale
+    loaded, _stale = current_models(loaded, Scanner(index_url(), progress=render.progress))
     config = modelcheck.load_model_config(model, revision=revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
     verdict = modelcheck.judge(loaded, config)  # the plan obeys it: no command if it cannot load
