@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from helpers import profile_text, run_cli
 
 FUZZ = settings(
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-NETWORK_FUZZ = settings(FUZZ, max_examples=20)  # each example is a real loopback exchange
+NETWORK_FUZZ = settings(FUZZ, max_examples=15)  # each example is a real loopback exchange
 KEY = "sk-fuzz-0123456789abcdef"
 
 # text that includes what broke envkit before: other scripts' digits, NUL, huge numbers
