@@ -9,7 +9,7 @@ import click
 
 from .. import render
 from ..catalog import Catalog
-from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, Interrupted
 from ..torchsource import TorchIndex
 from .options import (
     State,
@@ -117,11 +117,14 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     slot = VenvSlot(venv)
-    with slot.locked(render.note, existing=True) as recovered:
-        for done in recovered:
-            render.note(f"recovered: {done}")
-        render.progress(f"checking {slot.venv} (one run of its interpreter, imports included)")
-        report = run_verify(loaded, slot.venv)
+    try:
+        with slot.locked(render.note, existing=True) as recovered:
+            for done in recovered:
+                render.note(f"recovered: {done}")
+            render.progress(f"checking {slot.venv} (one run of its interpreter)")
+            report = run_verify(loaded, slot.venv)
+    except KeyboardInterrupt:
+        raise Interrupted(slot.describe()) from None  # the last line says what is there
     render.report(report, as_json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
