@@ -223,3 +223,15 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
         "envkit-notes",
     ]
     state_is_clean(built_copy)
+
+
+def test_a_write_sweeps_only_its_own_leftovers(tmp_path: Path) -> None:
+    """Beside a file it writes, envkit removes what a killed writer of that file left, and
+    nothing else that merely looks like it."""
+    from envkit.atomicfile import write_atomic
+
+    pid = dead_pid()
+    (tmp_path / f".lock.json.{pid}.tmp").write_text("{")
+    (tmp_path / f".notes.md.{pid}.tmp").write_text("someone's draft")
+    write_atomic(tmp_path / "lock.json", "{}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".notes.md.{pid}.tmp", "lock.json"]

@@ -32,17 +32,20 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def sweep_temporaries(folder: Path) -> None:
-    """Remove the ``.NAME.PID.tmp`` files in ``folder`` whose writer no longer runs."""
+def sweep_temporaries(folder: Path, name: str = "") -> None:
+    """Remove ``.NAME.PID.tmp`` files in ``folder`` whose writer no longer runs: those of
+    ``name`` only (a file envkit writes there), or every one in a folder that is envkit's
+    own (``name`` empty). A file of that shape that envkit did not write is left alone."""
     try:
         entries = list(folder.iterdir())
     except OSError:
         return
+    prefix = f".{name}." if name else "."
     for entry in entries:
-        name = entry.name
-        if not (name.startswith(".") and name.endswith(".tmp")):
+        found = entry.name
+        if not (found.startswith(prefix) and found.endswith(".tmp")):
             continue
-        pid = name[: -len(".tmp")].rpartition(".")[2]
+        pid = found[len(prefix) : -len(".tmp")] if name else found[:-4].rpartition(".")[2]
         if pid.isascii() and pid.isdigit() and not pid_alive(int(pid)):
             try:
                 if entry.is_file() and not entry.is_symlink():
@@ -57,7 +60,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     Raises FileSystemError (exit 2) when the folder cannot be written or the disk is full;
     the previous file is then untouched.
     """
-    sweep_temporaries(path.parent)
+    sweep_temporaries(path.parent, path.name)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
