@@ -212,6 +212,7 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
     (scratch / f"envkit-lock-{pid}-abc").mkdir()
     (scratch / f"envkit-lock-{os.getpid()}-mine").mkdir()  # a live process's: kept
     (scratch / "envkit-notes").mkdir()  # not envkit's pattern: kept
+    (scratch / f"envkit-thesis-{pid}-draft").mkdir()  # not a kind envkit makes: kept
     state = built_copy / ".envkit" / ".venv"
     state.mkdir(parents=True, exist_ok=True)
     (state / f".journal.json.{pid}.tmp").write_text("{")
@@ -221,6 +222,7 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
     assert sorted(p.name for p in scratch.iterdir()) == [
         f"envkit-lock-{os.getpid()}-mine",
         "envkit-notes",
+        f"envkit-thesis-{pid}-draft",
     ]
     state_is_clean(built_copy)
 

@@ -80,12 +80,14 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 _TEMP_PREFIX = "envkit-"
+_TEMP_KINDS = ("lock", "check", "facts")  # every scratch folder envkit makes is one of these
 
 
 @contextmanager
 def temporary_folder(what: str) -> Iterator[Path]:
     """A scratch folder named after this process (``envkit-WHAT-PID-...``), removed after
     use; one a killed envkit left is swept by :func:`sweep_temporary_folders`."""
+    assert what in _TEMP_KINDS, what
     with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{what}-{os.getpid()}-") as tmp:
         yield Path(tmp)
 
@@ -99,7 +101,9 @@ def sweep_temporary_folders() -> None:
         return
     for entry in entries:
         parts = entry.name.split("-")
-        if len(parts) < 4 or not (parts[2].isascii() and parts[2].isdigit()):
+        if len(parts) < 4 or parts[1] not in _TEMP_KINDS:
+            continue  # not a name envkit gives its scratch folders
+        if not (parts[2].isascii() and parts[2].isdigit()):
             continue
         if pid_alive(int(parts[2])) or entry.is_symlink() or not entry.is_dir():
             continue
