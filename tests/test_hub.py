@@ -53,6 +53,11 @@ def test_a_repo_id_reads_config_json_with_the_token_never_shown(
     code, out, err = check(project, offline, "org/model", "--json")
     assert code == 0, err
     assert json.loads(out)["model_type"] == "qwen2_vl"
+    # and when the Hub does not answer, without HF_HUB_OFFLINE: the cache, at once
+    unreachable = {**hf_env, "HF_ENDPOINT": "http://127.0.0.1:9"}
+    code, out, err = check(project, unreachable, "org/model", "--json")
+    assert code == 0, err
+    assert "Retrying" not in err
 
 
 def test_revision_is_asked_for(project: Path, hf_env: dict[str, str]) -> None:

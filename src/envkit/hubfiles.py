@@ -51,6 +51,7 @@ def fetch(repo: str, filename: str, revision: str | None = None) -> str:
 def _download(repo: str, filename: str, revision: str | None) -> str:
     from huggingface_hub import (
         constants,
+        errors,
         get_hf_file_metadata,
         get_token,
         hf_hub_download,
@@ -60,15 +61,22 @@ def _download(repo: str, filename: str, revision: str | None) -> str:
     token = get_token()
     if token:
         remember_secret(token)  # masked wherever it would appear
-    if not constants.HF_HUB_OFFLINE:
-        meta = get_hf_file_metadata(hf_hub_url(repo, filename, revision=revision))
-        if meta.size is not None and meta.size > MAX_BYTES:
+    cached_only = bool(constants.HF_HUB_OFFLINE)
+    if not cached_only:
+        try:
+            meta = get_hf_file_metadata(hf_hub_url(repo, filename, revision=revision))
+        except errors.HfHubHTTPError:
+            raise  # the Hub answered: gated, missing, ... (said by _explain)
+        except Exception:  # no answer at all: only the cache can answer now
+            meta, cached_only = None, True
+        if meta is not None and meta.size is not None and meta.size > MAX_BYTES:
             raise BadInput(
                 f"{filename} of {repo!r} is {meta.size:,} bytes; envkit reads at most "
                 f"{MAX_BYTES:,}.",
                 "Pass the model's own config.json.",
             )
-    return str(hf_hub_download(repo, filename, revision=revision))
+    # no second round of retries against a Hub that did not answer: the cache, or a clear no
+    return str(hf_hub_download(repo, filename, revision=revision, local_files_only=cached_only))
 
 
 def _explain(exc: BaseException, repo: str, filename: str, revision: str | None) -> BaseException:
