@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import layouts
 import pytest
@@ -311,3 +312,40 @@ def test_a_stale_models_table_is_said_and_the_pins_answer(
     assert data["ok"] is True
     assert any("[models] table of edited is stale" in n for n in data["notes"])
     assert any("vLLM 0.33.0 + transformers 5.20.2" in n for n in data["notes"])
+
+
+def test_history_of_an_architecture_across_releases(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    def history(*args: str) -> dict[str, Any]:
+        res = envkit(
+            "--envs", str(envs), "history", *args, "--index-url", url(world), "--json",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert res.code in (0, 1), res.err
+        data: dict[str, Any] = res.json()
+        return data
+
+    phi = history("Phi3SmallForCausalLM")["architectures"][0]
+    assert (phi["first"], phi["newest"]) == ("0.8.5", "0.8.5")
+    by_version = {r["version"]: r for r in phi["releases"]}
+    assert by_version["0.9.0"]["presence"] == "unreadable"  # that wheel has no registry
+    assert by_version["0.33.0"] == {
+        "version": "0.33.0",
+        "presence": "dropped",
+        "transformers": "<5.21.0,>=5.16.1",
+        "note": "until 0.9.2",
+    }
+    assert phi["dropped_in"] == "0.33.0" and phi["profiles"] == ["old"]
+    llama = history("LlamaForCausalLM")["architectures"][0]
+    assert (llama["first"], llama["newest"]) == ("0.2.7", "0.33.0")
+    assert llama["gaps"] == ["0.9.0"] and set(llama["profiles"]) == {"old", "new"}
+    bart = history("BartModel")
+    assert bart["ok"] is False and bart["architectures"][0]["plugin"] == "the Bart plugin"
+    model = history(str(QWEN2VL))
+    assert model["model"].endswith("config.json")
+    assert model["architectures"][0]["architecture"] == "Qwen2VLForConditionalGeneration"
+    text = envkit(
+        "--envs", str(envs), "history", "LlamaForCausalLM", "--index-url", url(world), cwd=tmp_path
+    )
+    assert "LlamaForCausalLM: vLLM 0.2.7 through 0.33.0" in text.out and "gaps: 0.9.0" in text.out

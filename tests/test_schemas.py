@@ -97,7 +97,11 @@ def test_environment_outputs(built_copy: Path, indexes: Indexes) -> None:
     output("build", res.out)
 
 
-def test_scan_and_probe_outputs(world: indexserver.Server, scan_cache: Path) -> None:
+def test_scan_history_and_probe_outputs(world: indexserver.Server, scan_cache: Path) -> None:
+    output(
+        "history",
+        run_cli("history", "LlamaForCausalLM", "--json", "--index-url", indexserver.url(world)).out,
+    )
     output(
         "scan",
         run_cli(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from .catalog import ProfileListing
     from .doctor import Diagnosis
     from .findings import Finding
+    from .history import History
     from .lockcells import CellState
     from .modelcheck import ModelReport, Verdict
     from .plan import Plan
@@ -390,6 +391,45 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
         )
     elif rep.lookup:
         _echo(rep.lookup)
+
+
+def histories(model: str | None, found: Sequence[History], as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": any(h.listed for h in found),
+                "model": model,
+                "architectures": [h.to_dict() for h in found],
+            }
+        )
+        return
+    for h in found:
+        data = h.to_dict()
+        _echo(f"{h.architecture}", bold=True, nl=False)
+        if data["first"]:
+            _echo(f": vLLM {data['first']} through {data['newest']}", nl=False)
+        else:
+            _echo(": listed by no published vLLM release", nl=False)
+        _echo(f" ({len(h.releases)} releases read)")
+        runs: list[list[Any]] = []  # [first, last, presence, transformers, note]
+        for r in h.releases:
+            key = (r.presence.value, r.transformers, r.note)
+            if runs and tuple(runs[-1][2:]) == key:
+                runs[-1][1] = r.version
+            else:
+                runs.append([r.version, r.version, *key])
+        rows = [("RELEASES", "STATE", "TRANSFORMERS", "NOTE")]
+        rows += [
+            (first if first == last else f"{first} … {last}", state, tf or "-", note)
+            for first, last, state, tf, note in runs
+        ]
+        _echo(table(rows))
+        if data["gaps"]:
+            _echo(f"  gaps: {', '.join(data['gaps'])}")
+        if data["plugin"]:
+            _echo(_wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
+        profiles = ", ".join(h.profiles) or "none"
+        _echo(f"  shipped profiles that load it: {profiles}")
 
 
 def drafted(profile: Profile, architecture: str, as_json: bool) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 
 from .. import render
@@ -175,4 +178,45 @@ def new_profile(
     return EXIT_OK
 
 
-COMMANDS = (check_model, which, scan, new_profile)
+@click.command()
+@click.argument("target", metavar="ARCH|MODEL")
+@index_url_option
+@revision_option
+@json_option
+@click.pass_obj
+def history(
+    state: State, target: str, index: str | None, revision: str | None, as_json: bool
+) -> int:
+    """Every published vLLM release's word on an architecture (or a model's architectures).
+
+    Listed or not, dropped, moved to a plugin, the transformers range each release declares,
+    and the shipped profiles that can load it. Each release is read once from its wheel and
+    cached. Exit 0 when some release lists it, 1 when none does, 2 on bad input.
+    """
+    from .. import history as hist
+    from ..modelcheck import load_model_config
+    from ..registry_scan import Scanner
+    from ..wheelfetch import index_url
+
+    archs: tuple[str, ...]
+    model: str | None
+    if ARCH_RE.fullmatch(target) and not Path(target).exists():
+        model, archs = None, (target,)
+    else:
+        config = load_model_config(target, revision=revision)
+        model, archs = config.source, config.architectures
+        if not archs:
+            raise BadInput(
+                f"{config.source} names no architectures.", "Give one: envkit history ARCH."
+            )
+    scanner = Scanner(index_url(index), progress=render.progress)
+    shipped = _shipped(state)
+    found = [hist.history(arch, scanner, shipped) for arch in archs]
+    render.histories(model, found, as_json)
+    return EXIT_OK if any(h.listed for h in found) else EXIT_CHECK_FAILED
+
+
+ARCH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+COMMANDS = (check_model, which, scan, new_profile, history)
