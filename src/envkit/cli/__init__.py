@@ -33,7 +33,7 @@ for _module in (env, models, locks, serving):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (``sys.exit`` happens only in ``__main__``)."""
+    """Run the CLI; returns the exit code (``sys.exit`` happens only in :func:`run`)."""
     args = list(argv) if argv is not None else sys.argv[1:]
     state = State(json="--json" in args)  # usage errors are JSON too when --json was asked
     render.set_wide(False)  # until --wide says otherwise (main may run many times in-process)
