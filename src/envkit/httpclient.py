@@ -157,13 +157,6 @@ class Http:
             lambda: _deadline_error(url, seconds),
         )
 
-    def get(self, url: str, *, headers: Mapping[str, str] | None = None, **kw: Any) -> bytes:
-        """The body of a 2xx answer; NetworkError (with ``status``) for anything else."""
-        answer = self.request("GET", url, headers=headers, **kw)
-        if not 200 <= answer.status < 300:
-            raise status_error(url, answer.status)
-        return answer.body
-
     def get_range(self, url: str, start: int, end: int) -> tuple[bytes, int | None]:
         """Bytes ``start`` to ``end`` inclusive (``start`` < 0: the last -start bytes), and the
         file's total size when the server said it."""

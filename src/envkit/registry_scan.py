@@ -179,7 +179,7 @@ class Scanner:
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         wheel = pick_wheel(self.files(project), version)
-        archive = RemoteZip(wheel.url, wheel.size, self.http)
+        archive = RemoteZip(wheel.url, self.http)
         meta = next(
             (n for n in archive.members if n.endswith(".dist-info/METADATA") and n.count("/") == 1),
             None,
@@ -379,7 +379,7 @@ def _lists(scanner: Scanner, version: Version, architecture: str) -> bool:
 def torch_cuda(scanner: Scanner, version: Version) -> str:
     """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU)."""
     wheel = pick_wheel(scanner.files("torch"), version)
-    texts = RemoteZip(wheel.url, wheel.size, scanner.http).read(["torch/version.py"])
+    texts = RemoteZip(wheel.url, scanner.http).read(["torch/version.py"])
     if "torch/version.py" not in texts:
         raise WheelError(f"{wheel.filename} has no torch/version.py.")
     cuda = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")

@@ -29,7 +29,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from .errors import NetworkError, WheelError
-from .httpclient import Http, MiB, Traffic
+from .httpclient import Http, MiB, Traffic, status_error
 from .redaction import redact
 from .urls import check_index
 
@@ -74,8 +74,6 @@ def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
     url = f"{index}/{canonicalize_name(project)}/"
     answer = http.request("GET", url, headers={"Accept": _ACCEPT}, max_bytes=MAX_INDEX_PAGE)
     if answer.status != 200:
-        from .httpclient import status_error
-
         raise status_error(url, answer.status)
     kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind.endswith("json") or answer.body.lstrip()[:1] == b"{":
@@ -247,9 +245,9 @@ class RemoteFile(io.RawIOBase):
 class RemoteZip:
     """A zip file read through HTTP range requests, by the standard library's zipfile."""
 
-    def __init__(self, url: str, size: int | None, http: Http) -> None:
+    def __init__(self, url: str, http: Http) -> None:
+        """The size is the one the server's Content-Range gives, not the index's."""
         self.url = url
-        del size  # the server's Content-Range is the size that counts
         try:
             self._zip = zipfile.ZipFile(RemoteFile(url, http))
         except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:

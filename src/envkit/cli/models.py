@@ -178,6 +178,9 @@ def new_profile(
     return EXIT_OK
 
 
+ARCH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # a class name, not a path
+
+
 @click.command()
 @click.argument("target", metavar="ARCH|MODEL")
 @index_url_option
@@ -214,9 +217,6 @@ def history(
     found = [hist.history(arch, scanner, shipped) for arch in archs]
     render.histories(model, found, as_json)
     return EXIT_OK if any(h.listed for h in found) else EXIT_CHECK_FAILED
-
-
-ARCH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 COMMANDS = (check_model, which, scan, new_profile, history)
