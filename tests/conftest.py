@@ -113,3 +113,16 @@ def built_copy(built_template: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "p"
     shutil.copytree(built_template, copy, symlinks=True)
     return copy
+
+
+@pytest.fixture(scope="session")
+def compat_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A local index publishing compat_world's wheels (vLLM and three transformers)."""
+    import compat_world as cw
+
+    folder = tmp_path_factory.mktemp("compat-world")
+    for wheel in cw.wheels():
+        wheel.write(folder)
+    with indexserver.serve(folder) as server:
+        server.upload_times = cw.upload_times(folder)
+        yield server

@@ -46,10 +46,16 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 
 @dataclass
 class Traffic:
-    """Bytes and requests spent, for reports and the benchmark."""
+    """Bytes and requests spent, for reports and the benchmark (counted from any thread)."""
 
     requests: int = 0
     bytes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, *, requests: int = 0, bytes: int = 0) -> None:
+        with self._lock:
+            self.requests += requests
+            self.bytes += bytes
 
 
 @dataclass(frozen=True)
@@ -126,13 +132,13 @@ class Http:
     _realms: dict[tuple[str, str, int], str] = field(default_factory=dict, init=False, repr=False)
 
     def client(self) -> httpx.Client:
-        if self._client is None:
-            self._client = httpx.Client(
-                follow_redirects=False, trust_env=True, verify=_ssl_context(), http2=False
-            )
-            with _open_lock:
+        with _open_lock:  # one client, even when threads ask at once
+            if self._client is None:
+                self._client = httpx.Client(
+                    follow_redirects=False, trust_env=True, verify=_ssl_context(), http2=False
+                )
                 _open.append(self._client)
-        return self._client
+            return self._client
 
     def request(
         self,
@@ -211,7 +217,7 @@ class Http:
                 with self.client().stream(
                     method, target.url, headers=send, json=json_body, timeout=budget
                 ) as answer:
-                    self.traffic.requests += 1
+                    self.traffic.add(requests=1)
                     location = answer.headers.get("location")
                     if answer.status_code in _REDIRECTS and location:
                         target = parse_url(urljoin(target.url, location))
@@ -257,7 +263,7 @@ class Http:
         total = 0
         for chunk in answer.iter_bytes():
             total += len(chunk)
-            self.traffic.bytes += len(chunk)
+            self.traffic.add(bytes=len(chunk))
             if total > limit:
                 raise _too_large(url, limit)
             chunks.append(chunk)

@@ -188,7 +188,7 @@ class Scanner:
         files = archive.read([*(n for n in wanted if n.startswith(project + "/")), meta or ""])
         texts = {k: v.decode("utf-8", "replace") for k, v in files.items()}
         found = scan_vllm(texts) if project == "vllm" else scan_transformers(texts)
-        requires, requires_python = _requirements(texts.get(meta or "", ""))
+        requires, requires_python = requirements(texts.get(meta or "", ""))
         result = Scan(
             project=project,
             version=str(version),
@@ -276,7 +276,7 @@ def _str_table(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items() if isinstance(v, str)}
 
 
-def _requirements(metadata: str) -> tuple[dict[str, str], str]:
+def requirements(metadata: str) -> tuple[dict[str, str], str]:
     if not metadata:
         return {}, ""
     message = Parser().parsestr(metadata, headersonly=True)

@@ -23,6 +23,7 @@ from .redaction import redact
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from .build import BuildResult
     from .catalog import ProfileListing
+    from .compat import CompatReport
     from .doctor import Diagnosis
     from .findings import Finding
     from .history import History
@@ -430,6 +431,39 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
             _echo(_wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
         profiles = ", ".join(h.profiles) or "none"
         _echo(f"  shipped profiles that load it: {profiles}")
+
+
+def compat(rep: CompatReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    pair = f"vLLM {rep.vllm} + transformers {rep.transformers}"
+    core = [f for f in rep.findings if not f.architectures]
+    scoped = [f for f in rep.findings if f.architectures]
+    if core:
+        _echo(f"{pair}: not compatible", fg="red", bold=True)
+    else:
+        _echo(f"{pair}: compatible", fg="green", bold=True, nl=False)
+        _echo(f" (but for {len(scoped)} model files)" if scoped else "")
+    for f in [*core, *scoped]:
+        where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
+        origin = f" from {f.module}" if f.module and f.module != f.name else ""
+        removed = f", removed in {f.removed_in}" if f.removed_in else ""
+        _echo(_wrap(f"{f.code.value}: {f.name}{origin}{removed}", "  ", "    "))
+        _echo(_wrap(f"used at {where}", "    ", "      "))
+        if f.architectures:
+            _echo(_wrap("breaks only: " + ", ".join(f.architectures), "    ", "      "))
+    against = f", attributes against transformers {rep.reference}" if rep.reference else ""
+    how = (
+        "from the cache"
+        if rep.cached
+        else (f"{_size(rep.bytes_read)} read of {_size(rep.wheel_bytes)} in {rep.seconds:.1f} s")
+    )
+    _echo(f"  checked {rep.imports_checked} imports{against}; {how}")
+    if rep.undecided:
+        _echo(
+            _wrap("  names not decidable from source in: " + ", ".join(rep.undecided), "", "    ")
+        )
 
 
 def drafted(profile: Profile, architecture: str, as_json: bool) -> None:

@@ -19,6 +19,7 @@ import os
 import zipfile
 import zlib
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -44,6 +45,7 @@ MAX_INDEX_PAGE = 64 * MiB  # the largest real project pages are a few MB
 MAX_MEMBER = 16 * MiB  # inflated size of one source file read; real registries are < 1 MB
 MAX_WHEEL_READ = 64 * MiB  # everything read out of one wheel
 _BLOCK = 64 * 1024
+PARALLEL_RANGES = 4  # range requests in flight at once for one file
 
 
 def index_url(option: str | None = None) -> str:
@@ -230,33 +232,79 @@ class RemoteFile(io.RawIOBase):
         for at, block in self._blocks:
             if at <= start and end <= at + len(block):
                 return block[start - at : end - at]
-        last = min(self.size, max(end, start + _BLOCK)) - 1
-        self.fetched += last - start + 1
+        block = self._fetch(start, min(self.size, max(end, start + _BLOCK)))
+        return block[: end - start]
+
+    def covered(self, start: int, end: int) -> bool:
+        return any(at <= start and end <= at + len(b) for at, b in self._blocks)
+
+    def prefetch(self, spans: Iterable[tuple[int, int]]) -> None:
+        """Fetch each ``[start, end)`` span in one request (a few at a time), for the reads
+        that follow."""
+        todo = [(a, b) for a, b in spans if not self.covered(a, b)]
+        for start, end in todo:
+            self._spend(end - start)
+        if len(todo) == 1:
+            self._get(*todo[0])
+            return
+        with ThreadPoolExecutor(max_workers=PARALLEL_RANGES) as pool:
+            for future in [pool.submit(self._get, a, b) for a, b in todo]:
+                future.result()
+
+    def _fetch(self, start: int, end: int) -> bytes:
+        self._spend(end - start)
+        return self._get(start, end)
+
+    def _spend(self, size: int) -> None:
+        self.fetched += size
         if self.fetched > self.budget:
             raise WheelError(
                 f"Reading {redact(self.url)} needed more than {self.budget:,} bytes.",
                 "The wheel is not laid out as expected; envkit stops rather than download it.",
             )
-        block, _total = self.http.get_range(self.url, start, last)
+
+    def _get(self, start: int, end: int) -> bytes:
+        block, _total = self.http.get_range(self.url, start, end - 1)
         self._blocks.append((start, block))
-        return block[: end - start]
+        return block
 
 
 class RemoteZip:
     """A zip file read through HTTP range requests, by the standard library's zipfile."""
 
-    def __init__(self, url: str, http: Http) -> None:
+    def __init__(self, url: str, http: Http, *, budget: int = MAX_WHEEL_READ) -> None:
         """The size is the one the server's Content-Range gives, not the index's."""
         self.url = url
+        self._file = RemoteFile(url, http, budget=budget)
         try:
-            self._zip = zipfile.ZipFile(RemoteFile(url, http))
+            self._zip = zipfile.ZipFile(self._file)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
             raise WheelError(f"{redact(url)} is not a zip file envkit can read ({exc}).") from None
         self.members = {info.filename: info for info in self._zip.infolist()}
+        starts = sorted({i.header_offset for i in self.members.values()})
+        directory = getattr(self._zip, "start_dir", self._file.size)
+        # where each member's bytes end: the next member's start (or the central directory)
+        self._ends = dict(zip(starts, [*starts[1:], directory], strict=True))
+
+    def _spans(self, names: Iterable[str], limit: int) -> list[tuple[int, int]]:
+        """The byte spans holding ``names``, neighbours less than a block apart joined."""
+        spans: list[list[int]] = []
+        wanted = [self.members[n] for n in names if n in self.members]
+        for info in sorted((i for i in wanted if i.file_size <= limit), key=_offset):
+            start = info.header_offset
+            most = start + info.compress_size + len(info.filename) + _BLOCK  # headers' slack
+            end = max(min(self._ends.get(start, most), most), start + 1)
+            if spans and start - spans[-1][1] <= _BLOCK:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([start, end])
+        return [(a, b) for a, b in spans]
 
     def read(self, names: Iterable[str], limit: int = MAX_MEMBER) -> dict[str, bytes]:
         """The contents of ``names`` (members that do not exist are left out). Each member is
         inflated as a stream and refused past ``limit`` bytes (a zip bomb ends here)."""
+        names = list(names)
+        self._file.prefetch(self._spans(names, limit))
         out: dict[str, bytes] = {}
         for name in names:
             info = self.members.get(name)
@@ -276,6 +324,10 @@ class RemoteZip:
                 raise _member_too_large(self.url, name, limit)
             out[name] = data
         return out
+
+
+def _offset(info: zipfile.ZipInfo) -> int:
+    return info.header_offset
 
 
 def _member_too_large(url: str, name: str, limit: int) -> WheelError:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import click
+from packaging.version import Version
 
 from .. import render
 from ..catalog import Catalog
@@ -219,4 +220,51 @@ def history(
     return EXIT_OK if any(h.listed for h in found) else EXIT_CHECK_FAILED
 
 
-COMMANDS = (check_model, which, scan, new_profile, history)
+@click.command()
+@click.argument("targets", nargs=-1, required=True, metavar="vllm==X transformers==Y | PROFILE")
+@click.option("--no-cache", is_flag=True, help="Read the wheels again even if checked before.")
+@index_url_option
+@json_option
+@click.pass_obj
+def compat(
+    state: State, targets: tuple[str, ...], no_cache: bool, index: str | None, as_json: bool
+) -> int:
+    """Does vLLM X run with transformers Y? Decided from the two published wheels.
+
+    Lists every transformers module, name and class attribute vLLM X uses that Y lacks, with
+    where vLLM uses it. A finding in a model's own source names the architectures it breaks;
+    the pair stays usable for the others. Give the two pins, or a PROFILE to check its pins.
+    Exit 0 compatible, 1 not, 2 bad input.
+    """
+    from ..compat import Checker
+    from ..wheelfetch import index_url
+
+    vllm, transformers = _pair(state, targets)
+    checker = Checker(index_url(index), use_cache=not no_cache, progress=render.progress)
+    report = checker.check(vllm, transformers)
+    render.compat(report, as_json)
+    return EXIT_OK if report.compatible else EXIT_CHECK_FAILED
+
+
+def _pair(state: State, targets: tuple[str, ...]) -> tuple[Version, Version]:
+    from ..registry_scan import parse_target
+
+    if len(targets) == 1 and "==" not in targets[0]:
+        profile = Catalog.from_option(state.envs).resolve(targets[0])
+        pins = profile.expected_versions()
+        if not pins.get("vllm") or not pins.get("transformers"):
+            raise BadInput(
+                f"{profile.name} does not pin both vllm and transformers.",
+                "Give the pair instead: envkit compat vllm==X transformers==Y.",
+            )
+        return Version(pins["vllm"]), Version(pins["transformers"])
+    found = dict(parse_target(t) for t in targets)
+    if len(targets) != 2 or set(found) != {"vllm", "transformers"}:
+        raise BadInput(
+            f"{' '.join(targets)!r} is not one vLLM release and one transformers release.",
+            "Give both: envkit compat vllm==0.8.5 transformers==4.51.3 (or a PROFILE).",
+        )
+    return found["vllm"], found["transformers"]
+
+
+COMMANDS = (check_model, which, scan, new_profile, history, compat)

@@ -1,0 +1,432 @@
+"""What vLLM's source uses of transformers, and what transformers' source provides.
+
+Both sides are read from source text with ``ast``, never imported:
+
+- :func:`imports_of` finds the names a vLLM file imports from transformers modules
+  (``from transformers.x import Name``), leaving out imports that cannot fail at run time:
+  those under ``if TYPE_CHECKING`` and those inside ``try`` with an ``except ImportError``.
+- :func:`attribute_reads` finds ``obj.name`` reads of chosen names, leaving out reads a
+  ``try ... except AttributeError`` catches and reads of ``self.name`` in a class that defines
+  ``name`` itself.
+- :func:`module_facts` says what a transformers module provides: its top-level names
+  (definitions, imports, ``__all__``, the strings of a lazy ``_import_structure``), the modules
+  it re-exports with ``from .x import *``, module aliases it registers, whether a module-level
+  ``__getattr__`` can make up names, and every name its classes define (methods, class
+  attributes, ``self.x = ...``).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+IMPORTS_TRANSFORMERS = re.compile(
+    rb"^[ \t]*(?:from[ \t]+transformers\b|import[ \t]+transformers\b)", re.M
+)
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+_ATTRIBUTE_ERRORS = {"AttributeError", "Exception", "BaseException"}
+
+
+@dataclass(frozen=True)
+class Use:
+    """One place vLLM uses a transformers name: ``module.name`` at ``file:line``."""
+
+    module: str  # transformers.tokenization_utils_base
+    name: str  # '' for ``import transformers.x``
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    bases: tuple[str, ...]  # base classes by the name the module knows them
+    body: frozenset[str]  # methods, properties, class attributes
+    assigned: frozenset[str] = frozenset()  # self.x = ... in its methods
+    # with a __getattr__: the names it may answer (the class's strings, and x_id / x_ids)
+    dynamic: frozenset[str] = frozenset()
+
+    @property
+    def members(self) -> frozenset[str]:
+        return self.body | self.assigned | self.dynamic
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    names: frozenset[str]
+    stars: tuple[str, ...] = ()  # absolute modules re-exported with ``from .x import *``
+    aliases: tuple[tuple[str, str], ...] = ()  # (module, the module it stands for)
+    dynamic: bool = False  # a module-level __getattr__: any name may exist
+    scans_folder: bool = False  # define_import_structure(_file): every sibling's __all__
+    classes: Mapping[str, ClassFacts] = field(default_factory=dict)
+    imported: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # as -> (module, name)
+    lazy: Mapping[str, str] = field(default_factory=dict)  # name -> submodule (_import_structure)
+
+    @property
+    def members(self) -> frozenset[str]:
+        return frozenset(m for c in self.classes.values() for m in c.members)
+
+
+def parse(text: str | bytes, path: str) -> ast.Module | None:
+    """The module's tree, or None when it is not Python this interpreter reads.
+
+    The collector is paused while parsing: the trees are many small objects, and a
+    collection pass per few thousand of them more than triples the time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _handler_names(handler: ast.ExceptHandler) -> set[str]:
+    if handler.type is None:
+        return {"BaseException"}
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {k.id if isinstance(k, ast.Name) else getattr(k, "attr", "") for k in kinds}
+
+
+def _catches(node: ast.Try, errors: set[str]) -> bool:
+    return any(_handler_names(h) & errors for h in node.handlers)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+_BODIES = ("body", "orelse", "finalbody", "handlers")
+
+
+def _statements(body: Iterable[ast.AST], *, skip_guarded: bool = False) -> Iterator[ast.AST]:
+    """Statements in ``body`` and in the blocks nested in them (functions and classes
+    included); expressions are not entered. With ``skip_guarded``, the bodies of ``try``
+    blocks that catch ImportError and of ``if TYPE_CHECKING`` are left out."""
+    stack = list(reversed(list(body)))
+    while stack:
+        node = stack.pop()
+        yield node
+        inner: list[ast.AST] = []
+        if skip_guarded and isinstance(node, ast.Try) and _catches(node, _IMPORT_ERRORS):
+            inner = [*node.handlers, *node.orelse, *node.finalbody]
+        elif skip_guarded and isinstance(node, ast.If) and _is_type_checking(node.test):
+            inner = list(node.orelse)
+        else:
+            for name in _BODIES:
+                inner.extend(getattr(node, name, ()) or ())
+            if isinstance(node, ast.Match):
+                for case in node.cases:
+                    inner.extend(case.body)
+        stack.extend(reversed(inner))
+
+
+def imports_of(tree: ast.Module, path: str) -> list[Use]:
+    """The transformers names ``tree`` imports where a failure would surface."""
+    uses: list[Use] = []
+    for node in _statements(tree.body, skip_guarded=True):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "transformers" or node.module.startswith("transformers."):
+                uses.extend(
+                    Use(node.module, a.name, path, node.lineno) for a in node.names if a.name != "*"
+                )
+        elif isinstance(node, ast.Import):
+            uses.extend(
+                Use(a.name, "", path, node.lineno)
+                for a in node.names
+                if a.name.startswith("transformers.")
+            )
+    return uses
+
+
+def attribute_reads(tree: ast.Module, path: str, names: set[str]) -> list[tuple[str, str, int]]:
+    """``(name, path, line)`` of each read of ``x.name`` for ``name`` in ``names``, except
+    those a ``try ... except AttributeError`` catches and ``self.name`` in a class that
+    defines ``name``."""
+    guarded: list[tuple[int, int]] = []
+    classes: list[ast.ClassDef] = []
+    found: list[ast.Attribute] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            if node.attr in names and isinstance(node.ctx, ast.Load):
+                found.append(node)
+        elif isinstance(node, ast.Try) and node.body and _catches(node, _ATTRIBUTE_ERRORS):
+            guarded.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno))
+        elif isinstance(node, ast.ClassDef):
+            classes.append(node)
+    reads = []
+    for node in found:
+        line = node.lineno
+        if any(a <= line <= b for a, b in guarded):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            around = [c for c in classes if c.lineno <= line <= (c.end_lineno or c.lineno)]
+            if around and node.attr in class_members(around[-1]):
+                continue
+        reads.append((node.attr, path, line))
+    return reads
+
+
+def class_members(node: ast.ClassDef) -> set[str]:
+    """Names a class defines: methods, class attributes and ``self.x = ...`` in its methods."""
+    return class_body(node) | instance_attributes(node)
+
+
+def class_body(node: ast.ClassDef) -> set[str]:
+    """Names the class body defines: methods, properties, nested classes, class attributes."""
+    out: set[str] = set()
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(item.name)
+        elif isinstance(item, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            out.update(_target_names(targets))
+    return out
+
+
+def instance_attributes(node: ast.ClassDef) -> set[str]:
+    """Names the class's methods assign on ``self``."""
+    out: set[str] = set()
+    methods = [i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for stmt in _statements([s for m in methods for s in m.body]):
+        if isinstance(stmt, ast.Assign):
+            targets: list[ast.expr] = list(stmt.targets)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            targets = [stmt.target]
+        else:
+            continue
+        for target in targets:
+            for sub in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "self"
+                ):
+                    out.add(sub.attr)
+    return out
+
+
+def _target_names(targets: Iterable[ast.expr]) -> set[str]:
+    out: set[str] = set()
+    for target in targets:
+        if isinstance(target, ast.Name):
+            out.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            out.update(_target_names(target.elts))
+    return out
+
+
+def resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
+    """The absolute module of a relative import inside ``module``."""
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)]
+    return ".".join([*parts, name] if name else parts)
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Top-level statements, looking into if/try/with blocks but not into functions."""
+    stack: list[ast.stmt] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            inner: list[ast.stmt] = list(node.body)
+            for field in ("orelse", "finalbody"):
+                inner.extend(getattr(node, field, []))
+            for handler in getattr(node, "handlers", []):
+                inner.extend(handler.body)
+            stack.extend(reversed(inner))
+
+
+class _Collector:
+    """What :func:`module_facts` gathers, one kind of top-level statement at a time."""
+
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module, self.is_package = module, is_package
+        self.names: set[str] = set()
+        self.stars: list[str] = []
+        self.aliases: list[tuple[str, str]] = []
+        self.dynamic = self.scans = False
+        self.classes: dict[str, ClassFacts] = {}
+        self.imported: dict[str, tuple[str, str]] = {}
+        self.lazy: dict[str, str] = {}
+
+    def statement(self, node: ast.stmt) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.names.add(node.name)
+            self.dynamic = self.dynamic or node.name == "__getattr__"
+        elif isinstance(node, ast.ClassDef):
+            self.names.add(node.name)
+            self.classes[node.name] = _class_facts(node)
+        elif isinstance(node, ast.ImportFrom):
+            self.import_from(node)
+        elif isinstance(node, ast.Import):
+            self.names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self.assignment(node)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self.call(node.value)
+        self.scans = self.scans or _scans_folder(node)
+
+    def import_from(self, node: ast.ImportFrom) -> None:
+        source = node.module or ""
+        if node.level:
+            source = resolve(self.module, self.is_package, node.level, node.module)
+            if any(a.name == "*" for a in node.names):
+                self.stars.append(source)
+        for a in node.names:
+            if a.name != "*":
+                self.names.add(a.asname or a.name)
+                self.imported[a.asname or a.name] = (source, a.name)
+
+    def assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        found = _target_names(targets)
+        self.names.update(found)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            # Old = New: the old name stands for the same class
+            self.imported.update(dict.fromkeys(found, (self.module, node.value.id)))
+        if found & {"__all__", "_import_structure"} or _mentions(targets, "_import_structure"):
+            self.names.update(_strings(node.value))
+            self.lazy.update(_lazy_table(targets, node.value))
+
+    def call(self, call: ast.Call) -> None:
+        if _mentions([call.func], "_import_structure") or _mentions([call.func], "__all__"):
+            self.names.update(_strings(call))
+            self.lazy.update(_lazy_table([call.func], call))
+        alias = _alias(call, self.module, self.is_package)
+        if alias:
+            self.aliases.append(alias)
+
+    def facts(self) -> ModuleFacts:
+        return ModuleFacts(
+            frozenset(self.names),
+            tuple(self.stars),
+            tuple(self.aliases),
+            self.dynamic,
+            self.scans,
+            self.classes,
+            self.imported,
+            self.lazy,
+        )
+
+
+def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
+    """What ``module`` (parsed as ``tree``) provides; see :class:`ModuleFacts`."""
+    collector = _Collector(module, is_package)
+    for node in _module_level(tree):
+        collector.statement(node)
+    return collector.facts()
+
+
+def _class_facts(node: ast.ClassDef) -> ClassFacts:
+    bases = tuple(_dotted(b) for b in node.bases if _dotted(b))
+    body = class_body(node)
+    answers = frozenset(
+        f"{text}{suffix}" for text in _strings(node) for suffix in ("", "_id", "_ids")
+    )
+    return ClassFacts(
+        bases,
+        frozenset(body),
+        frozenset(instance_attributes(node)),
+        answers if "__getattr__" in body else frozenset(),
+    )
+
+
+def _scans_folder(node: ast.stmt) -> bool:
+    """``define_import_structure(_file)``: the package exports its modules' ``__all__``."""
+    if not isinstance(node, (ast.Assign, ast.Expr)):
+        return False
+    for sub in ast.walk(node.value):
+        if isinstance(sub, ast.Call) and _called(sub) == "define_import_structure":
+            first = sub.args[0] if sub.args else None
+            return isinstance(first, ast.Name) and first.id == "_file"
+    return False
+
+
+def _called(call: ast.Call) -> str:
+    return call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr  # module.Class: the class name; its module is looked up by name
+    return ""
+
+
+def _lazy_table(targets: Iterable[ast.AST], value: ast.AST | None) -> dict[str, str]:
+    """name -> submodule from ``_import_structure = {"sub": ["Name"]}`` and
+    ``_import_structure["sub"] = [...]`` / ``_import_structure["sub"].extend([...])``."""
+    out: dict[str, str] = {}
+    if isinstance(value, ast.Dict):
+        for key, item in zip(value.keys, value.values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                out.update(dict.fromkeys(_strings(item), key.value))
+        return out
+    for target in targets:
+        for sub in ast.walk(target):
+            if (
+                isinstance(sub, ast.Subscript)
+                and isinstance(sub.slice, ast.Constant)
+                and isinstance(sub.slice.value, str)
+            ):
+                out.update(dict.fromkeys(_strings(value), sub.slice.value))
+                return out
+    return out
+
+
+def _mentions(nodes: Iterable[ast.AST | None], name: str) -> bool:
+    return any(
+        isinstance(sub, ast.Name) and sub.id == name
+        for node in nodes
+        if node is not None
+        for sub in ast.walk(node)
+    )
+
+
+def _strings(node: ast.AST | None) -> set[str]:
+    if node is None:
+        return set()
+    return {
+        sub.value
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier()
+    }
+
+
+def _alias(call: ast.Call, module: str, is_package: bool) -> tuple[str, str] | None:
+    """``make_alias(f"{__name__}.old", ".new")``: the module ``old`` stands for ``new``."""
+    if "alias" not in _called(call).lower() or len(call.args) < 2:
+        return None
+    first, second = call.args[0], call.args[1]
+    old = _last_part(first)
+    if not old or not (isinstance(second, ast.Constant) and isinstance(second.value, str)):
+        return None
+    target = second.value
+    package = module if is_package else module.rpartition(".")[0]
+    new = f"{package}{target}" if target.startswith(".") else target
+    return (f"{package}.{old}", new)
+
+
+def _last_part(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    elif isinstance(node, ast.JoinedStr) and node.values:
+        tail = node.values[-1]
+        text = tail.value if isinstance(tail, ast.Constant) and isinstance(tail.value, str) else ""
+    else:
+        return ""
+    part = text.rpartition(".")[2]
+    return part if part.isidentifier() else ""
