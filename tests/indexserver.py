@@ -41,8 +41,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "hashes": {},
                 "upload-time": self.server.upload_times.get(p.name, "2025-01-01T00:00:00Z"),
             }
-            for p in sorted(self.server.root.glob("*.whl"))
-            if canonicalize_name(parse_wheel_filename(p.name)[0]) == canonicalize_name(name)
+            for p in sorted(self.server.root.iterdir())
+            if _project_of(p.name) == canonicalize_name(name)
         ]
         if not files:
             self.send_error(404)
@@ -77,6 +77,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(chunk)
         self.server.sent += len(chunk)
+
+
+def _project_of(filename: str) -> str:
+    if filename.endswith(".whl"):
+        return canonicalize_name(parse_wheel_filename(filename)[0])
+    if filename.endswith(".tar.gz"):
+        return canonicalize_name(filename[: -len(".tar.gz")].rpartition("-")[0])
+    return ""
 
 
 class _Server(ThreadingHTTPServer):

@@ -31,6 +31,39 @@ UPLOADS = {
 }
 
 
+# The shape of vLLM's test registry (tests/models/registry.py in each sdist): an example
+# checkpoint per architecture and, for a few, the transformers releases its tests need.
+TEST_REGISTRY_085 = """from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class _HfExamplesInfo:
+    default: str
+    min_transformers_version: Optional[str] = None
+    max_transformers_version: Optional[str] = None
+    transformers_version_reason: Optional[str] = None
+
+
+_TEXT_GENERATION_EXAMPLE_MODELS = {
+    "LlamaForCausalLM": _HfExamplesInfo("example-org/llama-tiny"),
+    "Qwen3ForCausalLM": _HfExamplesInfo("example-org/qwen3-tiny",
+                                        min_transformers_version="4.52.dev0",
+                                        transformers_version_reason="needs the "
+                                        "newer attention code"),
+    "Mid000ForCausalLM": _HfExamplesInfo("example-org/mid", min_transformers_version="soon"),
+}
+
+_MULTIMODAL_EXAMPLE_MODELS = {
+    "MllamaForConditionalGeneration": _HfExamplesInfo("example-org/mllama-tiny",
+                                                      max_transformers_version="4.48"),
+    "Qwen2VLForConditionalGeneration": _HfExamplesInfo("example-org/qwen2-vl-tiny"),
+}
+
+_EXAMPLE_MODELS = {**_TEXT_GENERATION_EXAMPLE_MODELS, **_MULTIMODAL_EXAMPLE_MODELS}
+"""
+
+
 def wheels() -> list[Wheel]:
     return [
         Wheel(
@@ -52,6 +85,8 @@ def wheels() -> list[Wheel]:
             },
             requires=["transformers>=4.51.1", "torch==2.6.0", "tokenizers>=0.21.1"],
             requires_python="<3.13,>=3.9",
+            sdist=True,
+            sdist_files={"tests/models/registry.py": TEST_REGISTRY_085},
         ),
         # a release whose wheel lacks the registry: scanning it must say so
         Wheel("vllm", "0.9.0", {"vllm/_C.so": padding(100_000)}, requires=["torch==2.7.0"]),

@@ -120,3 +120,22 @@ def test_any_arguments_are_a_verdict_or_one_message(
     assert "Traceback" not in res.err
     if res.code == 2:
         assert data["ok"] is False and data["message"]
+
+
+def test_lock_refuses_pins_that_fail_compat_and_writes_nothing(
+    compat_world: indexserver.Server, scan_cache: Path, tmp_path: Path
+) -> None:
+    envs = tmp_path / "envs"
+    envs.mkdir()
+    (envs / "broken.toml").write_text(
+        'python = ">=3.10"\nrequirements = ["vllm==0.8.5"]\n'
+        'constraints = ["transformers==5.0.0"]\n\n[matrix]\npython = ["3.11"]\n'
+    )
+    index = indexserver.url(compat_world)
+    res = run_cli("--envs", str(envs), "lock", "broken", "--json", "--index-url", index)
+    assert res.code == 1, res.err
+    (cell,) = output("lock", res.out)["cells"]
+    assert cell["state"] == "incompatible"
+    assert "all_special_tokens_extended" in cell["reason"]
+    assert "vllm/transformers_utils/tokenizer.py" in cell["reason"]
+    assert not (tmp_path / "constraints").exists()  # refused before uv ran: no file

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import indexserver
 import wheelhouse
 from conftest import Indexes
 from helpers import envkit, install_into, shadow_transformers
@@ -79,6 +80,22 @@ def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes) -> None:
     bad = found["known-bad-pair"]
     assert "requires transformers>=4.51" in bad["message"] and "5.0.0" in bad["message"]
     assert "transformers<5" in bad["fix"]
+
+
+def test_the_known_bad_pair_from_compat_findings(
+    project: Path, indexes: Indexes, compat_world: indexserver.Server, scan_cache: Path
+) -> None:
+    """With the wheels readable, the finding names what breaks, not a rule of thumb."""
+    env = {"UV_DEFAULT_INDEX": indexserver.url(compat_world)}
+    res, found = doctor(project, env=env)
+    assert "known-bad-pair" not in found, res.out  # 0.8.5 + 4.51.3: compatible
+    install_into(project / ".venv", indexes.default, "transformers==5.0.0")
+    res, found = doctor(project, env=env)
+    assert res.code == 1
+    bad = found["known-bad-pair"]
+    assert "vllm 0.8.5 + transformers 5.0.0 is not compatible" in bad["message"]
+    assert "all_special_tokens_extended at vllm/transformers_utils/tokenizer.py" in bad["message"]
+    assert "envkit compat vllm==0.8.5 transformers==5.0.0" in bad["fix"]
 
 
 def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path) -> None:

@@ -349,3 +349,52 @@ def test_history_of_an_architecture_across_releases(
         "--envs", str(envs), "history", "LlamaForCausalLM", "--index-url", url(world), cwd=tmp_path
     )
     assert "LlamaForCausalLM: vLLM 0.2.7 through 0.33.0" in text.out and "gaps: 0.9.0" in text.out
+
+
+def qwen3_config(folder: Path) -> Path:
+    """A small config.json of a Qwen3 text model (the shape, our own numbers)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen2", "hidden_size": 64}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_vllms_own_transformers_bounds_are_read_written_and_obeyed(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    models = load_profile(envs / "old.toml").models
+    # vLLM 0.8.5's test registry (from its sdist): bounds that exclude transformers 4.51.3
+    assert set(models.transformers_bounds) == {"Qwen3ForCausalLM", "MllamaForConditionalGeneration"}
+    qwen3 = models.transformers_bounds["Qwen3ForCausalLM"]
+    assert (qwen3.minimum, qwen3.example) == ("4.52.dev0", "example-org/qwen3-tiny")
+    assert qwen3.reason == "needs the newer attention code"
+    text = (envs / "old.toml").read_text()
+    assert "[models.transformers_bounds]" in text
+    res = run(envs, "check-model", "old", str(qwen3_config(tmp_path / "q3")), "--json")
+    assert res.code == 1, res.err
+    data = res.json()
+    (problem,) = data["problems"]
+    assert problem["code"] == "transformers-too-old"
+    assert "4.52.dev0" in problem["message"] and "example-org/qwen3-tiny" in problem["message"]
+    assert "newer attention code" in problem["message"]
+    assert "old" not in data["supported_by"]
+    scan = envkit("scan", "vllm==0.8.5", "--json", "--index-url", url(world), cwd=tmp_path)
+    bounds = scan.json()["transformers_bounds"]
+    assert bounds["MllamaForConditionalGeneration"]["max"] == "4.48"
+    assert "Mid000ForCausalLM" not in bounds  # "soon" is no version vLLM could compare
+    assert "LlamaForCausalLM" not in bounds  # no bound at all
+
+
+def test_a_malformed_bounds_table_is_a_profile_error(envs: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    text = (envs / "old.toml").read_text()
+    (folder / "b.toml").write_text(
+        text.replace(
+            "[models.transformers_bounds]",
+            "[models.transformers_bounds]\nX = 3\nY = { min = 'soon' }",
+        )
+    )
+    res = envkit("--envs", str(folder), "show", "b", cwd=tmp_path)
+    assert res.code == 2
+    assert "models.transformers_bounds.X" in res.err and "'soon' is not a version" in res.err

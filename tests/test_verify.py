@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import indexserver
 from conftest import Indexes
 from helpers import envkit, install_into, profile_text, shadow_transformers
 
@@ -23,7 +24,26 @@ def test_clean_venv_passes_and_reports_every_kind(project: Path) -> None:
     res = envkit("verify", "good", "--json", cwd=project)
     assert res.code == 0
     kinds = {kind for kind, _name in checks(res)}
-    assert kinds == {"interpreter", "version", "import", "probe", "torch"}
+    assert kinds == {"interpreter", "version", "import", "probe", "torch", "compat"}
+    # the offline suite's index answers nothing: compat is said unchecked, not failed
+    compat = checks(res)[("compat", "vllm 0.8.5 + transformers 4.51.3")]
+    assert (compat["status"], compat["found"]) == ("warn", "not checked")
+
+
+def test_verify_uses_the_compat_findings_of_the_installed_pair(
+    project: Path, indexes: Indexes, compat_world: indexserver.Server, scan_cache: Path
+) -> None:
+    env = {"UV_DEFAULT_INDEX": indexserver.url(compat_world)}
+    res = envkit("verify", "good", "--json", cwd=project, env=env)
+    assert res.code == 0, res.out
+    assert checks(res)[("compat", "vllm 0.8.5 + transformers 4.51.3")]["status"] == "pass"
+    install_into(project / ".venv", indexes.default, "transformers==5.0.0")
+    res = envkit("verify", "good", "--json", cwd=project, env=env)
+    assert res.code == 1
+    compat = checks(res)[("compat", "vllm 0.8.5 + transformers 5.0.0")]
+    assert compat["ok"] is False and compat["found"] == "not compatible"
+    assert "all_special_tokens_extended at vllm/transformers_utils/tokenizer.py" in compat["detail"]
+    assert "envkit compat vllm==0.8.5 transformers==5.0.0" in compat["fix"]
 
 
 def test_pythonpath_copy_is_a_mixed_install(project: Path, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ class Wheel:
     requires_python: str = ""
     tag: str = "py3-none-any"
     sdist: bool = False  # also publish a source distribution
+    sdist_files: dict[str, str] = field(default_factory=dict)  # more files in it (path -> text)
 
     @property
     def filename(self) -> str:
@@ -67,6 +68,7 @@ class Wheel:
             for name, text in (
                 (f"{base}/PKG-INFO", metadata),
                 (f"{base}/setup.py", "raise SystemExit('would compile')\n"),
+                *((f"{base}/{path}", body) for path, body in self.sdist_files.items()),
             ):
                 data = text.encode()
                 info = tarfile.TarInfo(name)

@@ -26,7 +26,7 @@ from .redaction import redact
 from .torchsource import TorchIndex, TorchSource, as_locked, for_build
 from .uvtool import Uv
 from .venvslot import VenvSlot, new_build_id
-from .verify import Report, venv_python, verify
+from .verify import CompatLookup, Report, venv_python, verify
 
 Progress = Callable[[str], None]
 
@@ -41,6 +41,7 @@ class BuildOptions:
     stream: bool = True  # let uv draw its progress on the terminal
     use_lock: bool = True  # install the published lock of this machine's cell, if any
     constraints: str | None = None  # the constraints folder (default: beside envs/)
+    compat: CompatLookup | None = None  # the installed pair against `envkit compat`
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,7 +220,9 @@ def build(
             seconds["install"] = time.monotonic() - start
             progress("verifying inside the new environment")
             start = time.monotonic()
-            report = verify(profile, staging, shown=slot.venv, torch=source.expected)
+            report = verify(
+                profile, staging, shown=slot.venv, torch=source.expected, compat=options.compat
+            )
             seconds["verify"] = time.monotonic() - start
             process.fault_point("verified")
             replaced = False

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from . import apisurface
 from .apisurface import Use
 from .astdata import SourceError, module_tables
 from .atomicfile import write_atomic
-from .errors import FileSystemError
+from .errors import EnvkitError, FileSystemError
+from .profile import Profile
 from .registry_scan import VLLM_LAYOUTS, cache_dir, index_key, requirements
 from .tfrelease import TransformersRelease
 from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
@@ -421,3 +422,46 @@ def attribute_hits(
         for name, file, line in apisurface.attribute_reads(tree, path, set(gone)):
             hits.append((code, name, gone[name], Use(gone[name], name, file, line)))
     return hits
+
+
+def lock_refusals(
+    profiles: Iterable[Profile], checker: Checker, note: Callable[[str], None]
+) -> dict[str, str]:
+    """Profile name -> why its cells must not be locked: pins that fail compat, naming the
+    first finding. A pair that cannot be checked (an index envkit cannot read) is said
+    through ``note`` and not refused: a network failure is never a verdict."""
+    refused: dict[str, str] = {}
+    for profile in profiles:
+        pins = profile.expected_versions()
+        if not pins.get("vllm") or not pins.get("transformers"):
+            continue
+        try:
+            report = checker.check(Version(pins["vllm"]), Version(pins["transformers"]))
+        except EnvkitError as exc:
+            note(f"compat of {profile.name}'s pins not checked: {exc.message}")
+            continue
+        if not report.compatible:
+            first = next(f for f in report.findings if not f.architectures)
+            more = len([f for f in report.findings if not f.architectures]) - 1
+            refused[profile.name] = (
+                f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
+                f"{first.code.value} {first.name} at {first.file}:{first.line}"
+                + (f" (and {more} more)" if more else "")
+                + f"; see envkit compat {profile.name}"
+            )
+    return refused
+
+
+def lookup(checker: Checker) -> Callable[[str, str], CompatReport | str]:
+    """For verify and doctor: the pair's report, or why it could not be made (an index
+    envkit cannot read is no verdict)."""
+
+    def look(vllm: str, transformers: str) -> CompatReport | str:
+        try:
+            return checker.check(Version(vllm), Version(transformers))
+        except EnvkitError as exc:
+            return f"compat not checked: {exc.message}"
+        except InvalidVersion:
+            return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
+
+    return look

@@ -32,6 +32,7 @@ class CellStatus(str, Enum):
     STALE = "stale"  # files from another profile digest, or resolving again differs
     MISSING = "missing"  # never locked
     UNREACHABLE = "unreachable"  # an index could not be reached: never recorded or published
+    INCOMPATIBLE = "incompatible"  # the pins fail `envkit compat`: refused, written nowhere
 
     @property
     def usable(self) -> bool:

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,14 +71,30 @@ class Locker:
             self._uv_version = self.uv.version()
         return self._uv_version
 
-    def lock(self, profiles: Iterable[Profile], only: str | None = None) -> list[CellState]:
-        """Resolve every cell (in parallel, ``jobs`` at a time) and write the files."""
-        todo = [(p, c) for p in profiles for c in cells(p) if only in (None, c.name)]
-        if only and not todo:
+    def lock(
+        self,
+        profiles: Iterable[Profile],
+        only: str | None = None,
+        refused: Mapping[str, str] | None = None,
+    ) -> list[CellState]:
+        """Resolve every cell (in parallel, ``jobs`` at a time) and write the files. The cells
+        of a profile in ``refused`` (name -> why: its pins fail compat) are not resolved and
+        leave no file: they come back as ``incompatible`` with the reason."""
+        every = [(p, c) for p in profiles for c in cells(p) if only in (None, c.name)]
+        if only and not every:
             raise BadInput(
                 f"No profile given has a cell named {only!r}.",
                 "See the cells with `envkit matrix`.",
             )
+        refused = refused or {}
+        todo = [(p, c) for p, c in every if p.name not in refused]
+        refusals = [
+            CellState(cell=c, status=CellStatus.INCOMPATIBLE, reason=refused[p.name])
+            for p, c in every
+            if p.name in refused
+        ]
+        if not todo:
+            return refusals
         self.uv_version()
         # read each profile once: every file of this run names the content it was locked from
         digests = {p.name: digest(p) for p, _c in todo}
@@ -92,7 +108,7 @@ class Locker:
         for profile in {p.name: p for p, _c in todo}.values():
             mine = [r for r in results if r.cell.profile == profile.name]
             self._write_manifest(profile, digests[profile.name], mine)
-        return results
+        return results + refusals
 
     def resolve(
         self, profile: Profile, cell: Cell, folder: Path, torch: TorchIndex | None = None

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .bounds import Bound
 from .errors import BadInput, NetworkError
 from .findings import Finding
 from .profile import Profile
@@ -206,6 +207,9 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
                 dict(known.out_of_tree),
             )
         )
+    bound = known.transformers_bounds.get(chosen) if chosen else None
+    if bound is not None and bound.excludes(known.transformers):
+        problems.append(bound_finding(bound, known.vllm, known.transformers))
     if problems and mt in known.model_types and not chosen and config.architectures:
         notes.append(
             "vLLM's Transformers backend (--model-impl transformers) may still run it "
@@ -217,6 +221,20 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
         architecture=chosen,
         problems=tuple(problems),
         notes=tuple(notes) + ((f"checked against {where}",) if not problems else ()),
+    )
+
+
+def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
+    """vLLM's own tests skip ``bound.architecture`` with this transformers release."""
+    code = bound.excludes(transformers)
+    reason = f" ({bound.reason})" if bound.reason else ""
+    example = f"; vLLM tests it with {bound.example}" if bound.example else ""
+    return Finding(
+        code=code,
+        message=f"vLLM {vllm}'s test registry needs {bound.describe()} for {bound.architecture}"
+        f"{reason}; the profile pins transformers {transformers}{example}",
+        fix=f"pin transformers within vLLM's bound ({bound.describe()}), or use a profile "
+        "whose pins fit it (see supported_by)",
     )
 
 

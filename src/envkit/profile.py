@@ -22,6 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .bounds import Bound
 from .errors import Problem, ProfileError
 
 # ASCII only: Python's \d also matches other scripts' digits ('٣.١٢'), which no tool takes.
@@ -56,6 +57,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "architectures": list,
         "previously_supported": dict,
         "out_of_tree": dict,
+        "transformers_bounds": dict,
         "source": str,
     },
 }
@@ -95,6 +97,8 @@ class Models:
     architectures: tuple[str, ...] = ()
     previously_supported: Mapping[str, str] = field(default_factory=dict)
     out_of_tree: Mapping[str, str] = field(default_factory=dict)
+    # architectures vLLM's own tests skip with the pinned transformers (bounds.py)
+    transformers_bounds: Mapping[str, Bound] = field(default_factory=dict)
     source: str = ""
 
 
@@ -175,6 +179,9 @@ class Profile:
                 "architectures": list(self.models.architectures),
                 "previously_supported": dict(self.models.previously_supported),
                 "out_of_tree": dict(self.models.out_of_tree),
+                "transformers_bounds": {
+                    k: b.to_dict() for k, b in sorted(self.models.transformers_bounds.items())
+                },
                 "source": self.models.source or None,
             },
         }
@@ -341,8 +348,41 @@ def _models(models_doc: Mapping[str, Any], problem: Report) -> Models:
         architectures=_names(models_doc, "models.architectures", problem),
         previously_supported=_str_map(models_doc, "models.previously_supported", problem),
         out_of_tree=_str_map(models_doc, "models.out_of_tree", problem),
+        transformers_bounds=_bounds(_table(models_doc, "transformers_bounds"), problem),
         source=_str(models_doc, "source"),
     )
+
+
+def _bounds(table: Mapping[str, Any], problem: Report) -> dict[str, Bound]:
+    """``Arch = { min = "4.52", max = "", reason = "...", example = "org/name" }``."""
+    out: dict[str, Bound] = {}
+    for arch, value in table.items():
+        where = f"models.transformers_bounds.{arch}"
+        if not isinstance(value, Mapping):
+            problem(where, 'must be a table such as { min = "4.52", reason = "..." }')
+            continue
+        unknown = set(value) - {"min", "max", "reason", "example"}
+        if unknown:
+            problem(
+                where, f"unknown key(s) {', '.join(sorted(unknown))} (min, max, reason, example)"
+            )
+        if not all(isinstance(v, str) for v in value.values()):
+            problem(where, "values must be strings")
+            continue
+        for key in ("min", "max"):
+            text = value.get(key, "")
+            if text and not (text.isascii() and _is_version(text)):
+                problem(f"{where}.{key}", f"{text!r} is not a version")
+        out[str(arch)] = Bound.from_dict(str(arch), value)
+    return out
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _matrix(doc: Mapping[str, Any], python: str, backend: str, problem: Report) -> Matrix:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,12 +18,22 @@ from packaging.version import Version
 from tomlkit.items import Array, Table
 
 from .atomicfile import write_atomic
+from .bounds import Bound
 from .errors import BadInput, WheelError
-from .profile import NAME_RE, Profile, load_profile
+from .profile import NAME_RE, Models, Profile, load_profile
 
 if TYPE_CHECKING:  # read for its type only: modelcheck loads the HTTP client
     from .modelcheck import ModelConfig
-from .registry_scan import ReleaseSpan, Scan, Scanner, parse_target, releases_listing, torch_cuda
+from .registry_scan import (
+    ReleaseSpan,
+    Scan,
+    Scanner,
+    parse_target,
+    releases_listing,
+    torch_cuda,
+    with_bounds,
+)
+from .vllmtests import transformers_bounds
 
 
 def _array(items: list[str]) -> Array:
@@ -33,7 +44,9 @@ def _array(items: list[str]) -> Array:
     return arr
 
 
-def models_table(vllm: Scan, transformers: Scan) -> Table:
+def models_table(
+    vllm: Scan, transformers: Scan, bounds: Mapping[str, Bound] | None = None
+) -> Table:
     """The ``[models]`` table for a vLLM + transformers pair: sorted, deterministic."""
     table = tomlkit.table()
     table.add(
@@ -58,14 +71,23 @@ def models_table(vllm: Scan, transformers: Scan) -> Table:
     plugins = tomlkit.inline_table()
     plugins.update(dict(sorted(vllm.out_of_tree.items())))
     table.add("out_of_tree", plugins)
+    skipped = tomlkit.table()  # vLLM's tests skip these with the pinned transformers
+    for arch, bound in sorted((bounds or {}).items()):
+        if bound.excludes(transformers.version):
+            entry = tomlkit.inline_table()
+            entry.update({k: v for k, v in bound.to_dict().items() if v})
+            skipped.add(arch, entry)
+    table.add("transformers_bounds", skipped)
     return table
 
 
-def update_models(path: Path, vllm: Scan, transformers: Scan) -> None:
+def update_models(
+    path: Path, vllm: Scan, transformers: Scan, bounds: Mapping[str, Bound] | None = None
+) -> None:
     """Rewrite the values of the profile's ``[models]`` table where it stands, keeping its
     comments and everything else as written (a profile without one gets it at the end)."""
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    fresh = models_table(vllm, transformers)
+    fresh = models_table(vllm, transformers, bounds)
     existing = doc.get("models")
     if isinstance(existing, Table):
         for key in [k for k in existing if k not in fresh]:
@@ -216,8 +238,9 @@ def rescan(profile: Profile, scanner: Scanner) -> tuple[Scan, Scan]:
         )
     vllm = scanner.scan("vllm", Version(pins["vllm"]))
     transformers = scanner.scan("transformers", Version(pins["transformers"]))
-    update_models(profile.path, vllm, transformers)
-    return vllm, transformers
+    bounds = transformers_bounds(scanner, Version(vllm.version))
+    update_models(profile.path, vllm, transformers, bounds)
+    return with_bounds(vllm, bounds), transformers
 
 
 def draft_for_model(
@@ -255,3 +278,37 @@ def draft_for_model(
         span = dataclasses.replace(span, newest=str(wanted))
     write_new_profile(path, draft(name, config.model_type, span, scanner), force=force)
     return load_profile(path), span
+
+
+def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
+    """The profile with a ``[models]`` table true to its pins: as written when it names the
+    pinned vLLM and transformers; else scanned from those releases (NetworkError when they
+    cannot be read: never a verdict), with a note saying the table is stale."""
+    pins = profile.expected_versions()
+    vllm, transformers = pins.get("vllm", ""), pins.get("transformers", "")
+    table = profile.models
+    unscanned = not table.vllm  # judged as "profile-not-scanned", not rescanned behind its back
+    if unscanned or not vllm or not transformers:
+        return profile, ""
+    if (table.vllm, table.transformers) == (vllm, transformers):
+        return profile, ""
+    v = scanner.scan("vllm", Version(vllm))
+    t = scanner.scan("transformers", Version(transformers))
+    bounds = transformers_bounds(scanner, Version(vllm))
+    fresh = Models(
+        vllm=v.version,
+        transformers=t.version,
+        model_types=tuple(sorted(set(v.model_types) | set(t.model_types))),
+        vllm_model_types=tuple(sorted(v.model_types)),
+        architectures=tuple(sorted(v.architectures)),
+        previously_supported=dict(v.previously_supported),
+        out_of_tree=dict(v.out_of_tree),
+        transformers_bounds={a: b for a, b in bounds.items() if b.excludes(t.version)},
+        source=f"{v.wheel}; {t.wheel}",
+    )
+    note = (
+        f"the [models] table of {profile.name} is stale (it is for vLLM {table.vllm or '?'} + "
+        f"transformers {table.transformers or '?'}, the pins are {vllm} + {transformers}); "
+        f"answered from the pinned releases: envkit scan --update {profile.name} rewrites it"
+    )
+    return dataclasses.replace(profile, models=fresh), note

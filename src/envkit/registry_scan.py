@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from email.parser import Parser
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -31,11 +31,12 @@ from platformdirs import user_cache_path
 
 from .astdata import OPAQUE, SourceError, module_tables
 from .atomicfile import write_atomic
+from .bounds import Bound
 from .errors import BadInput, FileSystemError, WheelError
-from .profile import Models, Profile
 from .urls import parse_url
 from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
 
+T = TypeVar("T")
 FORMAT = 2  # bump when the scan's content changes: old cache entries are then ignored
 
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
@@ -65,6 +66,9 @@ class Scan:
     out_of_tree: Mapping[str, str] = field(default_factory=dict)
     requires: Mapping[str, str] = field(default_factory=dict)  # name -> specifier
     requires_python: str = ""
+    # vLLM: architecture -> its transformers bound from the release's test registry; filled
+    # by with_bounds (read from the sdist, cached apart from the wheel scan)
+    transformers_bounds: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     wheel: str = ""
     wheel_bytes: int = 0
     bytes_read: int = 0
@@ -85,6 +89,12 @@ class Scan:
         values["architectures"] = tuple(values.get("architectures", ()))
         values["model_types"] = tuple(values.get("model_types", ()))
         return cls(**values)
+
+
+def with_bounds(scan: Scan, bounds: Mapping[str, Bound]) -> Scan:
+    """The scan with vLLM's per-architecture transformers bounds added."""
+    table = {k: b.to_dict() for k, b in sorted(bounds.items())}
+    return dataclasses.replace(scan, transformers_bounds=table)
 
 
 def parse_target(text: str) -> tuple[str, Version]:
@@ -160,6 +170,13 @@ class Scanner:
         self.http = http or Http()
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, make: Callable[[], T]) -> T:
+        """``make()``, once per scanner (an index page other modules need once)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return cast(T, self._memo[key])
 
     def files(self, project: str) -> list[WheelFile]:
         if project not in self._files:
@@ -385,35 +402,3 @@ def torch_cuda(scanner: Scanner, version: Version) -> str:
     cuda = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")
     value = cuda.get("cuda")
     return value if isinstance(value, str) else ""
-
-
-def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
-    """The profile with a ``[models]`` table true to its pins: as written when it names the
-    pinned vLLM and transformers; else scanned from those releases (NetworkError when they
-    cannot be read: never a verdict), with a note saying the table is stale."""
-    pins = profile.expected_versions()
-    vllm, transformers = pins.get("vllm", ""), pins.get("transformers", "")
-    table = profile.models
-    unscanned = not table.vllm  # judged as "profile-not-scanned", not rescanned behind its back
-    if unscanned or not vllm or not transformers:
-        return profile, ""
-    if (table.vllm, table.transformers) == (vllm, transformers):
-        return profile, ""
-    v = scanner.scan("vllm", Version(vllm))
-    t = scanner.scan("transformers", Version(transformers))
-    fresh = Models(
-        vllm=v.version,
-        transformers=t.version,
-        model_types=tuple(sorted(set(v.model_types) | set(t.model_types))),
-        vllm_model_types=tuple(sorted(v.model_types)),
-        architectures=tuple(sorted(v.architectures)),
-        previously_supported=dict(v.previously_supported),
-        out_of_tree=dict(v.out_of_tree),
-        source=f"{v.wheel}; {t.wheel}",
-    )
-    note = (
-        f"the [models] table of {profile.name} is stale (it is for vLLM {table.vllm or '?'} + "
-        f"transformers {table.transformers or '?'}, the pins are {vllm} + {transformers}); "
-        f"answered from the pinned releases: envkit scan --update {profile.name} rewrites it"
-    )
-    return dataclasses.replace(profile, models=fresh), note

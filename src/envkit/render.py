@@ -484,6 +484,7 @@ _STATE_COLOUR = {
     "source-only": "yellow",
     "unresolvable": "red",
     "unreachable": "red",
+    "incompatible": "red",
     "stale": "red",
     "missing": "red",
 }
@@ -493,7 +494,9 @@ def lock_results(results: Sequence[CellState], as_json: bool) -> None:
     if as_json:
         emit_json(
             {
-                "ok": all(r.state not in ("unresolvable", "unreachable") for r in results),
+                "ok": all(
+                    r.state not in ("unresolvable", "unreachable", "incompatible") for r in results
+                ),
                 "cells": [r.to_dict() for r in results],
             }
         )

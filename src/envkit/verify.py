@@ -11,10 +11,11 @@ import enum
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -26,6 +27,12 @@ from .atomicfile import temporary_folder
 from .errors import BadInput, EnvironmentBroken
 from .profile import Profile, Torch
 
+if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers through a callable
+    from .compat import CompatReport
+
+# (vllm version, transformers version) -> the compat report, or why it could not be made
+CompatLookup = Callable[[str, str], Union["CompatReport", str]]
+
 
 class Status(enum.Enum):
     PASS = "pass"
@@ -35,7 +42,7 @@ class Status(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Check:
-    kind: str  # interpreter | version | import | probe | torch
+    kind: str  # interpreter | version | import | probe | torch | compat
     name: str
     status: Status
     expected: str = ""
@@ -150,6 +157,7 @@ def assess(
     shown: Path | None = None,
     *,
     torch: Torch | None = None,
+    compat: CompatLookup | None = None,
 ) -> Report:
     """Turn probe facts into checks. ``shown`` is the path to report (after a move)."""
     prefix = os.path.realpath(venv)
@@ -197,7 +205,42 @@ def assess(
         )
     if "torch" in facts:
         checks.extend(_torch_checks(torch or profile.torch, facts["torch"], profile.name))
+    installed = {
+        name: str(copies[0]["version"])
+        for name in ("vllm", "transformers")
+        if (copies := facts.get("distributions", {}).get(name))
+    }
+    if compat is not None and len(installed) == 2:
+        checks.append(compat_check(installed["vllm"], installed["transformers"], compat))
     return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
+
+
+def compat_check(vllm: str, transformers: str, compat: CompatLookup) -> Check:
+    """The installed pair against `envkit compat`'s findings (a warning when the wheels
+    could not be read: that is no verdict)."""
+    name = f"vllm {vllm} + transformers {transformers}"
+    found = compat(vllm, transformers)
+    if isinstance(found, str):
+        return Check(
+            kind="compat", name=name, status=Status.WARN, expected="compatible",
+            found="not checked", detail=found,
+        )  # fmt: skip
+    core = [f for f in found.findings if not f.architectures]
+    scoped = sorted({a for f in found.findings for a in f.architectures})
+    if core:
+        detail = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:3])
+        more = f" (and {len(core) - 3} more)" if len(core) > 3 else ""
+        return Check(
+            kind="compat", name=name, status=Status.FAIL, expected="compatible",
+            found="not compatible", detail=detail + more,
+            fix=f"pin a transformers vLLM {vllm} works with (envkit compat vllm=={vllm} "
+            f"transformers=={transformers} lists what breaks)",
+        )  # fmt: skip
+    detail = f"cannot load: {', '.join(scoped)}" if scoped else ""
+    return Check(
+        kind="compat", name=name, status=Status.PASS, expected="compatible",
+        found="compatible", detail=detail,
+    )  # fmt: skip
 
 
 def _version_check(
@@ -373,9 +416,15 @@ def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list
 
 
 def verify(
-    profile: Profile, venv: Path, shown: Path | None = None, *, torch: Torch | None = None
+    profile: Profile,
+    venv: Path,
+    shown: Path | None = None,
+    *,
+    torch: Torch | None = None,
+    compat: CompatLookup | None = None,
 ) -> Report:
     """Gather facts in ``venv`` and assess them against ``profile``; ``torch`` is the torch
-    build to demand when it is not the profile's own (``build --torch-backend``)."""
+    build to demand when it is not the profile's own (``build --torch-backend``); ``compat``
+    looks the installed vLLM + transformers pair up (compat.lookup)."""
     expected = torch or profile.torch
-    return assess(profile, venv, gather(venv, profile), shown, torch=expected)
+    return assess(profile, venv, gather(venv, profile), shown, torch=expected, compat=compat)

@@ -71,17 +71,52 @@ class WheelFile:
     requires_python: str | None
 
 
-def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
-    """Every wheel the index lists for ``project`` (yanked ones left out)."""
+def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str, Any]], str]:
+    """The file entries of ``project``'s index page, and the page's URL (for relative links)."""
     url = f"{index}/{canonicalize_name(project)}/"
     answer = http.request("GET", url, headers={"Accept": _ACCEPT}, max_bytes=MAX_INDEX_PAGE)
     if answer.status != 200:
         raise status_error(url, answer.status)
     kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind.endswith("json") or answer.body.lstrip()[:1] == b"{":
-        entries = _json_entries(answer.body, url)
-    else:
-        entries = _html_entries(answer.text())
+        return _json_entries(answer.body, url), answer.url
+    return _html_entries(answer.text()), answer.url
+
+
+def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
+    """The source distribution (``.tar.gz``) of each release, by version (yanked left out)."""
+    entries, page = _index_entries(project, index, http)
+    prefix = canonicalize_name(project).replace("-", "_")
+    out: dict[Version, WheelFile] = {}
+    for entry in entries:
+        name, href = entry.get("filename"), entry.get("url")
+        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(".tar.gz"):
+            continue
+        if entry.get("yanked") not in (None, False):
+            continue
+        stem = name[: -len(".tar.gz")]
+        base, _dash, text = stem.rpartition("-")
+        if canonicalize_name(base).replace("-", "_") != prefix:
+            continue
+        try:
+            version = Version(text)
+        except InvalidVersion:
+            continue
+        size = entry.get("size")
+        out[version] = WheelFile(
+            name,
+            urljoin(page, href),
+            size if isinstance(size, int) and not isinstance(size, bool) else None,
+            version,
+            None,
+            None,
+        )
+    return out
+
+
+def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
+    """Every wheel the index lists for ``project`` (yanked ones left out)."""
+    entries, page = _index_entries(project, index, http)
     files = []
     for entry in entries:
         name, href = entry.get("filename"), entry.get("url")
@@ -99,7 +134,7 @@ def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
         files.append(
             WheelFile(
                 name,
-                urljoin(answer.url, href),
+                urljoin(page, href),
                 size if isinstance(size, int) and not isinstance(size, bool) else None,
                 version,
                 upload if isinstance(upload, str) else None,

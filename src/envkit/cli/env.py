@@ -13,6 +13,7 @@ from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, Interrupted
 from ..torchsource import TorchIndex
 from .options import (
     State,
+    compat_lookup,
     complete_profiles,
     constraints_option,
     index_url_option,
@@ -99,6 +100,7 @@ def build(
         stream=not as_json and sys.stderr.isatty(),
         use_lock=not no_lock,
         constraints=constraints,
+        compat=compat_lookup(index),
     )
     result = run_build(loaded, options, progress=render.progress, note=render.note)
     render.build(result, as_json)
@@ -122,7 +124,7 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
             for done in recovered:
                 render.note(f"recovered: {done}")
             render.progress(f"checking {slot.venv} (one run of its interpreter)")
-            report = run_verify(loaded, slot.venv)
+            report = run_verify(loaded, slot.venv, compat=compat_lookup(None))
     except KeyboardInterrupt:
         raise Interrupted(slot.describe()) from None  # the last line says what is there
     render.report(report, as_json)

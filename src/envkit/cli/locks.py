@@ -99,12 +99,27 @@ def lock(
         return state.worst(code)
     if resolve:
         raise BadInput("--resolve goes with --check.")
-    results = locker.lock(chosen, only=cell)
+    refused = _compat_refusals(chosen, index)
+    results = locker.lock(chosen, only=cell, refused=refused)
     render.lock_results(results, as_json)
     if any(r.state == "unreachable" for r in results):
         return EXIT_BAD_INPUT  # a network failure is not a verdict: nothing was recorded
-    code = EXIT_CHECK_FAILED if any(r.state == "unresolvable" for r in results) else EXIT_OK
+    failed = ("unresolvable", "incompatible")
+    code = EXIT_CHECK_FAILED if any(r.state in failed for r in results) else EXIT_OK
     return state.worst(code)
+
+
+def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, str]:
+    """Profiles whose pins fail `envkit compat` (checked on the index envkit reads)."""
+    from ..compat import Checker, lock_refusals
+    from ..wheelfetch import index_url
+
+    try:
+        checker = Checker(index_url(index), progress=render.progress)
+    except BadInput as exc:  # an index envkit cannot read (a file:// folder): uv still can
+        render.note(f"compat of the pins not checked: {exc.message}")
+        return {}
+    return lock_refusals(profiles, checker, render.note)
 
 
 @click.command()

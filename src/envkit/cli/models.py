@@ -31,7 +31,8 @@ def _model_report(
     state: State, profile: Profile | None, model: str, index: str | None, revision: str | None
 ) -> int:
     from .. import modelcheck
-    from ..registry_scan import Scanner, current_models, releases_listing
+    from ..profile_write import current_models
+    from ..registry_scan import Scanner, releases_listing
     from ..wheelfetch import index_url
 
     config = modelcheck.load_model_config(model, revision=revision)
@@ -112,7 +113,8 @@ def scan(
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
     from ..profile_write import rescan
-    from ..registry_scan import Scanner, parse_target
+    from ..registry_scan import Scanner, parse_target, with_bounds
+    from ..vllmtests import transformers_bounds
     from ..wheelfetch import index_url
 
     scanner = Scanner(index_url(index), use_cache=not no_cache, progress=render.progress)
@@ -125,7 +127,10 @@ def scan(
     if not target:
         raise BadInput("Nothing to scan.", "Give vllm==X or transformers==Y, or --update PROFILE.")
     project, version = parse_target(target)
-    render.scans([scanner.scan(project, version)], as_json)
+    result = scanner.scan(project, version)
+    if project == "vllm":  # and its per-architecture transformers bounds (from the sdist)
+        result = with_bounds(result, transformers_bounds(scanner, version))
+    render.scans([result], as_json)
     return EXIT_OK
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import click.shell_completion
 
+from .. import render
 from ..errors import EXIT_BAD_INPUT
+
+if TYPE_CHECKING:
+    from ..verify import CompatLookup
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -130,3 +134,12 @@ def revision_option(func: F) -> F:
         help="For a Hub repo id: the branch, tag or commit to read config.json from "
         "[default: main].",
     )(func)
+
+
+def compat_lookup(index: str | None) -> CompatLookup:
+    """For build, verify and doctor: the installed vLLM + transformers pair against
+    `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
+    from ..compat import Checker, lookup
+    from ..wheelfetch import index_url
+
+    return lookup(Checker(index_url(index), progress=render.progress))

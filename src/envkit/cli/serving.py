@@ -9,7 +9,14 @@ import click
 from .. import render
 from ..catalog import Catalog
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from .options import State, complete_profiles, finite, json_option, revision_option
+from .options import (
+    State,
+    compat_lookup,
+    complete_profiles,
+    finite,
+    json_option,
+    revision_option,
+)
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -88,7 +95,8 @@ def plan(
     card_memory, card_capability = memplan.gpu(gpu_name) if gpu_name else (0, None)
     if gpu_memory is None and not card_memory:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
-    from ..registry_scan import Scanner, current_models
+    from ..profile_write import current_models
+    from ..registry_scan import Scanner
     from ..wheelfetch import index_url
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
@@ -185,7 +193,7 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
 
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
     render.progress("inspecting the environment (one run of its interpreter) and this machine")
-    diagnosis = doctor_module.diagnose(venv, loaded)
+    diagnosis = doctor_module.diagnose(venv, loaded, compat=compat_lookup(None))
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
 
