@@ -398,3 +398,56 @@ def test_a_malformed_bounds_table_is_a_profile_error(envs: Path, tmp_path: Path)
     res = envkit("--envs", str(folder), "show", "b", cwd=tmp_path)
     assert res.code == 2
     assert "models.transformers_bounds.X" in res.err and "'soon' is not a version" in res.err
+
+
+def test_new_profile_solves_and_says_why_newer_candidates_lost(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    folder = tmp_path / "envs"
+
+    def new(name: str, model: Path, *args: str) -> Any:
+        return envkit(
+            "--envs", str(folder), "new-profile", name, "--for-model", str(model), *args,
+            "--index-url", url(world), "--json", cwd=tmp_path,
+        )  # fmt: skip
+
+    res = new("qwen35", QWEN35)
+    assert res.code == 0, res.err
+    solution = res.json()["solution"]
+    assert (solution["vllm"], solution["transformers"]) == ("0.33.0", "5.20.2")
+    assert solution["cuda_source"].startswith("the default index's wheel")
+    assert any(
+        line.startswith("transformers 5.24.0: outside vLLM 0.33.0's range")
+        for line in solution["rejected"]
+    ), solution["rejected"]
+    assert "Newer, rejected: transformers 5.24.0" in (folder / "qwen35.toml").read_text()
+    # vLLM 0.33.0 needs Python >= 3.11 and no other release lists Qwen3.5: nothing fits
+    old_python = new("p310", QWEN35, "--python", "3.10")
+    assert old_python.code == 2
+    assert "requires Python <3.15,>=3.11, not 3.10" in old_python.json()["message"]
+    # torch 2.14.0 is built for CUDA 13.0 only (its wheel says so): a 12.4 driver cannot run it
+    old_driver = new("c124", QWEN35, "--cuda", "12.4")
+    assert old_driver.code == 2
+    assert "built for CUDA 13.0" in old_driver.json()["message"]
+    assert "the driver runs CUDA 12.4 at most" in old_driver.json()["message"]
+    # vLLM 0.8.5's test registry needs transformers >= 4.52.dev0 for Qwen3: 4.51.3 cannot do
+    bounded = new("q3", qwen3_config(tmp_path / "q3"), "--vllm", "0.8.5")
+    assert bounded.code == 2
+    assert "test registry needs transformers >= 4.52.dev0" in bounded.json()["message"]
+    bad = new("x", QWEN35, "--cuda", "twelve")
+    assert bad.code == 2 and "--cuda" in bad.json()["message"]
+
+
+def test_a_drafted_profile_locks(envs: Path, world: indexserver.Server, tmp_path: Path) -> None:
+    folder = tmp_path / "envs"
+    drafted = envkit(
+        "--envs", str(folder), "new-profile", "qwen35", "--for-model", str(QWEN35),
+        "--index-url", url(world), cwd=tmp_path,
+    )  # fmt: skip
+    assert drafted.code == 0, drafted.err
+    locked = envkit(
+        "--envs", str(folder), "lock", "qwen35", "--index-url", url(world),
+        "--torch-index", "default", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert locked.code == 0, locked.out + locked.err
+    assert {c["state"] for c in locked.json()["cells"]} == {"locked"}

@@ -13,26 +13,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import tomlkit
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from tomlkit.items import Array, Table
 
 from .atomicfile import write_atomic
 from .bounds import Bound
-from .errors import BadInput, WheelError
+from .errors import BadInput
 from .profile import NAME_RE, Models, Profile, load_profile
 
-if TYPE_CHECKING:  # read for its type only: modelcheck loads the HTTP client
+if TYPE_CHECKING:  # read for their types only
+    from .compat import Checker
     from .modelcheck import ModelConfig
 from .registry_scan import (
-    ReleaseSpan,
     Scan,
     Scanner,
     parse_target,
     releases_listing,
-    torch_cuda,
     with_bounds,
 )
+from .solver import Solution, solve
 from .vllmtests import transformers_bounds
 
 
@@ -101,51 +100,6 @@ def update_models(
     write_atomic(path, tomlkit.dumps(doc))
 
 
-def _python_for(requires_python: str) -> str:
-    spec = SpecifierSet(requires_python or ">=3.10")
-    for minor in ("3.12", "3.11", "3.13", "3.10"):
-        if Version(f"{minor}.0") in spec or Version(f"{minor}.1") in spec:
-            return minor
-    raise BadInput(f"No Python between 3.10 and 3.13 fits Requires-Python {requires_python!r}.")
-
-
-def pick_transformers(scanner: Scanner, vllm: Scan, model_type: str) -> tuple[Scan, str]:
-    """The transformers release to pin, and why.
-
-    Among releases allowed by vLLM's requirement, and published before that vLLM release
-    (newer ones are what breaks older vLLM: transformers 5 for vLLM 0.8-0.10), the newest
-    that knows ``model_type`` (unless vLLM reads that type with its own config class).
-    """
-    spec = SpecifierSet(vllm.requires.get("transformers", ""))
-    released = _upload_time(scanner, "vllm", Version(vllm.version))
-    candidates = [
-        f
-        for f in scanner.files("transformers")
-        if f.version in spec
-        and not f.version.is_prerelease
-        and (released is None or (f.upload_time or "") <= released)
-    ]
-    versions = sorted({f.version for f in candidates}, reverse=True)
-    if not versions:
-        raise BadInput(f"No transformers release fits vLLM {vllm.version}'s {spec}.")
-    needs_type = model_type not in vllm.model_types
-    for version in versions[:8]:
-        scan = scanner.scan("transformers", version)
-        if not needs_type or model_type in scan.model_types:
-            why = (
-                f"newest transformers allowed by vLLM {vllm.version} ({spec or 'any'}) and "
-                f"released before it"
-            )
-            if needs_type:
-                why += f"; knows model type {model_type}"
-            return scan, why
-    scan = scanner.scan("transformers", versions[0])
-    return scan, (
-        f"newest allowed by vLLM {vllm.version}; NOTE: it does not know model type "
-        f"{model_type}, check before use"
-    )
-
-
 def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None:
     times = [
         f.upload_time for f in scanner.files(project) if f.version == version and f.upload_time
@@ -153,29 +107,25 @@ def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None
     return min(times) if times else None
 
 
-def draft(name: str, model_type: str, listing: ReleaseSpan, scanner: Scanner) -> str:
-    """A commented profile for the newest vLLM release that lists the model's architecture."""
-    vllm = scanner.scan("vllm", Version(listing.newest))
-    transformers, why_tf = pick_transformers(scanner, vllm, model_type)
+def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
+    """A commented profile from the solver's answer."""
+    vllm, transformers = found.vllm, found.transformers
     torch_pin = vllm.requires.get("torch", "")
-    python = _python_for(vllm.requires_python)
     doc = tomlkit.document()
     doc.add(
         tomlkit.comment(
             f"Drafted by `envkit new-profile {name}` for model type {model_type} "
-            f"({listing.architecture})."
+            f"({found.architecture})."
         )
     )
     doc.add(tomlkit.comment("Review the pins, build it (`envkit build`), then ship it."))
-    doc.add(
-        "description",
-        tomlkit.string(
-            f"vLLM {vllm.version} for {listing.architecture} (model type {model_type}).\n"
-            f"Why transformers {transformers.version}: {why_tf}.\n",
-            multiline=True,
-        ),
-    )
-    doc.add("python", python)
+    lines = [
+        f"vLLM {vllm.version} for {found.architecture} (model type {model_type}).",
+        f"Why transformers {transformers.version}: {found.why_transformers}.",
+        *(f"Newer, rejected: {line}." for line in found.rejected),
+    ]
+    doc.add("description", tomlkit.string("\n".join(lines) + "\n", multiline=True))
+    doc.add("python", found.python)
     doc["python"].comment(f"vLLM {vllm.version} requires Python {vllm.requires_python}")
     doc.add("requirements", _array([f"vllm=={vllm.version}"]))
     constraints = [f"transformers=={transformers.version}"]
@@ -187,21 +137,16 @@ def draft(name: str, model_type: str, listing: ReleaseSpan, scanner: Scanner) ->
         doc.add("exclude_newer", cutoff)
         doc["exclude_newer"].comment("a week after the newest pinned release: repeatable")
     torch = tomlkit.table()
-    cuda = ""
-    if torch_pin.startswith("=="):
-        try:
-            cuda = torch_cuda(scanner, Version(torch_pin[2:]))
-        except (WheelError, ValueError):
-            cuda = ""
-    if cuda:
-        torch.add("backend", "cu" + cuda.replace(".", ""))
-        torch["backend"].comment(f"the CUDA build of torch {torch_pin[2:]} on the default index")
-        torch.add("cuda", cuda)
+    if found.cuda:
+        torch.add("backend", "cu" + found.cuda.replace(".", ""))
+        torch["backend"].comment(f"a CUDA build of torch {found.torch}, from {found.cuda_source}")
+        torch.add("cuda", found.cuda)
     doc.add("torch", torch)
     verify = tomlkit.table()
     verify.add("imports", _array(["vllm", "transformers", "torch"]))
     doc.add("verify", verify)
-    doc.add("models", models_table(vllm, transformers))
+    bounds = transformers_bounds(scanner, Version(vllm.version))
+    doc.add("models", models_table(vllm, transformers, bounds))
     return tomlkit.dumps(doc)
 
 
@@ -217,11 +162,15 @@ def _cutoff(scanner: Scanner, vllm: Scan, transformers: Scan) -> str:
     return f"{day.isoformat()}T00:00:00Z"
 
 
-def write_new_profile(path: Path, text: str, *, force: bool) -> None:
+def refuse_existing(path: Path, *, force: bool) -> None:
     if path.exists() and not force:
         raise BadInput(
             f"{str(path)!r} exists already.", "Choose another name, or pass --force to replace it."
         )
+
+
+def write_new_profile(path: Path, text: str, *, force: bool) -> None:
+    refuse_existing(path, force=force)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text)
 
@@ -247,18 +196,22 @@ def draft_for_model(
     path: Path,
     config: ModelConfig,
     scanner: Scanner,
+    checker: Checker,
     *,
     vllm_version: str | None = None,
+    python: str | None = None,
+    cuda: str | None = None,
     force: bool = False,
-) -> tuple[Profile, ReleaseSpan]:
-    """``new-profile``: write a profile at ``path`` for the newest vLLM release listing one of
-    the model's architectures (or ``vllm_version``, which must list it). Returns the profile
-    as read back and the releases that list the architecture."""
+) -> tuple[Profile, Solution]:
+    """``new-profile``: solve for the newest vLLM + transformers that load the model (within
+    ``vllm_version``, ``python`` and the driver's ``cuda`` when given) and write the profile
+    at ``path``. Returns the profile as read back and the solver's answer."""
     name = path.stem
     if not NAME_RE.fullmatch(name):
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
+    refuse_existing(path, force=force)  # before any network
     span = next(
-        (found for arch in config.architectures if (found := releases_listing(scanner, arch))),
+        (each for arch in config.architectures if (each := releases_listing(scanner, arch))),
         None,
     )
     if span is None or not span.listed:
@@ -267,6 +220,7 @@ def draft_for_model(
             f"No published vLLM release lists {' or '.join(config.architectures) or 'it'}{moved}.",
             "A profile cannot be drafted for a model no vLLM release supports.",
         )
+    wanted = None
     if vllm_version:
         _project, wanted = parse_target(f"vllm=={vllm_version}")
         if not (Version(span.first) <= wanted <= Version(span.newest)):
@@ -275,9 +229,9 @@ def draft_for_model(
                 f"(vLLM {span.first} through {span.newest} do).",
                 "Pick a release in that range, or leave out --vllm.",
             )
-        span = dataclasses.replace(span, newest=str(wanted))
-    write_new_profile(path, draft(name, config.model_type, span, scanner), force=force)
-    return load_profile(path), span
+    found = solve(span, config.model_type, scanner, checker, python=python, cuda=cuda, vllm=wanted)
+    write_new_profile(path, draft(name, config.model_type, found, scanner), force=force)
+    return load_profile(path), found
 
 
 def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:

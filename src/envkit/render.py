@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from .profile import Profile
     from .registry_scan import Scan
     from .serverprobe import ProbeResult
+    from .solver import Solution
     from .verify import Report
 
 JSON_VERSION = 1
@@ -466,9 +467,25 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         )
 
 
-def drafted(profile: Profile, architecture: str, as_json: bool) -> None:
+def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> None:
     if as_json:
-        emit_json({"ok": True, "profile": profile.to_dict(), "architecture": architecture})
+        emit_json(
+            {
+                "ok": True,
+                "profile": profile.to_dict(),
+                "architecture": found.architecture,
+                "solution": {
+                    "vllm": found.vllm.version,
+                    "transformers": found.transformers.version,
+                    "python": found.python,
+                    "torch": found.torch or None,
+                    "cuda": found.cuda or None,
+                    "cuda_source": found.cuda_source or None,
+                    "driver_cuda": driver or None,
+                    "rejected": list(found.rejected),
+                },
+            }
+        )
         return
     _echo(
         f"Wrote {profile.path}: vLLM {profile.models.vllm}, transformers "
@@ -476,6 +493,11 @@ def drafted(profile: Profile, architecture: str, as_json: bool) -> None:
         f"{profile.torch.backend or 'default'}.",
         fg="green",
     )
+    if found.cuda_source:
+        limit = f"; the driver runs CUDA {driver} at most" if driver else ""
+        _echo(_wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
+    for line in found.rejected:
+        _echo(_wrap(f"rejected {line}", "  ", "    "))
     _echo(f"Review it, then: envkit build {profile.name}")
 
 

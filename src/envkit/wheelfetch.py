@@ -80,7 +80,7 @@ def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str,
     kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind.endswith("json") or answer.body.lstrip()[:1] == b"{":
         return _json_entries(answer.body, url), answer.url
-    return _html_entries(answer.text()), answer.url
+    return html_entries(answer.text()), answer.url
 
 
 def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
@@ -196,7 +196,7 @@ class _Links(HTMLParser):
             self._open = None
 
 
-def _html_entries(text: str) -> list[dict[str, Any]]:
+def html_entries(text: str) -> list[dict[str, Any]]:
     parser = _Links()
     parser.feed(text)
     parser.close()

@@ -149,6 +149,20 @@ def scan(
     metavar="VERSION",
     help="Draft for this vLLM release instead of the newest that lists the model.",
 )
+@click.option(
+    "--python",
+    "python",
+    metavar="X.Y",
+    callback=lambda _c, _p, v: _minor(v, "--python"),
+    help="The Python the environment will use (vLLM releases that refuse it are skipped).",
+)
+@click.option(
+    "--cuda",
+    "cuda",
+    metavar="X.Y",
+    callback=lambda _c, _p, v: _minor(v, "--cuda"),
+    help="The highest CUDA the GPU driver runs [default: from nvidia-smi, when present].",
+)
 @click.option("--force", is_flag=True, help="Replace an existing profile of that name.")
 @index_url_option
 @revision_option
@@ -159,16 +173,22 @@ def new_profile(
     name: str,
     model: str,
     vllm_version: str | None,
+    python: str | None,
+    cuda: str | None,
     force: bool,
     index: str | None,
     revision: str | None,
     as_json: bool,
 ) -> int:
-    """Draft envs/NAME.toml for the newest vLLM release that lists MODEL's architecture.
+    """Draft envs/NAME.toml: the newest vLLM + transformers that load MODEL, solved.
 
-    Pins come from that release's requirements: its torch, and the newest transformers it
-    allows that was published before it and knows the model type.
+    vLLM must list the architecture, accept --python and pin a torch with a CUDA build the
+    driver runs (--cuda, or nvidia-smi); transformers must be in vLLM's range, published
+    before it, within vLLM's own bound for the architecture, know the model type and pass
+    `envkit compat`. The output says why newer candidates were rejected.
     """
+    from ..compat import Checker
+    from ..doctor import nvidia
     from ..modelcheck import load_model_config
     from ..profile_write import draft_for_model
     from ..registry_scan import Scanner
@@ -177,11 +197,22 @@ def new_profile(
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
     config = load_model_config(model, revision=revision)
+    driver = cuda or nvidia()[1] or None
     scanner = Scanner(index_url(index), progress=render.progress)
+    checker = Checker(scanner.index, http=scanner.http, progress=render.progress)
     path = Catalog.from_option(state.envs).writable() / f"{name}.toml"
-    profile, span = draft_for_model(path, config, scanner, vllm_version=vllm_version, force=force)
-    render.drafted(profile, span.architecture, as_json)
+    profile, found = draft_for_model(
+        path, config, scanner, checker,
+        vllm_version=vllm_version, python=python, cuda=driver, force=force,
+    )  # fmt: skip
+    render.drafted(profile, found, driver or "", as_json)
     return EXIT_OK
+
+
+def _minor(value: str | None, option: str) -> str | None:
+    if value is not None and not re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,2}", value):
+        raise click.BadParameter(f"{value!r} is not a version such as 3.12", param_hint=option)
+    return value
 
 
 ARCH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # a class name, not a path

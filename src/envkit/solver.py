@@ -1,0 +1,297 @@
+"""``new-profile --for-model``: the newest vLLM + transformers (+ torch CUDA build) that can
+load a model, solved with resolvelib.
+
+Candidates are vLLM releases and transformers releases, newest first. A vLLM release must
+list the model's architecture, accept the asked Python and pin a torch with a CUDA build the
+driver runs; its transformers must be within vLLM's declared range and published before it
+(what the release was tested with), within vLLM's own bound for the architecture (its test
+registry), know the model type (unless vLLM reads it with its own config class), and pass
+``envkit compat`` for this architecture. Each test is tried cheapest first; every rejection
+is kept, so the answer explains, one line per reason, why newer candidates lost.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
+
+from .compat import Checker
+from .errors import BadInput, EnvkitError, WheelError
+from .registry_scan import ReleaseSpan, Scan, Scanner, torch_cuda
+from .torchcuda import Builds, CudaBuilds
+from .vllmtests import transformers_bounds
+
+Test = Callable[[Version], str]  # '' when the version passes, else why it does not
+
+
+@dataclass(frozen=True)
+class Candidate:
+    project: str
+    version: Version
+
+
+@dataclass(frozen=True)
+class Need:
+    project: str
+    test: Test = field(compare=False)
+    asker: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Solution:
+    architecture: str
+    vllm: Scan
+    transformers: Scan
+    python: str
+    torch: str  # the version vLLM pins ('' when it pins none)
+    cuda: str  # the CUDA build to take ('' when no driver was given)
+    cuda_source: str
+    rejected: tuple[str, ...]  # one line per project and reason
+    why_transformers: str
+
+
+@dataclass
+class Rejections:
+    """Why candidates lost: (project, reason) -> versions, in the order they were tried."""
+
+    seen: dict[tuple[str, str], list[Version]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, project: str, version: Version, reason: str) -> None:
+        if version not in self.seen[(project, reason)]:
+            self.seen[(project, reason)].append(version)
+
+    def lines(self, chosen: Mapping[str, Version]) -> tuple[str, ...]:
+        """Only what was newer than the answer: older candidates were never in the way."""
+        out = []
+        for (project, reason), versions in self.seen.items():
+            newer = [v for v in versions if project not in chosen or v > chosen[project]]
+            if newer:
+                shown = ", ".join(str(v) for v in newer[:4]) + (
+                    f" and {len(newer) - 4} more" if len(newer) > 4 else ""
+                )
+                out.append(f"{project} {shown}: {reason}")
+        return tuple(out)
+
+
+class _Provider(AbstractProvider):  # type: ignore[type-arg]
+    def __init__(
+        self,
+        releases: Mapping[str, Sequence[Version]],
+        why: Rejections,
+        depends: Callable[[Candidate], Iterable[Need]],
+    ) -> None:
+        self.releases = releases  # newest first
+        self.why = why
+        self.depends = depends  # what a candidate asks of the others
+
+    def identify(self, requirement_or_candidate: Any) -> str:
+        return str(requirement_or_candidate.project)
+
+    def get_preference(self, identifier: str, *_args: Any, **_kw: Any) -> Any:
+        return 0 if identifier == "vllm" else 1
+
+    def find_matches(
+        self,
+        identifier: str,
+        requirements: Mapping[str, Iterator[Need]],
+        incompatibilities: Mapping[str, Iterator[Candidate]],
+    ) -> Callable[[], Iterator[Candidate]]:
+        needs = list(requirements[identifier])
+        bad = {c.version for c in incompatibilities[identifier]}
+
+        def matches() -> Iterator[Candidate]:
+            for version in self.releases[identifier]:
+                if version in bad:
+                    continue
+                reason = next((r for n in needs if (r := n.test(version))), "")
+                if reason:
+                    self.why.add(identifier, version, reason)
+                    continue
+                yield Candidate(identifier, version)
+
+        return matches
+
+    def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
+        return not requirement.test(candidate.version)
+
+    def get_dependencies(self, candidate: Candidate) -> list[Need]:
+        return list(self.depends(candidate))
+
+
+class Solver:
+    """The tests, over one scanner (the index), one compat checker and one CUDA source."""
+
+    def __init__(
+        self,
+        scanner: Scanner,
+        checker: Checker,
+        builds: CudaBuilds,
+        *,
+        architecture: str,
+        model_type: str,
+        python: str | None,
+        cuda: str | None,
+    ) -> None:
+        self.scanner, self.checker, self.cuda_builds = scanner, checker, builds
+        self.arch, self.model_type = architecture, model_type
+        self.python, self.cuda = python, cuda
+        self.torch: dict[Version, Builds] = {}
+
+    def vllm_test(self, version: Version) -> str:
+        try:
+            scan = self.scanner.scan("vllm", version)
+        except WheelError:
+            return "its wheel's registry cannot be read"
+        if self.arch not in scan.architectures:
+            return f"does not list {self.arch}"
+        if self.python and not _fits(scan.requires_python, self.python):
+            return f"requires Python {scan.requires_python}, not {self.python}"
+        pin = scan.requires.get("torch", "")
+        if self.cuda and pin.startswith("=="):
+            builds = self.cuda_builds.builds(pin[2:])
+            self.torch[version] = builds
+            if builds.cuda and not builds.fitting(self.cuda):
+                return (
+                    f"pins torch {pin[2:]}, built for CUDA {', '.join(builds.cuda)} (per "
+                    f"{builds.source}); the driver runs CUDA {self.cuda} at most"
+                )
+        return ""
+
+    def types(self, transformers: Version) -> tuple[str, ...]:
+        return self.scanner.scan("transformers", transformers).model_types
+
+    def transformers_need(self, vllm: Version) -> Need:
+        scan = self.scanner.scan("vllm", vllm)
+        declared = scan.requires.get("transformers", "")
+        try:
+            spec = SpecifierSet(declared)
+        except InvalidSpecifier:
+            spec = SpecifierSet()
+        published = _upload_time(self.scanner, "vllm", vllm)
+        bound = transformers_bounds(self.scanner, vllm).get(self.arch)
+
+        def test(version: Version) -> str:
+            if not spec.contains(version, prereleases=False):
+                return f"outside vLLM {vllm}'s range transformers{spec}"
+            when = _upload_time(self.scanner, "transformers", version)
+            if published and when and when > published:
+                return f"published after vLLM {vllm} (not what it was released with)"
+            if bound is not None and bound.excludes(str(version)):
+                return f"vLLM {vllm}'s test registry needs {bound.describe()} for {self.arch}"
+            known = scan.model_types  # vLLM's own config classes
+            if self.model_type not in known and self.model_type not in self.types(version):
+                return f"does not know model type {self.model_type}"
+            report = self.checker.check(vllm, version)
+            broken = report.breaks(self.arch)
+            if broken:
+                first = broken[0]
+                return f"fails compat with vLLM {vllm}: {first.code.value} {first.name}"
+            return ""
+
+        return Need("transformers", test, f"vLLM {vllm}")
+
+
+def solve(
+    span: ReleaseSpan,
+    model_type: str,
+    scanner: Scanner,
+    checker: Checker,
+    *,
+    python: str | None = None,
+    cuda: str | None = None,
+    vllm: Version | None = None,
+) -> Solution:
+    """The newest working vLLM + transformers for ``span.architecture`` (BadInput, with
+    every reason, when none works)."""
+    solver = Solver(
+        scanner, checker, CudaBuilds(scanner),
+        architecture=span.architecture, model_type=model_type, python=python, cuda=cuda,
+    )  # fmt: skip
+    first, newest = Version(span.first), Version(span.newest)
+    vllms = [v for v in reversed(scanner.releases("vllm")) if first <= v <= newest]
+    if vllm is not None:
+        vllms = [v for v in vllms if v == vllm]
+    releases = {"vllm": vllms, "transformers": list(reversed(scanner.releases("transformers")))}
+    why = Rejections()
+    provider = _Provider(
+        releases,
+        why,
+        lambda c: [solver.transformers_need(c.version)] if c.project == "vllm" else [],
+    )
+    try:
+        result = Resolver(provider, BaseReporter()).resolve(
+            [Need("vllm", solver.vllm_test, "the model")], max_rounds=500
+        )
+    except ResolutionImpossible:
+        lines = why.lines({})
+        raise BadInput(
+            f"No vLLM + transformers release can load {span.architecture} "
+            f"(model type {model_type}) with what was asked:\n  " + "\n  ".join(lines[:12]),
+            "Relax --python or --cuda, or pick another model revision.",
+        ) from None
+    except EnvkitError:
+        raise
+    chosen = {name: c.version for name, c in result.mapping.items()}
+    v = scanner.scan("vllm", chosen["vllm"])
+    t = scanner.scan("transformers", chosen["transformers"])
+    pin = v.requires.get("torch", "")
+    take, source = _cuda(solver, chosen["vllm"], pin, cuda)
+    return Solution(
+        architecture=span.architecture,
+        vllm=v,
+        transformers=t,
+        python=python or _python_for(v.requires_python),
+        torch=pin[2:] if pin.startswith("==") else "",
+        cuda=take,
+        cuda_source=source,
+        rejected=why.lines(chosen),
+        why_transformers=(
+            f"newest transformers in vLLM {v.version}'s range (transformers"
+            f"{v.requires.get('transformers', '') or ' any'}) published before it, within "
+            f"vLLM's bound for {span.architecture}, knowing model type {model_type}, compat clean"
+        ),
+    )
+
+
+def _cuda(solver: Solver, vllm: Version, pin: str, driver: str | None) -> tuple[str, str]:
+    """The CUDA build to pin and where that was learnt: the newest build the driver runs;
+    without a driver, the build on the default index (what `--torch-index default` takes)."""
+    if not pin.startswith("=="):
+        return "", ""
+    if driver:
+        builds = solver.torch.get(vllm) or solver.cuda_builds.builds(pin[2:])
+        fitting = builds.fitting(driver)
+        return (fitting[-1] if fitting else ""), builds.source
+    try:
+        found = torch_cuda(solver.scanner, Version(pin[2:]))
+    except (WheelError, InvalidVersion):
+        return "", ""
+    return found, "the default index's wheel (no driver CUDA given or found)"
+
+
+def _fits(requires_python: str, python: str) -> bool:
+    try:
+        spec = SpecifierSet(requires_python)
+        return Version(f"{python}.0") in spec or Version(f"{python}.99") in spec
+    except (InvalidSpecifier, InvalidVersion):
+        return True
+
+
+def _python_for(requires_python: str) -> str:
+    for minor in ("3.12", "3.11", "3.13", "3.10"):
+        if _fits(requires_python or ">=3.10", minor):
+            return minor
+    raise BadInput(f"No Python between 3.10 and 3.13 fits Requires-Python {requires_python!r}.")
+
+
+def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None:
+    times = [
+        f.upload_time for f in scanner.files(project) if f.version == version and f.upload_time
+    ]
+    return min(times) if times else None

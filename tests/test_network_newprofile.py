@@ -1,0 +1,62 @@
+"""new-profile against the real index: drafts for held-out models that lock and build.
+
+Run with ``python -m pytest -m network`` (the build holds several GB while it runs).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envkit.profile import load_profile
+
+from helpers import envkit
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+pytestmark = pytest.mark.network
+
+
+def test_a_draft_for_qwen2_vl_on_vllm_085_locks_and_builds(tmp_path: Path) -> None:
+    envs = tmp_path / "envs"
+    drafted = envkit(
+        "--envs", str(envs), "new-profile", "q2vl", "--for-model",
+        str(MODELS / "Qwen2-VL-2B-Instruct"), "--vllm", "0.8.5", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert drafted.code == 0, drafted.err
+    solution = drafted.json()["solution"]
+    assert (solution["vllm"], solution["transformers"]) == ("0.8.5", "4.51.3")
+    profile = load_profile(envs / "q2vl.toml")
+    assert profile.torch.backend == "cu124"  # torch 2.6.0 as the default index builds it
+    assert "Qwen2_5OmniModel" in profile.models.transformers_bounds
+    locked = envkit(
+        "--envs", str(envs), "lock", "q2vl", "--torch-index", "default", "--json", cwd=tmp_path
+    )  # fmt: skip
+    assert locked.code == 0, locked.out + locked.err
+    assert {c["state"] for c in locked.json()["cells"]} <= {"locked", "source-only"}
+    cache = os.environ.get("ENVKIT_TEST_UV_CACHE", str(Path.home() / ".cache/uv"))
+    try:
+        built = envkit(
+            "--envs", str(envs), "build", "q2vl", "--torch-index", "default", "--json",
+            cwd=tmp_path, env={"UV_CACHE_DIR": cache},
+        )  # fmt: skip
+        assert built.code == 0, built.out + built.err
+        checks = {(c["kind"], c["name"]): c for c in built.json()["verify"]["checks"]}
+        assert checks[("compat", "vllm 0.8.5 + transformers 4.51.3")]["status"] == "pass"
+    finally:
+        shutil.rmtree(tmp_path / ".venv", ignore_errors=True)
+
+
+def test_the_newest_set_for_qwen35_locks(tmp_path: Path) -> None:
+    envs = tmp_path / "envs"
+    drafted = envkit(
+        "--envs", str(envs), "new-profile", "q35", "--for-model", str(MODELS / "Qwen3.5-9B"),
+        "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert drafted.code == 0, drafted.err
+    locked = envkit(
+        "--envs", str(envs), "lock", "q35", "--torch-index", "default", "--json", cwd=tmp_path
+    )  # fmt: skip
+    assert locked.code == 0, locked.out + locked.err
