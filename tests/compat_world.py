@@ -196,6 +196,11 @@ def wheels() -> list[Wheel]:
                 **layouts.vllm_085().files,
                 "vllm/transformers_utils/tokenizer.py": TOKENIZER_USE,
                 "vllm/model_executor/models/qwen2_vl.py": QWEN2_VL_USE,
+                # a helper among the model files: its finding breaks its importers' models
+                "vllm/model_executor/models/vision_tower.py": (
+                    "from transformers.models.whisper.modeling_whisper import "
+                    "WHISPER_ATTENTION_CLASSES\n\n\nclass Tower:\n    pass\n"
+                ),
                 "vllm/sampling.py": "def pick(config):\n    return config.eos_token_id\n",
             },
             requires=["transformers>=4.51.1", "torch==2.6.0"],

@@ -45,6 +45,7 @@ def test_the_pair_of_report_1_names_the_removed_tokenizer_attribute(
     # a name dropped from a model module breaks only the architectures using that file
     name = found["missing-name", "WHISPER_ATTENTION_CLASSES"]
     assert name["architectures"] == ["Qwen2VLForConditionalGeneration"]
+    assert name["places"] == 2  # the model file, and the helper only it imports
     # what cannot fail is not reported: guarded and type-checking imports, names a
     # __getattr__ answers, reads an except AttributeError catches, a module alias, a name a
     # lazy package exports from its folder, a method kept under a new class name

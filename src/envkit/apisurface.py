@@ -45,7 +45,8 @@ class ClassFacts:
     bases: tuple[str, ...]  # base classes by the name the module knows them
     body: frozenset[str]  # methods, properties, class attributes
     assigned: frozenset[str] = frozenset()  # self.x = ... in its methods
-    # with a __getattr__: the names it may answer (the class's strings, and x_id / x_ids)
+    # with a __getattr__ or setattr(self, computed, ...): the names it may answer or set
+    # (the class's strings, and x_id / x_ids)
     dynamic: frozenset[str] = frozenset()
 
     @property
@@ -335,11 +336,26 @@ def _class_facts(node: ast.ClassDef) -> ClassFacts:
     answers = frozenset(
         f"{text}{suffix}" for text in _strings(node) for suffix in ("", "_id", "_ids")
     )
+    dynamic = "__getattr__" in body or _sets_named_attributes(node)
     return ClassFacts(
         bases,
         frozenset(body),
         frozenset(instance_attributes(node)),
-        answers if "__getattr__" in body else frozenset(),
+        answers if dynamic else frozenset(),
+    )
+
+
+def _sets_named_attributes(node: ast.ClassDef) -> bool:
+    """``setattr(self, name, ...)`` with a computed name: the class's attributes come from
+    data (a processor's ``attributes = ["tokenizer", ...]``), not from its source."""
+    return any(
+        isinstance(sub, ast.Call)
+        and _called(sub) == "setattr"
+        and len(sub.args) >= 2
+        and isinstance(sub.args[0], ast.Name)
+        and sub.args[0].id == "self"
+        and not isinstance(sub.args[1], ast.Constant)
+        for sub in ast.walk(node)
     )
 
 

@@ -44,6 +44,11 @@ from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
 
 FORMAT = 1  # bump when the report's content changes: old cache entries are then ignored
 MODELS_DIR = "vllm/model_executor/models/"
+_BUILTIN_NAMES = frozenset(
+    n for kind in (dict, list, str, bytes, set, tuple, int, float, object) for n in dir(kind)
+)
+# a model file importing another one: vllm.model_executor.models.x, or from .x import
+_MODEL_IMPORT = re.compile(rb"vllm\.model_executor\.models\.(\w+)|^[ \t]*from \.(\w+) import", re.M)
 
 
 class Code(str, Enum):
@@ -206,12 +211,36 @@ def architectures_by_file(texts: Mapping[str, bytes]) -> dict[str, tuple[str, ..
         table = next((tables[n] for n in names if isinstance(tables.get(n), dict)), None)
         if table is None:
             continue
-        out: dict[str, list[str]] = defaultdict(list)
+        out: dict[str, set[str]] = defaultdict(set)
         for arch, value in table.items():
             if isinstance(value, (tuple, list)) and value and isinstance(value[0], str):
-                out[f"{MODELS_DIR}{value[0]}.py"].append(str(arch))
+                out[f"{MODELS_DIR}{value[0]}.py"].add(str(arch))
+        _helpers(texts, out)
         return {k: tuple(sorted(v)) for k, v in out.items()}
     return {}
+
+
+def _helpers(texts: Mapping[str, bytes], scopes: dict[str, set[str]]) -> None:
+    """A helper module among the model files (a vision tower, shared layers) breaks the
+    architectures of the model files importing it: propagate them, until nothing changes."""
+    imports = {
+        path: {m.decode() for pair in _MODEL_IMPORT.findall(text) for m in pair if m}
+        for path, text in texts.items()
+        if path.startswith(MODELS_DIR) and path.count("/") == 3
+    }
+    helpers = [p for p in imports if p not in scopes and not p.endswith("__init__.py")]
+    for _round in range(8):
+        changed = False
+        for helper in helpers:
+            name = helper[len(MODELS_DIR) : -3]
+            found = set().union(
+                *(scopes.get(p, set()) for p, used in imports.items() if name in used)
+            )
+            if not found <= scopes.get(helper, set()):
+                scopes[helper] = scopes.get(helper, set()) | found
+                changed = True
+        if not changed:
+            return
 
 
 def import_findings(
@@ -383,6 +412,9 @@ def removed_members(
     located = {s: reference.where(*s) or s for s in starts}
     after = target.members_of([*located.values(), *starts])
     gone: dict[str, str] = {}
+    # a name some read class of the target defines is not gone; nor is one every dict, list
+    # or str has (x.get, x.items: the reads cannot tell their receivers apart)
+    anywhere = target.names() | _BUILTIN_NAMES
     for start in starts:
         old = before.get(start)
         new = after.get(located[start])
@@ -390,7 +422,7 @@ def removed_members(
             new = after.get(start)
         if old is None or new is None:
             continue
-        for name in sorted(old - new):
+        for name in sorted(old - new - anywhere):
             if not name.startswith("__"):
                 gone.setdefault(name, ".".join(located[start]))
     return gone
