@@ -53,6 +53,8 @@ def get_cached_tokenizer(tokenizer: Fast) -> PreTrainedTokenizerFast:
 QWEN2_VL_USE = """from transformers.models.whisper.modeling_whisper import WHISPER_ATTENTION_CLASSES
 from transformers.models.whisper import WhisperFeatureExtractor
 
+from .vision_tower import Tower
+
 
 class Qwen2VLForConditionalGeneration:
     attention = WHISPER_ATTENTION_CLASSES
