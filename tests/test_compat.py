@@ -140,3 +140,15 @@ def test_lock_refuses_pins_that_fail_compat_and_writes_nothing(
     assert "all_special_tokens_extended" in cell["reason"]
     assert "vllm/transformers_utils/tokenizer.py" in cell["reason"]
     assert not (tmp_path / "constraints").exists()  # refused before uv ran: no file
+
+
+def test_removed_in_bisects_the_releases_between(
+    compat_world: indexserver.Server, scan_cache: Path
+) -> None:
+    code, data = compat(compat_world, "vllm==0.8.5", "transformers==5.0.0", "--removed-in")
+    assert code == 1 and data["dated"] is True
+    removed = {f["name"]: f["removed_in"] for f in data["findings"]}
+    # 4.52.0 still has both (it is 4.51.3's shape): 5.0.0 removed them
+    assert removed == {"all_special_tokens_extended": "5.0.0", "WHISPER_ATTENTION_CLASSES": "5.0.0"}
+    code, again = compat(compat_world, "vllm==0.8.5", "transformers==5.0.0")
+    assert again["dated"] is True and again["cost"]["cached"] is True  # kept in the cache

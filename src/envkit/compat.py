@@ -104,6 +104,7 @@ class CompatReport:
     requests: int = 0
     seconds: float = 0.0
     cached: bool = False
+    dated: bool = False  # removed_in was looked for (compat --removed-in)
 
     @property
     def compatible(self) -> bool:
@@ -124,6 +125,7 @@ class CompatReport:
             "reference": self.reference or None,
             "findings": [f.to_dict() for f in self.findings],
             "imports_checked": self.imports_checked,
+            "dated": self.dated,
             "undecided": list(self.undecided),
             "wheels": list(self.wheels),
             "cost": {
@@ -144,6 +146,7 @@ class CompatReport:
             reference=str(data.get("reference") or ""),
             findings=tuple(Incompatibility.from_dict(f) for f in data["findings"]),
             imports_checked=int(data["imports_checked"]),
+            dated=bool(data.get("dated", False)),
             undecided=tuple(str(u) for u in data["undecided"]),
             wheels=tuple(str(w) for w in data["wheels"]),
             wheel_bytes=int(cost["wheel_bytes"]),
@@ -171,7 +174,7 @@ def load_cached(vllm: Version, transformers: Version, index: str) -> CompatRepor
     return report if same else None
 
 
-def _store(report: CompatReport, index: str) -> None:
+def store(report: CompatReport, index: str) -> None:
     path = _cache_file(Version(report.vllm), Version(report.transformers), index)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -323,10 +326,14 @@ class Checker:
         return release
 
     def check(self, vllm: Version, transformers: Version) -> CompatReport:
-        if self.use_cache:
-            cached = load_cached(vllm, transformers, self.index)
-            if cached is not None:
-                return cached
+        """The pair's report, from the cache when it has it."""
+        report = load_cached(vllm, transformers, self.index) if self.use_cache else None
+        if report is None:
+            report = self._check(vllm, transformers)
+            store(report, self.index)
+        return report
+
+    def _check(self, vllm: Version, transformers: Version) -> CompatReport:
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         self.progress(f"reading vLLM {vllm}'s sources and transformers {transformers}'s")
@@ -377,7 +384,6 @@ class Checker:
             requests=self.http.traffic.requests - before[1],
             seconds=round(time.monotonic() - start, 3),
         )
-        _store(report, self.index)
         return report
 
 

@@ -259,11 +259,23 @@ def history(
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="vllm==X transformers==Y | PROFILE")
 @click.option("--no-cache", is_flag=True, help="Read the wheels again even if checked before.")
+@click.option(
+    "--removed-in",
+    "removed_in",
+    is_flag=True,
+    help="Also find the transformers release that removed each finding's subject "
+    "(bisects the releases in between: a few more wheels are read).",
+)
 @index_url_option
 @json_option
 @click.pass_obj
 def compat(
-    state: State, targets: tuple[str, ...], no_cache: bool, index: str | None, as_json: bool
+    state: State,
+    targets: tuple[str, ...],
+    no_cache: bool,
+    removed_in: bool,
+    index: str | None,
+    as_json: bool,
 ) -> int:
     """Does vLLM X run with transformers Y? Decided from the two published wheels.
 
@@ -278,6 +290,10 @@ def compat(
     vllm, transformers = _pair(state, targets)
     checker = Checker(index_url(index), use_cache=not no_cache, progress=render.progress)
     report = checker.check(vllm, transformers)
+    if removed_in:
+        from ..removal import date
+
+        report = date(checker, report)
     render.compat(report, as_json)
     return EXIT_OK if report.compatible else EXIT_CHECK_FAILED
 
