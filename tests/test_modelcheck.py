@@ -335,11 +335,17 @@ def test_history_of_an_architecture_across_releases(
         "presence": "dropped",
         "transformers": "<5.21.0,>=5.16.1",
         "note": "until 0.9.2",
+        "bound": None,
     }
     assert phi["dropped_in"] == "0.33.0" and phi["profiles"] == ["old"]
     llama = history("LlamaForCausalLM")["architectures"][0]
     assert (llama["first"], llama["newest"]) == ("0.2.7", "0.33.0")
     assert llama["gaps"] == ["0.9.0"] and set(llama["profiles"]) == {"old", "new"}
+    mllama = history("MllamaForConditionalGeneration")["architectures"][0]
+    bounded = {r["version"]: r["bound"] for r in mllama["releases"] if r["bound"]}
+    assert bounded == {
+        "0.8.5": {"min": "", "max": "4.48", "reason": "", "example": "example-org/mllama-tiny"}
+    }  # from vLLM 0.8.5's test registry; the other releases publish none
     bart = history("BartModel")
     assert bart["ok"] is False and bart["architectures"][0]["plugin"] == "the Bart plugin"
     model = history(str(QWEN2VL))

@@ -8,15 +8,18 @@ The shipped profiles that can load it are named beside.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from packaging.version import Version
 
+from .bounds import Bound
 from .errors import WheelError
 from .profile import Profile
 from .registry_scan import Scanner
+from .vllmtests import bounds_for
 
 
 class Presence(str, Enum):
@@ -33,6 +36,7 @@ class ReleaseEntry:
     presence: Presence
     transformers: str  # the range the release declares ('' when none)
     note: str = ""  # "until 0.9.2" or the plugin, from the release's own record
+    bound: Bound | None = None  # the release's test registry's transformers bound for it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +44,7 @@ class ReleaseEntry:
             "presence": self.presence.value,
             "transformers": self.transformers or None,
             "note": self.note or None,
+            "bound": self.bound.to_dict() if self.bound else None,
         }
 
 
@@ -87,7 +92,8 @@ class History:
 
 
 def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> History:
-    """Every published vLLM release's word on ``architecture`` (each scan cached)."""
+    """Every published vLLM release's word on ``architecture`` (each scan cached), with the
+    transformers bound each listing release's test registry gives it (its sdist, cached)."""
     entries = []
     for version in scanner.releases("vllm"):
         try:
@@ -112,5 +118,11 @@ def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> Hist
                 version=str(version), presence=presence, transformers=transformers, note=note
             )
         )
+    listed = [Version(e.version) for e in entries if e.presence is Presence.LISTED]
+    bounds = bounds_for(scanner, listed)
+    entries = [
+        dataclasses.replace(e, bound=bounds.get(Version(e.version), {}).get(architecture))
+        for e in entries
+    ]
     loaders = tuple(p.name for p in shipped if architecture in p.models.architectures)
     return History(architecture=architecture, releases=tuple(entries), profiles=loaders)

@@ -13,6 +13,8 @@ import io
 import json
 import tarfile
 import zlib
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from packaging.version import Version
@@ -103,3 +105,22 @@ def _registry_text(body: bytes, url: str) -> str | None:
             f"{redact(url)} is not a source archive envkit can read ({exc})."
         ) from None
     return None
+
+
+def bounds_for(
+    scanner: Scanner, versions: Iterable[Version], *, workers: int = 4
+) -> dict[Version, dict[str, Bound]]:
+    """:func:`transformers_bounds` of many releases, a few sdists at a time. A release whose
+    sdist cannot be read gets {} here (said through the scanner's progress), never cached."""
+    wanted = list(versions)
+    scanner.memo("vllm-sdists", lambda: list_sdists("vllm", scanner.index, scanner.http))
+
+    def one(version: Version) -> dict[str, Bound]:
+        try:
+            return transformers_bounds(scanner, version)
+        except WheelError as exc:
+            scanner.progress(f"vLLM {version}'s test registry left out: {exc.message}")
+            return {}
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(wanted, pool.map(one, wanted), strict=True))
