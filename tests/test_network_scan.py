@@ -69,3 +69,27 @@ def test_qwen35_releases(scanner: Scanner) -> None:
 def test_real_layouts(scanner: Scanner, project: str, version: str, field: str, count: int) -> None:
     found = scanner.scan(project, Version(version))
     assert len(getattr(found, field)) == count
+
+
+@pytest.mark.parametrize(
+    ("arch", "first", "newest", "dropped_in", "plugin"),
+    [
+        ("Phi3SmallForCausalLM", "0.4.3", "0.9.2", "0.10.0", None),  # dropped, recorded
+        ("FuyuForCausalLM", "0.5.2", "0.25.1", "0.26.0", None),  # 0.25.1 still had it
+        ("BartForConditionalGeneration", "0.5.5", "0.10.2", "0.11.0", "bart-plugin"),
+        ("Glm4ForCausalLM", "0.8.4", None, None, None),  # still listed
+    ],
+)
+def test_history_of_real_architectures(  # type: ignore[no-untyped-def]
+    arch, first, newest, dropped_in, plugin, tmp_path: Path
+) -> None:
+    res = envkit("history", arch, "--json", cwd=tmp_path)
+    assert res.code == 0, res.err
+    (found,) = res.json()["architectures"]
+    assert found["first"] == first
+    if newest:
+        assert found["newest"] == newest and found["dropped_in"] == dropped_in
+    assert (found["plugin"] or "").endswith(plugin or "") and bool(found["plugin"]) == bool(plugin)
+    if arch == "Glm4ForCausalLM":  # vLLM 0.8.5's test registry: transformers >= 4.52.dev0
+        bound = {r["version"]: r["bound"] for r in found["releases"]}["0.8.5"]
+        assert bound is not None and bound["min"] == "4.52.dev0"

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from .profile import Profile
     from .registry_scan import Scan
     from .serverprobe import ProbeResult
+    from .sitebuild import SiteResult
     from .solver import Solution
     from .verify import Report
 
@@ -466,6 +467,19 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         _echo(
             _wrap("  names not decidable from source in: " + ", ".join(rep.undecided), "", "    ")
         )
+
+
+def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": True, "architectures": architectures, "releases": releases,
+                   **result.to_dict()})  # fmt: skip
+        return
+    _echo(
+        f"Wrote {len(result.files)} files into {result.out}: {architectures} architectures x "
+        f"{releases} vLLM releases; the matrix page weighs {_size(result.matrix_bytes)}.",
+        fg="green",
+    )
+    _echo(f"Open {result.out / 'index.html'} in a browser (no server needed).")
 
 
 def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> None:

@@ -23,11 +23,11 @@ from ..errors import (
     EnvkitError,
     Interrupted,
 )
-from . import env, locks, models, serving
+from . import env, locks, models, serving, site
 from .group import cli
 from .options import State
 
-for _module in (env, models, locks, serving):
+for _module in (env, models, locks, serving, site):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 
