@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,14 +78,22 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@contextmanager
+def _published(
+    folder: Path, wheels: list[wheelhouse.Wheel], upload_times: Callable[[Path], dict[str, str]]
+) -> Iterator[indexserver.Server]:
+    for wheel in wheels:
+        wheel.write(folder)
+    with indexserver.serve(folder) as server:
+        server.upload_times = upload_times(folder)
+        yield server
+
+
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index on 127.0.0.1 publishing registry_world's wheels, with range requests."""
     folder = tmp_path_factory.mktemp("world")
-    for wheel in registry_world.wheels():
-        wheel.write(folder)
-    with indexserver.serve(folder) as server:
-        server.upload_times = registry_world.upload_times(folder)
+    with _published(folder, registry_world.wheels(), registry_world.upload_times) as server:
         yield server
 
 
@@ -121,8 +130,5 @@ def compat_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     import compat_world as cw
 
     folder = tmp_path_factory.mktemp("compat-world")
-    for wheel in cw.wheels():
-        wheel.write(folder)
-    with indexserver.serve(folder) as server:
-        server.upload_times = cw.upload_times(folder)
+    with _published(folder, cw.wheels(), cw.upload_times) as server:
         yield server

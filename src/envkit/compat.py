@@ -38,9 +38,9 @@ from .astdata import SourceError, module_tables
 from .atomicfile import write_atomic
 from .errors import EnvkitError, FileSystemError
 from .profile import Profile
-from .registry_scan import VLLM_LAYOUTS, cache_dir, index_key, requirements
+from .registry_scan import VLLM_LAYOUTS, Scanner, cache_dir, index_key, requirements
 from .tfrelease import TransformersRelease
-from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
+from .wheelfetch import RemoteZip, WheelFile, pick_wheel
 
 FORMAT = 1  # bump when the report's content changes: old cache entries are then ignored
 MODELS_DIR = "vllm/model_executor/models/"
@@ -295,27 +295,9 @@ def group(
     return tuple(findings)
 
 
-class Checker:
-    """Checks vLLM x transformers pairs from one index, with the per-pair cache."""
-
-    def __init__(
-        self,
-        index: str,
-        *,
-        use_cache: bool = True,
-        http: Http | None = None,
-        progress: Callable[[str], None] = lambda _m: None,
-    ) -> None:
-        self.index = index
-        self.use_cache = use_cache
-        self.http = http or Http()
-        self.progress = progress
-        self._files: dict[str, list[WheelFile]] = {}
-
-    def files(self, project: str) -> list[WheelFile]:
-        if project not in self._files:
-            self._files[project] = list_files(project, self.index, self.http)
-        return self._files[project]
+class Checker(Scanner):
+    """Checks vLLM x transformers pairs from one index (a Scanner: the same index pages,
+    client and progress), with the per-pair cache."""
 
     def _open(
         self, wheel: WheelFile, body_only: bool, classes: list[tuple[str, str]]

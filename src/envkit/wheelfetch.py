@@ -18,7 +18,7 @@ import json
 import os
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -83,65 +83,48 @@ def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str,
     return html_entries(answer.text()), answer.url
 
 
-def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
-    """The source distribution (``.tar.gz``) of each release, by version (yanked left out)."""
+def _files(project: str, index: str, http: Http, suffix: str) -> Iterator[WheelFile]:
+    """The index's files of ``project`` ending in ``suffix`` (yanked ones left out), their
+    version parsed from the name (``name`` -> None to skip a file)."""
     entries, page = _index_entries(project, index, http)
-    prefix = canonicalize_name(project).replace("-", "_")
-    out: dict[Version, WheelFile] = {}
     for entry in entries:
         name, href = entry.get("filename"), entry.get("url")
-        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(".tar.gz"):
+        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(suffix):
             continue
-        if entry.get("yanked") not in (None, False):
+        version = _version_of(project, name)
+        if version is None or entry.get("yanked") not in (None, False):
             continue
-        stem = name[: -len(".tar.gz")]
-        base, _dash, text = stem.rpartition("-")
-        if canonicalize_name(base).replace("-", "_") != prefix:
-            continue
-        try:
-            version = Version(text)
-        except InvalidVersion:
-            continue
-        size = entry.get("size")
-        out[version] = WheelFile(
+        size, upload = entry.get("size"), entry.get("upload-time")
+        requires = entry.get("requires-python")
+        yield WheelFile(
             name,
             urljoin(page, href),
             size if isinstance(size, int) and not isinstance(size, bool) else None,
             version,
-            None,
-            None,
+            upload if isinstance(upload, str) else None,
+            requires if isinstance(requires, str) else None,
         )
-    return out
+
+
+def _version_of(project: str, name: str) -> Version | None:
+    try:
+        if name.endswith(".whl"):
+            return parse_wheel_filename(name)[1]
+        base, _dash, text = name[: -len(".tar.gz")].rpartition("-")
+        same = canonicalize_name(base) == canonicalize_name(project)
+        return Version(text) if same else None
+    except (InvalidWheelFilename, InvalidVersion, ValueError):
+        return None
+
+
+def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
+    """The source distribution (``.tar.gz``) of each release, by version."""
+    return {f.version: f for f in _files(project, index, http, ".tar.gz")}
 
 
 def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
     """Every wheel the index lists for ``project`` (yanked ones left out)."""
-    entries, page = _index_entries(project, index, http)
-    files = []
-    for entry in entries:
-        name, href = entry.get("filename"), entry.get("url")
-        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(".whl"):
-            continue
-        if entry.get("yanked") not in (None, False):
-            continue
-        try:
-            _n, version, _b, _t = parse_wheel_filename(name)
-        except (InvalidWheelFilename, InvalidVersion, ValueError):
-            continue
-        size = entry.get("size")
-        upload = entry.get("upload-time")
-        requires = entry.get("requires-python")
-        files.append(
-            WheelFile(
-                name,
-                urljoin(page, href),
-                size if isinstance(size, int) and not isinstance(size, bool) else None,
-                version,
-                upload if isinstance(upload, str) else None,
-                requires if isinstance(requires, str) else None,
-            )
-        )
-    return files
+    return list(_files(project, index, http, ".whl"))
 
 
 def _json_entries(body: bytes, url: str) -> list[dict[str, Any]]:
