@@ -22,7 +22,7 @@ import json
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from enum import Enum
@@ -30,25 +30,21 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from . import apisurface
 from .apisurface import Use
-from .astdata import SourceError, module_tables
 from .atomicfile import write_atomic
-from .errors import EnvkitError, FileSystemError
-from .profile import Profile
-from .registry_scan import VLLM_LAYOUTS, Scanner, cache_dir, index_key, requirements
+from .compatscope import MODELS_DIR, architectures_by_file
+from .errors import FileSystemError
+from .registry_scan import Scanner, cache_dir, index_key, requirements
 from .tfrelease import TransformersRelease
 from .wheelfetch import RemoteZip, WheelFile, pick_wheel
 
 FORMAT = 1  # bump when the report's content changes: old cache entries are then ignored
-MODELS_DIR = "vllm/model_executor/models/"
 _BUILTIN_NAMES = frozenset(
     n for kind in (dict, list, str, bytes, set, tuple, int, float, object) for n in dir(kind)
 )
-# a model file importing another one: vllm.model_executor.models.x, or from .x import
-_MODEL_IMPORT = re.compile(rb"vllm\.model_executor\.models\.(\w+)|^[ \t]*from \.(\w+) import", re.M)
 
 
 class Code(str, Enum):
@@ -200,50 +196,6 @@ def reference_release(
         before = [f for f in candidates if f.upload_time and f.upload_time <= published]
         candidates = before or candidates
     return max((f.version for f in candidates), default=None)
-
-
-def architectures_by_file(texts: Mapping[str, bytes]) -> dict[str, tuple[str, ...]]:
-    """``vllm/model_executor/models/llama.py`` -> the architectures the registry maps to it."""
-    for path, names in VLLM_LAYOUTS:
-        if path not in texts:
-            continue
-        try:
-            tables = module_tables(texts[path].decode("utf-8", "replace"), filename=path)
-        except SourceError:
-            return {}
-        table = next((tables[n] for n in names if isinstance(tables.get(n), dict)), None)
-        if table is None:
-            continue
-        out: dict[str, set[str]] = defaultdict(set)
-        for arch, value in table.items():
-            if isinstance(value, (tuple, list)) and value and isinstance(value[0], str):
-                out[f"{MODELS_DIR}{value[0]}.py"].add(str(arch))
-        _helpers(texts, out)
-        return {k: tuple(sorted(v)) for k, v in out.items()}
-    return {}
-
-
-def _helpers(texts: Mapping[str, bytes], scopes: dict[str, set[str]]) -> None:
-    """A helper module among the model files (a vision tower, shared layers) breaks the
-    architectures of the model files importing it: propagate them, until nothing changes."""
-    imports = {
-        path: {m.decode() for pair in _MODEL_IMPORT.findall(text) for m in pair if m}
-        for path, text in texts.items()
-        if path.startswith(MODELS_DIR) and path.count("/") == 3
-    }
-    helpers = [p for p in imports if p not in scopes and not p.endswith("__init__.py")]
-    for _round in range(8):
-        changed = False
-        for helper in helpers:
-            name = helper[len(MODELS_DIR) : -3]
-            found = set().union(
-                *(scopes.get(p, set()) for p, used in imports.items() if name in used)
-            )
-            if not found <= scopes.get(helper, set()):
-                scopes[helper] = scopes.get(helper, set()) | found
-                changed = True
-        if not changed:
-            return
 
 
 def import_findings(
@@ -442,46 +394,3 @@ def attribute_hits(
         for name, file, line in apisurface.attribute_reads(tree, path, set(gone)):
             hits.append((code, name, gone[name], Use(gone[name], name, file, line)))
     return hits
-
-
-def lock_refusals(
-    profiles: Iterable[Profile], checker: Checker, note: Callable[[str], None]
-) -> dict[str, str]:
-    """Profile name -> why its cells must not be locked: pins that fail compat, naming the
-    first finding. A pair that cannot be checked (an index envkit cannot read) is said
-    through ``note`` and not refused: a network failure is never a verdict."""
-    refused: dict[str, str] = {}
-    for profile in profiles:
-        pins = profile.expected_versions()
-        if not pins.get("vllm") or not pins.get("transformers"):
-            continue
-        try:
-            report = checker.check(Version(pins["vllm"]), Version(pins["transformers"]))
-        except EnvkitError as exc:
-            note(f"compat of {profile.name}'s pins not checked: {exc.message}")
-            continue
-        if not report.compatible:
-            first = next(f for f in report.findings if not f.architectures)
-            more = len([f for f in report.findings if not f.architectures]) - 1
-            refused[profile.name] = (
-                f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
-                f"{first.code.value} {first.name} at {first.file}:{first.line}"
-                + (f" (and {more} more)" if more else "")
-                + f"; see envkit compat {profile.name}"
-            )
-    return refused
-
-
-def lookup(checker: Checker) -> Callable[[str, str], CompatReport | str]:
-    """For verify and doctor: the pair's report, or why it could not be made (an index
-    envkit cannot read is no verdict)."""
-
-    def look(vllm: str, transformers: str) -> CompatReport | str:
-        try:
-            return checker.check(Version(vllm), Version(transformers))
-        except EnvkitError as exc:
-            return f"compat not checked: {exc.message}"
-        except InvalidVersion:
-            return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
-
-    return look

@@ -111,7 +111,8 @@ def lock(
 
 def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, str]:
     """Profiles whose pins fail `envkit compat` (checked on the index envkit reads)."""
-    from ..compat import Checker, lock_refusals
+    from ..compat import Checker
+    from ..compatgate import lock_refusals
     from ..wheelfetch import index_url
 
     try:

@@ -139,7 +139,8 @@ def revision_option(func: F) -> F:
 def compat_lookup(index: str | None) -> CompatLookup:
     """For build, verify and doctor: the installed vLLM + transformers pair against
     `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
-    from ..compat import Checker, lookup
+    from ..compat import Checker
+    from ..compatgate import lookup
     from ..wheelfetch import index_url
 
     return lookup(Checker(index_url(index), progress=render.progress))
