@@ -41,6 +41,7 @@ class TransformersRelease:
         self.zip = RemoteZip(wheel.url, http)
         self.facts: dict[str, ModuleFacts | None] = {}
         self.aliases: dict[str, str] = {}
+        self._exported: frozenset[str] | None = None  # read once, when a catalogue is asked
 
     def path(self, module: str) -> str | None:
         base = module.replace(".", "/")
@@ -119,16 +120,13 @@ class TransformersRelease:
 
     def exported_models(self) -> frozenset[str]:
         """Class names the auto mappings name: what a catalogue package re-exports."""
-        key = "transformers.models.auto.*"
-        if key not in self.facts:
+        if self._exported is None:
             autos = [n for n in self.zip.members if n.startswith(AUTO_DIR) and n.endswith(".py")]
             texts = self.zip.read(autos)
-            names: set[str] = set()
-            for text in texts.values():
-                names.update(m.decode() for m in _CLASS_STRING.findall(text))
-            self.facts[key] = ModuleFacts(frozenset(names))
-        facts = self.facts[key]
-        return facts.names if facts else frozenset()
+            self._exported = frozenset(
+                m.decode() for text in texts.values() for m in _CLASS_STRING.findall(text)
+            )
+        return self._exported
 
     def locate(self, module: str, name: str, missing: set[str], depth: int = 0) -> Located:
         """Where class ``name`` as seen from ``module`` is defined: ``(module, ClassFacts)``,
