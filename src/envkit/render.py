@@ -447,7 +447,8 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         _echo(f"{pair}: not compatible", fg="red", bold=True)
     else:
         _echo(f"{pair}: compatible", fg="green", bold=True, nl=False)
-        _echo(f" (but for {len(scoped)} model files)" if scoped else "")
+        broken = sorted({a for f in scoped for a in f.architectures})
+        _echo(f", except for {len(broken)} architecture(s) below" if broken else "")
     for f in [*core, *scoped]:
         where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
         origin = f" from {f.module}" if f.module and f.module != f.name else ""
