@@ -38,11 +38,11 @@ def main() -> int:
         cache, out, again = f"{work}/cache", Path(work) / "site", Path(work) / "again"
         cold, data = run(out, cache)
         warm, _ = run(again, cache)
-        same = all(
-            (out / f).read_bytes() == (again / f).read_bytes() for f in data["files"]
+        same = all((out / f).read_bytes() == (again / f).read_bytes() for f in data["files"])
+        print(
+            f"site:   {data['architectures']} architectures x {data['releases']} releases, "
+            f"{len(data['files'])} files, matrix page {data['matrix_bytes']:,} bytes"
         )
-        print(f"site:   {data['architectures']} architectures x {data['releases']} releases, "
-              f"{len(data['files'])} files, matrix page {data['matrix_bytes']:,} bytes")
         print(f"cold:   {cold:.1f} s (every release's wheel and sdist read)")
         print(f"warm:   {warm:.1f} s; byte-for-byte the same: {same}")
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
