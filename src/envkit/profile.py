@@ -385,6 +385,11 @@ def _is_version(text: str) -> bool:
     return True
 
 
+def minor_fits(spec: SpecifierSet, minor: str) -> bool:
+    """Whether some release of Python ``minor`` ('3.12') satisfies ``spec``."""
+    return Version(f"{minor}.0") in spec or Version(f"{minor}.99") in spec
+
+
 def _matrix(doc: Mapping[str, Any], python: str, backend: str, problem: Report) -> Matrix:
     matrix_doc = _table(doc, "matrix")
     pythons = _names(matrix_doc, "matrix.python", problem)
@@ -392,9 +397,7 @@ def _matrix(doc: Mapping[str, Any], python: str, backend: str, problem: Report) 
     for version in pythons:
         if not MINOR_RE.fullmatch(version):
             problem("matrix.python", f"{version!r} is not a Python version such as '3.12'")
-        elif spec is not None and not (
-            Version(f"{version}.0") in spec or Version(f"{version}.99") in spec
-        ):
+        elif spec is not None and not minor_fits(spec, version):
             problem("matrix.python", f"Python {version} does not fit python = {python!r}")
     platforms = _names(matrix_doc, "matrix.platforms", problem)
     for plat in platforms:

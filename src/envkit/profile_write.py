@@ -100,13 +100,6 @@ def update_models(
     write_atomic(path, tomlkit.dumps(doc))
 
 
-def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None:
-    times = [
-        f.upload_time for f in scanner.files(project) if f.version == version and f.upload_time
-    ]
-    return min(times) if times else None
-
-
 def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
     """A commented profile from the solver's answer."""
     vllm, transformers = found.vllm, found.transformers
@@ -152,8 +145,8 @@ def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
 
 def _cutoff(scanner: Scanner, vllm: Scan, transformers: Scan) -> str:
     times = [
-        _upload_time(scanner, "vllm", Version(vllm.version)),
-        _upload_time(scanner, "transformers", Version(transformers.version)),
+        scanner.upload_time("vllm", Version(vllm.version)),
+        scanner.upload_time("transformers", Version(transformers.version)),
     ]
     known = [dt.datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times if t]
     if not known:

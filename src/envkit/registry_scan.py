@@ -171,6 +171,7 @@ class Scanner:
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
         self._memo: dict[str, Any] = {}
+        self._scans: dict[tuple[str, Version], Scan] = {}  # read once per run
 
     def memo(self, key: str, make: Callable[[], T]) -> T:
         """``make()``, once per scanner (an index page other modules need once)."""
@@ -187,7 +188,18 @@ class Scanner:
         """Every release with a wheel, oldest first (pre-releases left out)."""
         return sorted({f.version for f in self.files(project) if not f.version.is_prerelease})
 
+    def upload_time(self, project: str, version: Version) -> str | None:
+        """When the release's first file was published, or None when the index does not say."""
+        times = [f.upload_time for f in self.files(project) if f.version == version]
+        return min((t for t in times if t), default=None)
+
     def scan(self, project: str, version: Version) -> Scan:
+        key = (project, version)
+        if key not in self._scans:
+            self._scans[key] = self._scan(project, version)
+        return self._scans[key]
+
+    def _scan(self, project: str, version: Version) -> Scan:
         if self.use_cache:
             cached = load_cached(project, version, self.index)
             if cached is not None:

@@ -127,8 +127,7 @@ def _scans(scanner: Scanner, versions: list[Version]) -> dict[Version, Scan | No
 
 
 def _release(scanner: Scanner, version: Version, scan: Scan | None) -> Release:
-    times = [f.upload_time for f in scanner.files("vllm") if f.version == version]
-    uploaded = min((t for t in times if t), default="")[:10]
+    uploaded = (scanner.upload_time("vllm", version) or "")[:10]
     return Release(
         version=str(version),
         transformers=scan.requires.get("transformers", "") if scan else "",

@@ -23,6 +23,7 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 
 from .compat import Checker
 from .errors import BadInput, EnvkitError, WheelError
+from .profile import minor_fits
 from .registry_scan import ReleaseSpan, Scan, Scanner, torch_cuda
 from .torchcuda import Builds, CudaBuilds
 from .vllmtests import transformers_bounds
@@ -173,13 +174,13 @@ class Solver:
             spec = SpecifierSet(declared)
         except InvalidSpecifier:
             spec = SpecifierSet()
-        published = _upload_time(self.scanner, "vllm", vllm)
+        published = self.scanner.upload_time("vllm", vllm)
         bound = transformers_bounds(self.scanner, vllm).get(self.arch)
 
         def test(version: Version) -> str:
             if not spec.contains(version, prereleases=False):
                 return f"outside vLLM {vllm}'s range transformers{spec}"
-            when = _upload_time(self.scanner, "transformers", version)
+            when = self.scanner.upload_time("transformers", version)
             if published and when and when > published:
                 return f"published after vLLM {vllm} (not what it was released with)"
             if bound is not None and bound.excludes(str(version)):
@@ -277,8 +278,7 @@ def _cuda(solver: Solver, vllm: Version, pin: str, driver: str | None) -> tuple[
 
 def _fits(requires_python: str, python: str) -> bool:
     try:
-        spec = SpecifierSet(requires_python)
-        return Version(f"{python}.0") in spec or Version(f"{python}.99") in spec
+        return minor_fits(SpecifierSet(requires_python), python)
     except (InvalidSpecifier, InvalidVersion):
         return True
 
@@ -288,10 +288,3 @@ def _python_for(requires_python: str) -> str:
         if _fits(requires_python or ">=3.10", minor):
             return minor
     raise BadInput(f"No Python between 3.10 and 3.13 fits Requires-Python {requires_python!r}.")
-
-
-def _upload_time(scanner: Scanner, project: str, version: Version) -> str | None:
-    times = [
-        f.upload_time for f in scanner.files(project) if f.version == version and f.upload_time
-    ]
-    return min(times) if times else None

@@ -62,13 +62,6 @@ class TransformersRelease:
             and n != init
         )
 
-    def top_level_modules(self) -> list[str]:
-        return [
-            n[:-3].replace("/", ".")
-            for n in self.zip.members
-            if n.count("/") == 1 and n.startswith("transformers/") and n.endswith(".py")
-        ]
-
     def load(self, modules: Iterable[str]) -> None:
         """Read and parse ``modules``, then what they re-export, in a few batched rounds."""
         pending = {self.aliases.get(m, m) for m in modules} - set(self.facts)

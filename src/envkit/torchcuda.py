@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -123,6 +124,7 @@ def read_index(index: str, http: Http) -> dict[str, set[str]]:
     return out
 
 
+@functools.cache
 def shipped_table() -> dict[str, Any]:
     text = resources.files("envkit").joinpath("data", "torch-cuda.json").read_text()
     data: dict[str, Any] = json.loads(text)
