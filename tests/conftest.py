@@ -32,6 +32,9 @@ def hermetic_uv(
     # the user's own profile folder (platformdirs) is not the developer's
     os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("user-data"))
     os.environ["UV_NO_PROGRESS"] = "1"
+    # one text width for every run, whatever the developer's terminal (the text view folds
+    # to it); tests of folding set their own
+    os.environ["COLUMNS"] = "100"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
     if "not network" in str(pytestconfig.getoption("markexpr")):
         # the offline suite: an index lookup nobody pointed at a local index fails at once,
