@@ -8,15 +8,9 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import BadInput
-from envkit.plan import (
-    GIB,
-    PlanInput,
-    kv_bytes_per_token,
-    make_plan,
-    parameters_from_shapes,
-    parse_size,
-    shapes,
-)
+from envkit.gpus import GIB, parse_size
+from envkit.modelshapes import kv_bytes_per_token, parameters_from_shapes, shapes
+from envkit.plan import PlanInput, make_plan
 
 from helpers import envkit
 from registry_world import MODELS

@@ -9,21 +9,33 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .bounds import Bound
 from .errors import Problem, ProfileError
+from .tomlfields import (
+    KeyLines,
+    Report,
+    check_shape,
+    is_timestamp,
+    is_version,
+    name_list,
+    parse_reason,
+    requirement_list,
+    sub_table,
+    text_map,
+    text_value,
+)
 
 # ASCII only: Python's \d also matches other scripts' digits ('٣.١٢'), which no tool takes.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
@@ -236,7 +248,7 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         doc = tomlkit.parse(text).unwrap()
     except tomlkit.exceptions.ParseError as exc:
         raise ProfileError(
-            [Problem(shown, "", f"malformed TOML: {_parse_reason(exc)}", exc.line)]
+            [Problem(shown, "", f"malformed TOML: {parse_reason(exc)}", exc.line)]
         ) from None
     except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
         raise ProfileError([Problem(shown, "", f"malformed TOML: {exc}")]) from None
@@ -246,12 +258,9 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
         raise ProfileError([Problem(shown, "", f"cannot be read as a profile: {exc}")]) from None
 
 
-Report = Callable[[str, str], None]  # (key path, message): one problem found
-
-
 def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str) -> Profile:
     """Every section checked in turn; all problems are collected before one ProfileError."""
-    lines = _KeyLines(text)
+    lines = KeyLines(text)
     problems: list[Problem] = []
 
     def problem(key: str, message: str) -> None:
@@ -259,32 +268,32 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
 
     if not NAME_RE.fullmatch(name):
         problem("", f"profile name {name!r} may hold only letters, digits, '.', '_', '+', '-'")
-    _check_shape(doc, "", problem)
+    check_shape(doc, SCHEMA, "", problem)
     for key in REQUIRED[""]:
         if key not in doc:
             problem(key, f"required key '{key}' is missing")
     python = _python(doc, problem)
-    requirements = _requirements(doc, "requirements", problem)
-    constraints = _requirements(doc, "constraints", problem)
+    requirements = requirement_list(doc, "requirements", problem)
+    constraints = requirement_list(doc, "constraints", problem)
     if "requirements" in doc and not requirements and isinstance(doc["requirements"], list):
         problem("requirements", "must list at least one requirement")
-    exclude_newer = _str(doc, "exclude_newer")
-    if exclude_newer and not _is_timestamp(exclude_newer):
+    exclude_newer = text_value(doc, "exclude_newer")
+    if exclude_newer and not is_timestamp(exclude_newer):
         problem(
             "exclude_newer",
             f"{exclude_newer!r} is not a date or time stamp such as '2025-05-20' or "
             "'2025-05-20T00:00:00Z'",
         )
-    torch = _torch(_table(doc, "torch"), problem)
-    checks = _checks(_table(doc, "verify"), problem)
-    models = _models(_table(doc, "models"), problem)
+    torch = _torch(sub_table(doc, "torch"), problem)
+    checks = _checks(sub_table(doc, "verify"), problem)
+    models = _models(sub_table(doc, "models"), problem)
     matrix = _matrix(doc, python, torch.backend, problem)
     if problems:
         raise ProfileError(problems)
     return Profile(
         name=name,
         path=path,
-        description=_str(doc, "description"),
+        description=text_value(doc, "description"),
         python=python,
         requirements=requirements,
         constraints=constraints,
@@ -309,10 +318,10 @@ def _python(doc: Mapping[str, Any], problem: Report) -> str:
 
 
 def _torch(torch_doc: Mapping[str, Any], problem: Report) -> Torch:
-    backend = _str(torch_doc, "backend")
+    backend = text_value(torch_doc, "backend")
     if backend and not BACKEND_RE.fullmatch(backend):
         problem("torch.backend", f"{backend!r} is not a torch backend (cpu, cu124, rocm6.2, xpu)")
-    cuda = _str(torch_doc, "cuda") or cuda_for_backend(backend)
+    cuda = text_value(torch_doc, "cuda") or cuda_for_backend(backend)
     if cuda and not CUDA_RE.fullmatch(cuda):
         problem("torch.cuda", f"{cuda!r} is not a CUDA version such as '12.4'")
     elif cuda and cuda_for_backend(backend) and cuda != cuda_for_backend(backend):
@@ -322,7 +331,7 @@ def _torch(torch_doc: Mapping[str, Any], problem: Report) -> Torch:
 
 def _checks(verify_doc: Mapping[str, Any], problem: Report) -> Checks:
     versions: dict[str, str] = {}
-    for dist, version in _table(verify_doc, "versions").items():
+    for dist, version in sub_table(verify_doc, "versions").items():
         if not isinstance(version, str):
             problem(f"verify.versions.{dist}", "must be a version string")
             continue
@@ -331,8 +340,8 @@ def _checks(verify_doc: Mapping[str, Any], problem: Report) -> Checks:
         except InvalidVersion:
             problem(f"verify.versions.{dist}", f"{version!r} is not a valid version")
         versions[str(dist)] = version
-    imports = _names(verify_doc, "verify.imports", problem, MODULE_RE, "a module name")
-    probes = _names(verify_doc, "verify.probes", problem, MODULE_RE, "a dotted name")
+    imports = name_list(verify_doc, "verify.imports", problem, MODULE_RE, "a module name")
+    probes = name_list(verify_doc, "verify.probes", problem, MODULE_RE, "a dotted name")
     for probe in probes:
         if "." not in probe:
             problem("verify.probes", f"{probe!r} must be module.attribute")
@@ -341,15 +350,15 @@ def _checks(verify_doc: Mapping[str, Any], problem: Report) -> Checks:
 
 def _models(models_doc: Mapping[str, Any], problem: Report) -> Models:
     return Models(
-        vllm=_str(models_doc, "vllm"),
-        transformers=_str(models_doc, "transformers"),
-        model_types=_names(models_doc, "models.model_types", problem),
-        vllm_model_types=_names(models_doc, "models.vllm_model_types", problem),
-        architectures=_names(models_doc, "models.architectures", problem),
-        previously_supported=_str_map(models_doc, "models.previously_supported", problem),
-        out_of_tree=_str_map(models_doc, "models.out_of_tree", problem),
-        transformers_bounds=_bounds(_table(models_doc, "transformers_bounds"), problem),
-        source=_str(models_doc, "source"),
+        vllm=text_value(models_doc, "vllm"),
+        transformers=text_value(models_doc, "transformers"),
+        model_types=name_list(models_doc, "models.model_types", problem),
+        vllm_model_types=name_list(models_doc, "models.vllm_model_types", problem),
+        architectures=name_list(models_doc, "models.architectures", problem),
+        previously_supported=text_map(models_doc, "models.previously_supported", problem),
+        out_of_tree=text_map(models_doc, "models.out_of_tree", problem),
+        transformers_bounds=_bounds(sub_table(models_doc, "transformers_bounds"), problem),
+        source=text_value(models_doc, "source"),
     )
 
 
@@ -371,18 +380,10 @@ def _bounds(table: Mapping[str, Any], problem: Report) -> dict[str, Bound]:
             continue
         for key in ("min", "max"):
             text = value.get(key, "")
-            if text and not (text.isascii() and _is_version(text)):
+            if text and not (text.isascii() and is_version(text)):
                 problem(f"{where}.{key}", f"{text!r} is not a version")
         out[str(arch)] = Bound.from_dict(str(arch), value)
     return out
-
-
-def _is_version(text: str) -> bool:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def minor_fits(spec: SpecifierSet, minor: str) -> bool:
@@ -391,21 +392,21 @@ def minor_fits(spec: SpecifierSet, minor: str) -> bool:
 
 
 def _matrix(doc: Mapping[str, Any], python: str, backend: str, problem: Report) -> Matrix:
-    matrix_doc = _table(doc, "matrix")
-    pythons = _names(matrix_doc, "matrix.python", problem)
+    matrix_doc = sub_table(doc, "matrix")
+    pythons = name_list(matrix_doc, "matrix.python", problem)
     spec = _safe_spec(python) if python else None
     for version in pythons:
         if not MINOR_RE.fullmatch(version):
             problem("matrix.python", f"{version!r} is not a Python version such as '3.12'")
         elif spec is not None and not minor_fits(spec, version):
             problem("matrix.python", f"Python {version} does not fit python = {python!r}")
-    platforms = _names(matrix_doc, "matrix.platforms", problem)
+    platforms = name_list(matrix_doc, "matrix.platforms", problem)
     for plat in platforms:
         if plat not in PLATFORMS:
             close = difflib.get_close_matches(plat, list(PLATFORMS), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f" (one of {', '.join(PLATFORMS)})"
             problem("matrix.platforms", f"unknown platform {plat!r}{hint}")
-    backends = _names(matrix_doc, "matrix.backends", problem)
+    backends = name_list(matrix_doc, "matrix.backends", problem)
     for each in backends:
         if not BACKEND_RE.fullmatch(each):
             problem("matrix.backends", f"{each!r} is not a torch backend")
@@ -418,130 +419,8 @@ def _matrix(doc: Mapping[str, Any], python: str, backend: str, problem: Report) 
     )
 
 
-def _is_timestamp(text: str) -> bool:
-    """An RFC 3339 time stamp or a plain date, as uv's --exclude-newer takes them."""
-    if not text.isascii() or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ].+)?", text):
-        return False
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return False
-    return True
-
-
 def _safe_spec(text: str) -> SpecifierSet:
     try:
         return python_specifier(text)
     except InvalidSpecifier:
         return SpecifierSet()
-
-
-def _check_shape(table: Mapping[str, Any], prefix: str, problem: Any) -> None:
-    schema = SCHEMA[prefix]
-    for key, value in table.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if key not in schema:
-            close = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.6)
-            hint = (
-                f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(schema)}"
-            )
-            problem(path, f"unknown key '{key}'{hint}")
-            continue
-        expected = schema[key]
-        if not isinstance(value, expected):
-            want = expected.__name__ if isinstance(expected, type) else "value"
-            kind = {"str": "a string", "list": "an array", "dict": "a table"}.get(want, want)
-            problem(path, f"must be {kind}, not {type(value).__name__}")
-        elif isinstance(value, dict) and path in SCHEMA:
-            _check_shape(value, path, problem)
-
-
-def _table(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = doc.get(key, {})
-    return value if isinstance(value, dict) else {}
-
-
-def _str(doc: Mapping[str, Any], key: str) -> str:
-    value = doc.get(key, "")
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _names(
-    doc: Mapping[str, Any],
-    path: str,
-    problem: Any,
-    pattern: re.Pattern[str] | None = None,
-    what: str = "",
-) -> tuple[str, ...]:
-    values = doc.get(path.rpartition(".")[2], [])
-    if not isinstance(values, list):
-        return ()
-    out: list[str] = []
-    for value in values:
-        if not isinstance(value, str) or not value.strip():
-            problem(path, f"entries must be non-empty strings, found {value!r}")
-        elif pattern is not None and not pattern.fullmatch(value):
-            problem(path, f"{value!r} is not {what}")
-        else:
-            out.append(value)
-    return tuple(out)
-
-
-def _str_map(doc: Mapping[str, Any], path: str, problem: Any) -> dict[str, str]:
-    table = _table(doc, path.rpartition(".")[2])
-    for key, value in table.items():
-        if not isinstance(value, str):
-            problem(f"{path}.{key}", "must be a string")
-    return {str(k): v for k, v in table.items() if isinstance(v, str)}
-
-
-def _requirements(doc: Mapping[str, Any], key: str, problem: Any) -> tuple[str, ...]:
-    out: list[str] = []
-    for text in _names(doc, key, problem):
-        try:
-            Requirement(text)
-        except InvalidRequirement as exc:
-            problem(key, f"{text!r} is not a valid requirement ({_first_line(str(exc))})")
-            continue
-        out.append(text)
-    return tuple(out)
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
-
-
-def _parse_reason(exc: tomlkit.exceptions.ParseError) -> str:
-    # tomlkit appends " at line L col C"; the line is reported separately.
-    reason = re.sub(r"\s+at line \d+ col \d+$", "", str(exc))
-    return reason.replace("'\\x00'", "end of file")
-
-
-class _KeyLines:
-    """Finds the line of a dotted key in TOML text, for messages (best effort)."""
-
-    def __init__(self, text: str) -> None:
-        self._lines: dict[str, int] = {}
-        table = ""
-        for number, line in enumerate(text.splitlines(), start=1):
-            stripped = line.strip()
-            header = re.match(r"^\[\s*([^\[\]]+?)\s*\]", stripped)
-            if header:
-                table = header.group(1).replace('"', "").replace(" ", "")
-                self._lines.setdefault(table, number)
-                continue
-            assign = re.match(r"^([A-Za-z0-9_\-\.\"' ]+?)\s*=", stripped)
-            if assign:
-                key = assign.group(1).replace('"', "").replace("'", "").replace(" ", "")
-                full = f"{table}.{key}" if table else key
-                self._lines.setdefault(full, number)
-                # inline tables: record their keys too (versions = {a = "1"})
-                for inner in re.findall(r"[{,]\s*([A-Za-z0-9_\-\"]+)\s*=", stripped):
-                    self._lines.setdefault(f"{full}.{inner.strip(chr(34))}", number)
-
-    def find(self, key: str) -> int | None:
-        while key:
-            if key in self._lines:
-                return self._lines[key]
-            key = key.rpartition(".")[0]
-        return None

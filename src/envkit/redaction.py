@@ -7,7 +7,7 @@ Two kinds of secret are hidden:
 - secret values envkit knows about (the API key it sends, tokens from the environment),
   wherever they appear, including in a server's answer that echoes them back.
 
-:func:`redact` is applied to every line render.py prints and to every file envkit writes that
+:func:`redact` is applied to every line render.term prints and to every file envkit writes that
 could name a URL (build markers, lock headers, pylock and constraints bodies, lock.json).
 """
 

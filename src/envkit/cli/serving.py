@@ -89,10 +89,10 @@ def plan(
 
     Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
     """
-    from .. import modelcheck
+    from .. import gpus, modelcheck
     from .. import plan as memplan
 
-    card_memory, card_capability = memplan.gpu(gpu_name) if gpu_name else (0, None)
+    card_memory, card_capability = gpus.gpu(gpu_name) if gpu_name else (0, None)
     if gpu_memory is None and not card_memory:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
     from ..profile_write import current_models
@@ -107,14 +107,14 @@ def plan(
     verdict = modelcheck.judge(loaded, config)  # the plan obeys it: no command if it cannot load
     inp = memplan.PlanInput(
         model=folder,
-        gpu_memory=memplan.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
-        free=memplan.parse_size(free, "--free") if free else None,
+        gpu_memory=gpus.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
+        free=gpus.parse_size(free, "--free") if free else None,
         utilization=utilization,
         max_model_len=max_model_len,
         dtype=dtype,
         kv_cache_dtype=kv_cache_dtype,
-        reserve=memplan.parse_size(reserve, "--reserve", allow_zero=True),
-        compute_capability=memplan.compute_capability(compute_capability)
+        reserve=gpus.parse_size(reserve, "--reserve", allow_zero=True),
+        compute_capability=gpus.compute_capability(compute_capability)
         if compute_capability
         else card_capability,
         load_problems=verdict.problems,

@@ -1,0 +1,60 @@
+"""The one place that prints: text for people, JSON for programs.
+
+Results go to stdout; progress, notes and errors to stderr (with ``--json``, an error is also
+a JSON object on stdout, so a program always gets one document). ``term`` owns the streams,
+the terminal's width and colour; the other modules format one command group's results each
+(``env``, ``models``, ``locks``, ``serving``, as ``cli/`` groups the commands) and write
+only through ``term.echo``. The command line calls ``render.NAME`` for all of them.
+"""
+
+from __future__ import annotations
+
+from .env import build, profiles, report, show
+from .locks import github_matrix, lock_check, lock_results, matrix, published
+from .models import compat, drafted, histories, model_report, scans, site
+from .serving import diagnosis, plan, probe
+from .term import (
+    JSON_VERSION,
+    broken_profiles,
+    emit_json,
+    error,
+    exit_codes_help,
+    interrupted,
+    note,
+    progress,
+    set_wide,
+    table,
+    usage_error,
+)
+
+__all__ = [
+    "JSON_VERSION",
+    "broken_profiles",
+    "build",
+    "compat",
+    "diagnosis",
+    "drafted",
+    "emit_json",
+    "error",
+    "exit_codes_help",
+    "github_matrix",
+    "histories",
+    "interrupted",
+    "lock_check",
+    "lock_results",
+    "matrix",
+    "model_report",
+    "note",
+    "plan",
+    "probe",
+    "profiles",
+    "progress",
+    "published",
+    "report",
+    "scans",
+    "set_wide",
+    "show",
+    "site",
+    "table",
+    "usage_error",
+]

@@ -1,0 +1,145 @@
+"""What `profiles`, `show`, `verify` and `build` print."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from .term import (
+    cut,
+    cut_left,
+    echo,
+    emit_json,
+    table,
+    term_width,
+    wrap,
+)
+
+if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
+    from ..build import BuildResult
+    from ..catalog import ProfileListing
+    from ..profile import Profile
+    from ..verify import Report
+
+
+def profiles(listing: ProfileListing, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": not listing.errors,
+                "folder": str(listing.folder),
+                "profiles": [
+                    {
+                        "name": p.name,
+                        "path": str(p.path),
+                        "description": p.description,
+                        "python": p.python,
+                        "backend": p.torch.backend or None,
+                        "requirements": list(p.requirements),
+                    }
+                    for p in listing.profiles
+                ],
+                "invalid": [e.to_dict() for e in listing.errors],
+            }
+        )
+        return
+    rows = [("NAME", "PYTHON", "TORCH", "DESCRIPTION")]
+    rows += [
+        (p.name, p.python, p.torch.backend or "-", p.description.split("\n")[0])
+        for p in listing.profiles
+    ]
+    echo(table(rows))
+    if not listing.profiles:
+        echo(f"(no valid profiles in {listing.folder})")
+    for err in listing.errors:
+        echo("invalid: ", err=True, fg="red", nl=False)
+        echo(str(err), err=True)
+
+
+def show(profile: Profile, as_json: bool) -> None:
+    data = profile.to_dict()
+    if as_json:
+        emit_json({"ok": True, "profile": data})
+        return
+    rows = [
+        ("profile", profile.name),
+        ("file", str(profile.path)),
+        ("python", profile.python),
+        ("torch backend", profile.torch.backend or "-"),
+        ("torch CUDA", profile.torch.cuda or "-"),
+        ("requirements", ", ".join(profile.requirements)),
+        ("constraints", ", ".join(profile.constraints) or "-"),
+        ("exclude newer", profile.exclude_newer or "-"),
+        ("verify versions", ", ".join(f"{k}=={v}" for k, v in data["verify"]["versions"].items())),
+        ("verify imports", ", ".join(profile.checks.imports) or "-"),
+        ("verify probes", ", ".join(profile.checks.probes) or "-"),
+        ("model types", ", ".join(profile.models.model_types) or "-"),
+        ("architectures", ", ".join(profile.models.architectures) or "-"),
+    ]
+    if profile.description:
+        echo(profile.description.strip())
+        echo()
+    echo(table(rows))
+
+
+_MARK = {  # by verify.Status value
+    "pass": ("ok", "green"),
+    "warn": ("warn", "yellow"),
+    "fail": ("FAIL", "red"),
+}
+
+
+def report(rep: Report, as_json: bool) -> None:
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    _report_text(rep)
+
+
+def _report_text(rep: Report) -> None:
+    width = term_width()
+    venv = str(rep.venv)
+    echo(cut_left(f"profile {rep.profile}  python {rep.python}  venv {venv}", width))
+    name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
+    for check in rep.checks:
+        mark, colour = _MARK[check.status.value]
+        found = check.found
+        if found.startswith(venv + "/"):
+            found = rep.venv.name + found[len(venv) :]
+        if check.status.value != "pass" and check.expected:
+            found = f"{found} (want {check.expected})"
+        lead = f"  {mark:<4}  {check.kind:<11}  {cut(check.name, name_w):<{name_w}}  "
+        rest = (
+            cut_left(found, width - len(lead))
+            if found.startswith("/")
+            else cut(found, width - len(lead))
+        )
+        echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
+        if check.detail and check.status.value != "pass":
+            echo(wrap(check.detail, "        ", "        "))
+        if check.fix:
+            echo(wrap(f"fix: {check.fix}", "        ", "             "))
+    failed = len(rep.failures)
+    if failed:
+        echo(f"{failed} of {len(rep.checks)} checks failed.", fg="red", bold=True)
+    else:
+        echo(f"All {len(rep.checks)} checks hold.", fg="green", bold=True)
+
+
+def build(result: BuildResult, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    if result.report is not None:
+        _report_text(result.report)
+    timing = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
+    if result.ok:
+        verb = "replaced the previous environment" if result.replaced else "created it"
+        echo(f"Built {result.profile} into {result.venv}: {verb} ({timing}).", fg="green")
+    else:
+        echo(
+            f"Build of {result.profile} failed verification; {result.venv} was left as it was.",
+            fg="red",
+            err=True,
+        )

@@ -1,0 +1,102 @@
+"""What `lock`, `matrix` and `publish` print."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .term import (
+    echo,
+    emit_json,
+    table,
+    wrap,
+)
+
+if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
+    from ..lockcells import CellState
+
+
+_STATE_COLOUR = {
+    "locked": "green",
+    "source-only": "yellow",
+    "unresolvable": "red",
+    "unreachable": "red",
+    "incompatible": "red",
+    "stale": "red",
+    "missing": "red",
+}
+
+
+def lock_results(results: Sequence[CellState], as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": all(
+                    r.state not in ("unresolvable", "unreachable", "incompatible") for r in results
+                ),
+                "cells": [r.to_dict() for r in results],
+            }
+        )
+        return
+    for r in results:
+        echo(f"{r.cell.profile} / {r.cell.name}: ", nl=False)
+        echo(r.state, fg=_STATE_COLOUR.get(r.state), nl=False)
+        echo(
+            f" ({r.seconds:.1f} s)"
+            + (f", wrote {', '.join(f.name for f in r.files)}" if r.files else "")
+        )
+        if r.reason:
+            echo(wrap(r.reason, "    ", "    "))
+
+
+def _state_rows(found: Sequence[CellState]) -> None:
+    rows = [("PROFILE", "CELL", "STATE", "NOTE")]
+    rows += [
+        (s.cell.profile, s.cell.name, s.state, s.reason.split(":")[0] if s.reason else "")
+        for s in found
+    ]
+    echo(table(rows))
+
+
+def lock_check(found: Sequence[CellState], as_json: bool) -> None:
+    bad = [s for s in found if s.state in ("stale", "missing", "unresolvable")]
+    if as_json:
+        emit_json(
+            {
+                "ok": not bad,
+                "cells": [s.to_dict() for s in found],
+                "stale": [f"{s.cell.profile}/{s.cell.name}" for s in bad],
+            }
+        )
+        return
+    _state_rows(found)
+    if bad:
+        echo(
+            f"{len(bad)} of {len(found)} cells are stale, missing or unresolvable:",
+            fg="red",
+            bold=True,
+        )
+        for s in bad:
+            echo(wrap(f"{s.cell.profile}/{s.cell.name}: {s.reason}", "  ", "    "))
+    else:
+        echo(f"All {len(found)} cells are current.", fg="green", bold=True)
+
+
+def matrix(found: Sequence[CellState], as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": True, "cells": [s.to_dict() for s in found]})
+        return
+    _state_rows(found)
+
+
+def github_matrix(matrix: dict[str, Any]) -> None:
+    """The object GitHub Actions takes as strategy.matrix, on one line (for $GITHUB_OUTPUT)."""
+    echo(json.dumps(matrix, separators=(",", ":")))
+
+
+def published(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(result)
+        return
+    echo(f"Published {len(result['files'])} files and index.json to {result['to']}.", fg="green")

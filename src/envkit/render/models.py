@@ -1,0 +1,240 @@
+"""What `scan`, `check-model`, `which`, `history`, `compat`, `site` and `new-profile` print."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .term import (
+    columns,
+    cut_left,
+    echo,
+    emit_json,
+    human_size,
+    table,
+    term_width,
+    wrap,
+)
+
+if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
+    from ..compat import CompatReport
+    from ..history import History
+    from ..modelcheck import ModelReport
+    from ..profile import Profile
+    from ..registry_scan import Scan
+    from ..sitebuild import SiteResult
+    from ..solver import Solution
+
+
+def scans(results: Sequence[Scan], as_json: bool, updated: str = "") -> None:
+    if as_json:
+        data: dict[str, Any] = {"ok": True}
+        if len(results) == 1:
+            data.update(results[0].to_dict())
+        else:
+            data["scans"] = [r.to_dict() for r in results]
+        if updated:
+            data["updated"] = updated
+        emit_json(data)
+        return
+    for scan in results:
+        share = scan.bytes_read / scan.wheel_bytes * 100 if scan.wheel_bytes else 0.0
+        how = (
+            "from the cache"
+            if scan.cached
+            else (
+                f"read {human_size(scan.bytes_read)} of {human_size(scan.wheel_bytes)} "
+                f"({share:.2f}%) in {scan.requests} requests, {scan.seconds:.2f} s"
+            )
+        )
+        echo(f"{scan.project} {scan.version}  ({scan.wheel}, {how})", bold=True)
+        reqs = ", ".join(f"{k}{v}" for k, v in sorted(scan.requires.items()))
+        echo(f"requires: Python {scan.requires_python or 'any'}; {reqs or 'nothing pinned'}")
+        if scan.project == "vllm":
+            echo(f"architectures in the model registry ({len(scan.architectures)}):")
+            echo(columns(scan.architectures))
+            echo(f"model types with vLLM's own config class ({len(scan.model_types)}):")
+            echo(columns(scan.model_types))
+            if scan.previously_supported:
+                echo(
+                    f"dropped architectures ({len(scan.previously_supported)}): "
+                    + ", ".join(
+                        f"{k} (until {v})" for k, v in sorted(scan.previously_supported.items())
+                    )
+                )
+        else:
+            echo(f"model types AutoConfig knows ({len(scan.model_types)}):")
+            echo(columns(scan.model_types))
+    if updated:
+        echo(f"Updated [models] in {updated}.", fg="green")
+
+
+def model_report(rep: ModelReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    cfg = rep.config
+    echo(cut_left(f"model {cfg.source}", term_width()))
+    echo(
+        f"  model_type {cfg.model_type}; architectures {', '.join(cfg.architectures) or '-'}"
+        + ("; ships remote code (auto_map)" if cfg.remote_code else "")
+    )
+    shown = [rep.verdict] if rep.verdict is not None else list(rep.verdicts)
+    for verdict in shown:
+        mark, colour = ("can load", "green") if verdict.ok else ("CANNOT load", "red")
+        using = f" with {verdict.architecture}" if verdict.ok else ""
+        echo(f"{verdict.profile}: ", nl=False, bold=True)
+        echo(f"{mark} it{using}", fg=colour)
+        for problem in verdict.problems:
+            echo(wrap(f"{problem.code}: {problem.message}", "  ", "    "))
+            if problem.fix:
+                echo(wrap(f"fix: {problem.fix}", "    ", "      "))
+        for note in verdict.notes:
+            echo(wrap(f"note: {note}", "  ", "    "))
+    if rep.verdict is not None or not rep.ok:
+        names = ", ".join(rep.supported_by)
+        echo(f"supported by: {names or 'no shipped profile'}")
+    if rep.releases is not None and rep.releases.listed:
+        rel = rep.releases
+        echo(
+            wrap(
+                f"{rel.architecture} is listed by vLLM {rel.first} through {rel.newest} (newest "
+                f"release {rel.latest_release}); draft a profile with: envkit new-profile NAME "
+                f"--for-model {cfg.source}",
+                "",
+                "  ",
+            )
+        )
+    if rep.releases is not None and rep.releases.plugin:
+        echo(
+            wrap(
+                f"{rep.releases.architecture} has moved out of vLLM to a plugin: "
+                f"{rep.releases.plugin}",
+                "",
+                "  ",
+            )
+        )
+    elif rep.lookup:
+        echo(rep.lookup)
+
+
+def histories(model: str | None, found: Sequence[History], as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": any(h.listed for h in found),
+                "model": model,
+                "architectures": [h.to_dict() for h in found],
+            }
+        )
+        return
+    for h in found:
+        data = h.to_dict()
+        echo(f"{h.architecture}", bold=True, nl=False)
+        if data["first"]:
+            echo(f": vLLM {data['first']} through {data['newest']}", nl=False)
+        else:
+            echo(": listed by no published vLLM release", nl=False)
+        echo(f" ({len(h.releases)} releases read)")
+        runs: list[list[Any]] = []  # [first, last, presence, transformers, note]
+        for r in h.releases:
+            bound = f"vLLM's tests: {r.bound.describe()}" if r.bound else ""
+            key = (r.presence.value, r.transformers, "; ".join(n for n in (r.note, bound) if n))
+            if runs and tuple(runs[-1][2:]) == key:
+                runs[-1][1] = r.version
+            else:
+                runs.append([r.version, r.version, *key])
+        rows = [("RELEASES", "STATE", "TRANSFORMERS", "NOTE")]
+        rows += [
+            (first if first == last else f"{first} … {last}", state, tf or "-", note)
+            for first, last, state, tf, note in runs
+        ]
+        echo(table(rows))
+        if data["gaps"]:
+            echo(f"  gaps: {', '.join(data['gaps'])}")
+        if data["plugin"]:
+            echo(wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
+        profiles = ", ".join(h.profiles) or "none"
+        echo(f"  shipped profiles that load it: {profiles}")
+
+
+def compat(rep: CompatReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    pair = f"vLLM {rep.vllm} + transformers {rep.transformers}"
+    core = [f for f in rep.findings if not f.architectures]
+    scoped = [f for f in rep.findings if f.architectures]
+    if core:
+        echo(f"{pair}: not compatible", fg="red", bold=True)
+    else:
+        echo(f"{pair}: compatible", fg="green", bold=True, nl=False)
+        broken = sorted({a for f in scoped for a in f.architectures})
+        echo(f", except for {len(broken)} architecture(s) below" if broken else "")
+    for f in [*core, *scoped]:
+        where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
+        origin = f" from {f.module}" if f.module and f.module != f.name else ""
+        removed = f", removed in {f.removed_in}" if f.removed_in else ""
+        echo(wrap(f"{f.code.value}: {f.name}{origin}{removed}", "  ", "    "))
+        echo(wrap(f"used at {where}", "    ", "      "))
+        if f.architectures:
+            echo(wrap("breaks only: " + ", ".join(f.architectures), "    ", "      "))
+    against = f", attributes against transformers {rep.reference}" if rep.reference else ""
+    how = (
+        "from the cache"
+        if rep.cached
+        else (
+            f"{human_size(rep.bytes_read)} read of {human_size(rep.wheel_bytes)} "
+            f"in {rep.seconds:.1f} s"
+        )
+    )
+    echo(f"  checked {rep.imports_checked} imports{against}; {how}")
+    if rep.undecided:
+        echo(wrap("  names not decidable from source in: " + ", ".join(rep.undecided), "", "    "))
+
+
+def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -> None:
+    if as_json:
+        emit_json({"ok": True, "architectures": architectures, "releases": releases,
+                   **result.to_dict()})  # fmt: skip
+        return
+    echo(
+        f"Wrote {len(result.files)} files into {result.out}: {architectures} architectures x "
+        f"{releases} vLLM releases; the matrix page weighs {human_size(result.matrix_bytes)}.",
+        fg="green",
+    )
+    echo(f"Open {result.out / 'index.html'} in a browser (no server needed).")
+
+
+def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "profile": profile.to_dict(),
+                "architecture": found.architecture,
+                "solution": {
+                    "vllm": found.vllm.version,
+                    "transformers": found.transformers.version,
+                    "python": found.python,
+                    "torch": found.torch or None,
+                    "cuda": found.cuda or None,
+                    "cuda_source": found.cuda_source or None,
+                    "driver_cuda": driver or None,
+                    "rejected": list(found.rejected),
+                },
+            }
+        )
+        return
+    echo(
+        f"Wrote {profile.path}: vLLM {profile.models.vllm}, transformers "
+        f"{profile.models.transformers}, Python {profile.python}, torch "
+        f"{profile.torch.backend or 'default'}.",
+        fg="green",
+    )
+    if found.cuda_source:
+        limit = f"; the driver runs CUDA {driver} at most" if driver else ""
+        echo(wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
+    for line in found.rejected:
+        echo(wrap(f"rejected {line}", "  ", "    "))
+    echo(f"Review it, then: envkit build {profile.name}")

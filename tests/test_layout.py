@@ -1,0 +1,147 @@
+"""The architecture's rules (docs/architecture.md), read from the source with ``ast``: who
+prints, who starts processes, who runs uv, who speaks HTTP, which way imports point, and how
+long a module may grow. A change that breaks one fails here, not in review."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "envkit"
+MAX_LINES = 450  # "small enough to read in one go": about 400
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, ast.Module]:
+    return {_name(p): ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(name: str) -> set[str]:
+    """Every envkit module ``name`` imports, at the top or inside a function."""
+    known = modules()
+    package = name if name in known and _is_package(name) else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(known[name]):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join([*base, node.module] if node.module else base)
+            else:
+                prefix = node.module or ""
+            for alias in node.names:
+                sub = f"{prefix}.{alias.name}"
+                if sub in known:
+                    found.add(sub)
+                elif prefix in known:
+                    found.add(prefix)
+    found.discard(name)
+    return found
+
+
+def _is_package(name: str) -> bool:
+    return (PACKAGE.parent / name.replace(".", "/") / "__init__.py").is_file()
+
+
+def calls(name: str) -> Iterator[str]:
+    """The dotted names ``name`` calls (``print``, ``click.echo``, ``subprocess.run``...)."""
+    for node in ast.walk(modules()[name]):
+        if isinstance(node, ast.Call):
+            parts: list[str] = []
+            target: ast.expr = node.func
+            while isinstance(target, ast.Attribute):
+                parts.append(target.attr)
+                target = target.value
+            if isinstance(target, ast.Name):
+                yield ".".join([target.id, *reversed(parts)])
+
+
+def test_the_rules_read_real_modules() -> None:
+    """The readers above see what they must (else every rule below would pass vacuously)."""
+    assert {"envkit.cli", "envkit.render.term", "envkit.process", "envkit.uvtool"} <= set(modules())
+    assert "envkit.render" in imports("envkit.cli.models")
+    assert "envkit.render.term" in imports("envkit.render.models")
+    assert "click.echo" in set(calls("envkit.render.term"))
+    assert "subprocess.Popen" in set(calls("envkit.process"))
+    assert "httpx.Client" in set(calls("envkit.httpclient"))
+    assert "uv_package.find_uv_bin" in set(calls("envkit.uvtool"))
+
+
+def test_no_import_cycle() -> None:
+    graph = {name: imports(name) for name in modules()}
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            cycle = " -> ".join((*path[path.index(name) :], name))
+            pytest.fail(f"import cycle: {cycle}")
+        if name in done:
+            return
+        for dep in sorted(graph[name]):
+            visit(dep, (*path, name))
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
+
+
+def test_the_core_never_imports_the_command_line_or_render() -> None:
+    entry = ("envkit.cli", "envkit.render", "envkit.__main__")
+    core = [n for n in modules() if not n.startswith(entry)]
+    offenders = {
+        n: sorted(d for d in imports(n) if d.startswith(("envkit.cli", "envkit.render")))
+        for n in core
+    }
+    assert {n: d for n, d in offenders.items() if d} == {}
+
+
+# the streams: only render.term writes; _facts runs inside the checked venv (its stdout is
+# what verify reads) and torchcuda's main is the maintainer's table generator
+WRITES = {"print", "click.echo", "click.secho", "sys.stdout.write", "sys.stderr.write"}
+MAY_WRITE = {"envkit.render.term", "envkit._facts", "envkit.torchcuda"}
+STARTS = {
+    "subprocess.run",
+    "subprocess.Popen",
+    "subprocess.call",
+    "subprocess.check_call",
+    "subprocess.check_output",
+    "os.system",
+    "os.popen",
+    "os.execv",
+    "os.execvp",
+    "os.spawnv",
+}
+
+
+@pytest.mark.parametrize(
+    ("what", "names", "allowed"),
+    [
+        ("writes to stdout or stderr", WRITES, MAY_WRITE),
+        ("starts a child process", STARTS, {"envkit.process"}),
+        ("finds the uv binary", {"find_uv", "uv_package.find_uv_bin"}, {"envkit.uvtool"}),
+        ("opens an HTTP client", {"httpx.Client", "urllib.request.urlopen"}, {"envkit.httpclient"}),
+    ],
+)
+def test_one_module_owns_each_outside_effect(what: str, names: set[str], allowed: set[str]) -> None:
+    offenders = {n: sorted(set(calls(n)) & names) for n in modules() if n not in allowed}
+    assert {n: c for n, c in offenders.items() if c} == {}, f"only {allowed} {what}"
+
+
+def test_modules_stay_readable_in_one_go() -> None:
+    long = {
+        p.relative_to(PACKAGE).as_posix(): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"split modules over {MAX_LINES} lines by concern"
