@@ -118,6 +118,8 @@ def wheels() -> list[Wheel]:
             dict(layouts.transformers_5().files),
         ),
         Wheel("torch", "2.14.0", {"torch/version.py": "cuda: Optional[str] = '13.0'\n"}),
+        # vLLM 0.8.5's pin; the PyTorch index (envkit's table) also has 11.8 and 12.6 builds
+        Wheel("torch", "2.6.0", {"torch/version.py": "cuda: Optional[str] = '12.4'\n"}),
     ]
 
 

@@ -58,3 +58,40 @@ def test_the_table_is_regenerated_from_the_index(
     assert table["series"] == {"2.5": ["12.4"], "2.6": ["11.8", "12.4", "12.6"]}  # no dev builds
     assert main(["--index", "http://127.0.0.1:9/whl"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_a_series_the_table_lacks_is_read_from_the_default_wheel(
+    tmp_path: Path, scan_cache: Path
+) -> None:
+    """The third source: one build, from ``torch/version.py`` inside the default index's
+    wheel (read by range, never installed); a CPU-only wheel or an unreadable index gives none,
+    and the answer says which source spoke."""
+    import indexserver
+    import wheelhouse
+
+    assert "3.1" not in shipped_table()["series"]
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    wheelhouse.torch("3.1.0", cuda="13.2").write(folder)
+    wheelhouse.torch("3.2.0", cuda=None).write(folder)
+    with indexserver.serve(folder) as server:
+        builds = CudaBuilds(Scanner(indexserver.url(server)), index="http://127.0.0.1:9/whl")
+        found = builds.builds("3.1.0")
+        cpu_only = builds.builds("3.2.0")
+    assert found.cuda == ("13.2",) and found.fitting("13.0") == ()
+    assert "default index's wheel alone" in found.source and "unreachable" in found.source
+    assert cpu_only.cuda == ()
+    lost = CudaBuilds(Scanner("http://127.0.0.1:9/simple"), index="http://127.0.0.1:9/whl")
+    assert lost.builds("3.1.0").cuda == ()
+
+
+def test_the_shipped_table_is_well_formed() -> None:
+    """Series in order, each a list of CUDA versions oldest first, with where they came from."""
+    from packaging.version import Version
+
+    table = shipped_table()
+    assert table["source"] and table["generated"]
+    series = list(table["series"])
+    assert series == sorted(series, key=Version) and "2.10" in series
+    for cudas in table["series"].values():
+        assert cudas and cudas == sorted(cudas, key=Version)

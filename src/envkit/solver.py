@@ -2,12 +2,18 @@
 load a model, solved with resolvelib.
 
 Candidates are vLLM releases and transformers releases, newest first. A vLLM release must
-list the model's architecture, accept the asked Python and pin a torch with a CUDA build the
-driver runs; its transformers must be within vLLM's declared range and published before it
-(what the release was tested with), within vLLM's own bound for the architecture (its test
-registry), know the model type (unless vLLM reads it with its own config class), and pass
-``envkit compat`` for this architecture. Each test is tried cheapest first; every rejection
-is kept, so the answer explains, one line per reason, why newer candidates lost.
+list the model's architecture, accept the asked Python and pin a torch whose *default* build
+(the one on the default index, which vLLM's own wheel is compiled against) the driver runs.
+Other CUDA builds of the same torch (the PyTorch index's, or envkit's table of them) are
+named in the reason but never taken: vLLM's installation notes say its compiled kernels are
+binary-incompatible with other CUDA versions and even other build configurations of the
+same torch (vLLM 0.8.5's kernels use torch 2.6.0's old-C++-ABI symbols, which its CUDA 12.6
+build, made with the new ABI, does not export). Its transformers must be within vLLM's
+declared range and published before it (what the release was tested with), within vLLM's
+own bound for the architecture (its test registry), know the model type (unless vLLM reads
+it with its own config class), and pass ``envkit compat`` for this architecture. Each test
+is tried cheapest first; every rejection is kept, so the answer explains, one line per
+reason, why newer candidates lost.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from .compat import Checker
 from .errors import BadInput, EnvkitError, WheelError
 from .profile import minor_fits
 from .registry_scan import ReleaseSpan, Scan, Scanner, torch_cuda
-from .torchcuda import Builds, CudaBuilds
+from .torchcuda import CudaBuilds
 from .vllmtests import transformers_bounds
 
 Test = Callable[[Version], str]  # '' when the version passes, else why it does not
@@ -142,7 +148,7 @@ class Solver:
         self.scanner, self.checker, self.cuda_builds = scanner, checker, builds
         self.arch, self.model_type = architecture, model_type
         self.python, self.cuda = python, cuda
-        self.torch: dict[Version, Builds] = {}
+        self.defaults: dict[str, str | None] = {}  # torch version -> its default build's CUDA
 
     def vllm_test(self, version: Version) -> str:
         try:
@@ -155,14 +161,35 @@ class Solver:
             return f"requires Python {scan.requires_python}, not {self.python}"
         pin = scan.requires.get("torch", "")
         if self.cuda and pin.startswith("=="):
-            builds = self.cuda_builds.builds(pin[2:])
-            self.torch[version] = builds
-            if builds.cuda and not builds.fitting(self.cuda):
-                return (
-                    f"pins torch {pin[2:]}, built for CUDA {', '.join(builds.cuda)} (per "
-                    f"{builds.source}); the driver runs CUDA {self.cuda} at most"
-                )
+            return self._cuda_test(pin[2:], self.cuda)
         return ""
+
+    def default_build(self, torch: str) -> str | None:
+        """The CUDA of torch ``torch``'s wheel on the default index ('' for a CPU-only wheel,
+        None when it cannot be read: then no verdict is drawn from it)."""
+        if torch not in self.defaults:
+            try:
+                self.defaults[torch] = torch_cuda(self.scanner, Version(torch))
+            except (WheelError, InvalidVersion):
+                self.defaults[torch] = None
+        return self.defaults[torch]
+
+    def _cuda_test(self, torch: str, driver: str) -> str:
+        default = self.default_build(torch)
+        if not default or Version(default) <= Version(driver):
+            return ""
+        others = self.cuda_builds.builds(torch)
+        fitting = [c for c in others.fitting(driver) if c != default]
+        also = (
+            f"; its CUDA {', '.join(fitting)} build(s) (per {others.source}) do not match "
+            "vLLM's compiled kernels"
+            if fitting
+            else ""
+        )
+        return (
+            f"pins torch {torch}, whose default build (CUDA {default}) vLLM's wheel is compiled "
+            f"against; the driver runs CUDA {driver} at most{also}"
+        )
 
     def types(self, transformers: Version) -> tuple[str, ...]:
         return self.scanner.scan("transformers", transformers).model_types
@@ -233,7 +260,7 @@ def solve(
         lines = why.lines({})
         raise BadInput(
             f"No vLLM + transformers release can load {span.architecture} "
-            f"(model type {model_type}) with what was asked:\n  " + "\n  ".join(lines[:12]),
+            f"(model type {model_type}) with what was asked:\n  " + "\n  ".join(lines[:12]) + ".",
             "Relax --python or --cuda, or pick another model revision.",
         ) from None
     except EnvkitError:
@@ -242,7 +269,7 @@ def solve(
     v = scanner.scan("vllm", chosen["vllm"])
     t = scanner.scan("transformers", chosen["transformers"])
     pin = v.requires.get("torch", "")
-    take, source = _cuda(solver, chosen["vllm"], pin, cuda)
+    take, source = _cuda(solver, pin, cuda)
     return Solution(
         architecture=span.architecture,
         vllm=v,
@@ -260,20 +287,16 @@ def solve(
     )
 
 
-def _cuda(solver: Solver, vllm: Version, pin: str, driver: str | None) -> tuple[str, str]:
-    """The CUDA build to pin and where that was learnt: the newest build the driver runs;
-    without a driver, the build on the default index (what `--torch-index default` takes)."""
+def _cuda(solver: Solver, pin: str, driver: str | None) -> tuple[str, str]:
+    """The CUDA build to pin and where that was learnt: always the default index's build
+    (the one vLLM's wheel is compiled against, and what `--torch-index default` takes)."""
     if not pin.startswith("=="):
         return "", ""
-    if driver:
-        builds = solver.torch.get(vllm) or solver.cuda_builds.builds(pin[2:])
-        fitting = builds.fitting(driver)
-        return (fitting[-1] if fitting else ""), builds.source
-    try:
-        found = torch_cuda(solver.scanner, Version(pin[2:]))
-    except (WheelError, InvalidVersion):
-        return "", ""
-    return found, "the default index's wheel (no driver CUDA given or found)"
+    found = solver.default_build(pin[2:])
+    if found is None:
+        return "", "nowhere: the default index's torch wheel could not be read"
+    given = "" if driver else " (no driver CUDA given or found)"
+    return found, f"the default index's wheel, which vLLM's wheel is compiled against{given}"
 
 
 def _fits(requires_python: str, python: str) -> bool:

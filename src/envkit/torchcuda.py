@@ -3,7 +3,7 @@ driver runs.
 
 Three sources, best first, and every answer says which one it came from:
 
-1. the PyTorch index (``https://download.pytorch.org/whl``, or ``$ENVKIT_PYTORCH_INDEX``):
+1. the PyTorch index (:data:`PYTORCH_INDEX`, or ``$ENVKIT_PYTORCH_INDEX``):
    one page per backend (``cu124/torch/``) lists the torch releases built for it;
 2. the table shipped with envkit (``data/torch-cuda.json``, per release series), for where
    that index cannot be reached; regenerate it where it can::
