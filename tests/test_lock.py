@@ -114,7 +114,7 @@ def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes) -> None
     assert stale.code == 1
     assert len(stale.json()["stale"]) == 4
     text = envkit("lock", "--all", "--check", cwd=repo)
-    assert text.code == 1 and "4 of 4 cells are stale, missing or unresolvable" in text.out
+    assert text.code == 1 and "4 of 4 cells are stale, missing, unresolvable or refused" in text.out
     assert "envkit lock m --cell" in text.out
     # build refuses the stale lock and says how to refresh it
     build = envkit("build", "m", *build_args(indexes.default), cwd=repo)
@@ -284,3 +284,58 @@ def test_bad_lock_arguments(repo: Path) -> None:
     bad.write_text(matrix_profile([PY]).replace("linux-aarch64", "linux-arm"))
     res = envkit("matrix", "bad", cwd=repo)
     assert res.code == 2 and "did you mean 'linux-aarch64'" in res.err
+
+
+def test_a_torch_build_other_than_the_backend_is_refused_and_withdrawn(
+    repo: Path, indexes: Indexes
+) -> None:
+    """From the default index, a cell gets whatever torch build it has for the platform (on
+    PyPI, the aarch64 wheels of torch 2.6.0 to 2.10.0 are CPU-only). The lock reads the
+    resolved wheel's torch/version.py: a build other than the backend's is refused, written
+    nowhere, recorded with its reason, and the cell's earlier files (envkit's only) go."""
+    cell = f"py{PY}-linux-x86_64-cu124"
+    folder = repo / "constraints" / "m"
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    txt, pylock = (
+        folder / f"{cell}.txt",
+        folder / f"pylock.py{PY.replace('.', '')}-linux-x86_64-cu124.toml",
+    )
+    assert txt.is_file() and pylock.is_file()
+    txt.write_text("# my own notes, not envkit's\n")  # a file envkit did not write stays
+    cpu = ["--index-url", indexes.cpu, "--torch-index", "default"]
+    res = envkit("lock", "m", "--json", *cpu, cwd=repo)
+    assert res.code == 1, res.err
+    states = {c["cell"]: c for c in res.json()["cells"]}
+    assert {c["state"] for c in states.values()} == {"incompatible"}
+    reason = states[cell]["reason"]
+    assert "the default index's torch 2.6.0 for linux-x86_64 is a CPU-only build" in reason
+    assert "not the CUDA 12.4 build cu124 names" in reason
+    assert not pylock.exists() and txt.read_text() == "# my own notes, not envkit's\n"
+    recorded = json.loads((folder / "lock.json").read_text())["cells"][cell]
+    assert recorded["state"] == "incompatible" and recorded["files"] == []
+    check = envkit("lock", "--all", "--check", "--json", cwd=repo)
+    assert check.code == 1 and f"m/{cell}" in check.json()["stale"]
+    # the same index with the CUDA build: locked again
+    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    assert pylock.is_file()
+
+
+def test_an_unreadable_torch_wheel_is_no_verdict(tmp_path: Path) -> None:
+    """When the resolved torch wheel cannot be read, the lock says so and goes on."""
+    from envkit.lockcells import Cell
+    from envkit.lockmatrix import Locker, LockOptions
+    from envkit.torchsource import TorchIndex
+    from envkit.uvtool import Uv
+
+    pylock = tmp_path / "pylock.toml"
+    gone = (tmp_path / "torch-2.6.0-py3-none-any.whl").as_uri()
+    pylock.write_text(
+        f'lock-version = "1.0"\ncreated-by = "uv"\n\n[[packages]]\nname = "torch"\n'
+        f'version = "2.6.0"\nwheels = [{{ url = "{gone}" }}]\n'
+    )
+    said: list[str] = []
+    locker = Locker(Uv(), LockOptions(torch_index=TorchIndex.parse("default")), note=said.append)
+    cell = Cell(profile="m", python="3.12", platform="linux-x86_64", backend="cu124")
+    assert locker._torch_build(cell, pylock, TorchIndex.parse("default")) == ""
+    assert len(said) == 1 and "torch 2.6.0's build in m / py3.12-linux-x86_64-cu124" in said[0]
+    assert "not checked" in said[0]

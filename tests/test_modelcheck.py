@@ -434,8 +434,8 @@ def test_new_profile_solves_and_says_why_newer_candidates_lost(
     # torch 2.14.0's default build (its wheel says so) is CUDA 13.0: a 12.4 driver cannot run it
     old_driver = new("c124", QWEN35, "--cuda", "12.4")
     assert old_driver.code == 2
-    assert "whose default build (CUDA 13.0)" in old_driver.json()["message"]
-    assert "the driver runs CUDA 12.4 at most" in old_driver.json()["message"]
+    assert "whose default build (CUDA 13.0, the one" in old_driver.json()["message"]
+    assert "it runs CUDA 12.4 at most" in old_driver.json()["message"]
     # vLLM 0.8.5's test registry needs transformers >= 4.52.dev0 for Qwen3: 4.51.3 cannot do
     bounded = new("q3", qwen3_config(tmp_path / "q3"), "--vllm", "0.8.5")
     assert bounded.code == 2
@@ -448,7 +448,7 @@ def test_new_profile_takes_the_torch_build_vllm_is_compiled_against(
     envs: Path, world: indexserver.Server, tmp_path: Path
 ) -> None:
     """vLLM 0.8.5 pins torch 2.6.0, published for CUDA 11.8, 12.4 and 12.6; its wheel is
-    compiled against the default one (12.4). A 12.6 driver gets 12.4, not the newest build
+    built and tested with the default one (12.4). A 12.6 driver gets 12.4, not the newest build
     it could run; a 12.2 driver gets nothing, told that the 11.8 build would not match."""
     folder = tmp_path / "envs"
 
@@ -462,13 +462,13 @@ def test_new_profile_takes_the_torch_build_vllm_is_compiled_against(
     assert newer.code == 0, newer.err
     solution = newer.json()["solution"]
     assert (solution["torch"], solution["cuda"]) == ("2.6.0", "12.4")
-    assert "vLLM's wheel is compiled against" in solution["cuda_source"]
+    assert "the one vLLM's wheel is built and tested with" in solution["cuda_source"]
     assert 'backend = "cu124"' in (folder / "c126.toml").read_text()
     older = new("c122", "--cuda", "12.2")
     assert older.code == 2
     message = older.json()["message"]
-    assert "pins torch 2.6.0, whose default build (CUDA 12.4)" in message
-    assert "its CUDA 11.8 build(s)" in message and "do not match vLLM's compiled kernels" in message
+    assert "pins torch 2.6.0, whose default build (CUDA 12.4, the one vLLM" in message
+    assert "its CUDA 11.8 build(s)" in message and "are not taken" in message
     assert not (folder / "c122.toml").exists()
 
 

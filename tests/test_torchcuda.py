@@ -95,3 +95,28 @@ def test_the_shipped_table_is_well_formed() -> None:
     assert series == sorted(series, key=Version) and "2.10" in series
     for cudas in table["series"].values():
         assert cudas and cudas == sorted(cudas, key=Version)
+
+
+def test_a_wheel_build_is_kept_under_its_hash(tmp_path: Path, scan_cache: Path) -> None:
+    """The lock's check of a torch wheel's build is read once per wheel: kept under the
+    wheel's sha256 (the same bytes always give the same answer); a damaged entry is not
+    believed."""
+    import hashlib
+
+    from envkit.errors import WheelError
+    from envkit.httpclient import Http
+    from envkit.registry_scan import cache_dir, wheel_cuda
+
+    import wheelhouse
+
+    wheel = wheelhouse.torch("2.6.0", cuda="12.4").write(tmp_path)
+    sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert wheel_cuda(wheel.as_uri(), Http(), sha256) == "12.4"
+    kept = cache_dir().parent / "torch-builds" / f"{sha256}.json"
+    assert json.loads(kept.read_text()) == {"cuda": "12.4"}
+    url = wheel.as_uri()
+    wheel.unlink()
+    assert wheel_cuda(url, Http(), sha256) == "12.4"  # from the cache: the file is gone
+    kept.write_text('{"cuda": "12.4; rm -rf /"}')
+    with pytest.raises(WheelError):
+        wheel_cuda(url, Http(), sha256)

@@ -131,6 +131,16 @@ class Http:
     # an index page links to), as uv keeps them per realm; never another origin.
     _realms: dict[tuple[str, str, int], str] = field(default_factory=dict, init=False, repr=False)
 
+    def remember(self, url: str) -> None:
+        """Keep the credentials ``url`` carries (if any) for every later URL of its origin,
+        as a request to it would: the files an index links to on its own host. A local
+        (file://) index has none to keep."""
+        if not url.lower().startswith(("http://", "https://")):
+            return
+        given = parse_url(url)
+        if given.authorization:
+            self._realms[given.origin] = given.authorization
+
     def client(self) -> httpx.Client:
         with _open_lock:  # one client, even when threads ask at once
             if self._client is None:

@@ -32,7 +32,9 @@ class CellStatus(str, Enum):
     STALE = "stale"  # files from another profile digest, or resolving again differs
     MISSING = "missing"  # never locked
     UNREACHABLE = "unreachable"  # an index could not be reached: never recorded or published
-    INCOMPATIBLE = "incompatible"  # the pins fail `envkit compat`: refused, written nowhere
+    # refused, written nowhere: the pins fail `envkit compat`, or the torch the cell resolved
+    # to is not the build its backend names (a CPU-only wheel in a cu128 cell)
+    INCOMPATIBLE = "incompatible"
 
     @property
     def usable(self) -> bool:
@@ -41,8 +43,14 @@ class CellStatus(str, Enum):
 
     @property
     def failing(self) -> bool:
-        """What `lock --check` reports: the published files cannot be trusted as current."""
-        return self in (CellStatus.STALE, CellStatus.MISSING, CellStatus.UNRESOLVABLE)
+        """What `lock --check` reports: the published files cannot be trusted as current, or
+        a declared cell has none."""
+        return self in (
+            CellStatus.STALE,
+            CellStatus.MISSING,
+            CellStatus.UNRESOLVABLE,
+            CellStatus.INCOMPATIBLE,
+        )
 
 
 class TorchOrigin(str, Enum):

@@ -25,10 +25,12 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import process, pylocks
 from .atomicfile import temporary_folder, write_atomic
-from .errors import BadInput, CommandFailed, FileSystemError, NetworkError
+from .errors import BadInput, CommandFailed, FileSystemError, NetworkError, WheelError
+from .httpclient import Http
 from .lockcells import (
     Cell,
     CellState,
@@ -40,8 +42,9 @@ from .lockcells import (
     cells,
     digest,
 )
-from .profile import PLATFORMS, Profile
+from .profile import PLATFORMS, Profile, cuda_for_backend
 from .redaction import redact
+from .registry_scan import wheel_cuda
 from .torchsource import TorchIndex
 from .uvtool import Uv
 
@@ -64,7 +67,9 @@ class Locker:
     uv: Uv
     options: LockOptions
     progress: Callable[[str], None] = lambda _m: None
+    note: Callable[[str], None] = lambda _m: None  # said whether or not on a terminal
     _uv_version: str = field(default="", init=False)
+    _http: Http = field(default_factory=Http, init=False)
 
     def uv_version(self) -> str:
         if not self._uv_version:
@@ -129,6 +134,9 @@ class Locker:
                 cached_first = True  # the first output fetched all that the second needs
         except CommandFailed as exc:
             return CellState(cell=cell, status=CellStatus.UNRESOLVABLE, reason=_reason(exc.output))
+        refused = self._torch_build(cell, folder / "pylock.toml", torch or self.options.torch_index)
+        if refused:
+            return CellState(cell=cell, status=CellStatus.INCOMPATIBLE, reason=refused)
         sources = source_only(folder / "pylock.toml")
         return CellState(
             cell=cell,
@@ -140,6 +148,39 @@ class Locker:
                 if sources
                 else ""
             ),
+        )
+
+    def _torch_build(self, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
+        """Why the torch this cell resolved to is not the build its backend names: '' when it
+        is, when uv's ``--torch-backend`` chose it from that backend's own page, or when its
+        wheel cannot be read (said through ``note``: an unread wheel is no verdict)."""
+        if torch.origin is TorchOrigin.BACKEND or not _CHECKED_BACKEND.fullmatch(cell.backend):
+            return ""
+        found = _torch_wheel(pylock)
+        if found is None:
+            return ""
+        version, url, sha256 = found
+        for index in (self.options.index_url, torch.mirror and torch.mirror_url(cell.backend)):
+            if index:
+                self._http.remember(index)  # its credentials serve its wheels, as for uv
+        try:
+            built = wheel_cuda(url, self._http, sha256)
+        except (WheelError, NetworkError) as exc:
+            self.note(
+                f"torch {version}'s build in {cell.profile} / {cell.name} not checked: "
+                f"{exc.message}"
+            )
+            return ""
+        wanted = cuda_for_backend(cell.backend)
+        if built == wanted:
+            return ""
+        where = "the default index's" if torch.origin is TorchOrigin.DEFAULT else "the mirror's"
+        return (
+            f"{where} torch {version} for {cell.platform} is "
+            f"{f'built for CUDA {built}' if built else 'a CPU-only build'}, not the "
+            f"{f'CUDA {wanted}' if wanted else 'CPU'} build {cell.backend} names; lock this cell "
+            f"from the PyTorch index (without --torch-index), or take {cell.platform} out of "
+            "the profile's matrix"
         )
 
     def _compile(
@@ -199,7 +240,9 @@ class Locker:
                 )
             out = cell_folder(profile, self.options.root)
             files: tuple[Path, ...] = ()
-            if result.status is not CellStatus.UNRESOLVABLE:
+            if not result.status.usable:
+                _withdraw(out, profile, cell)
+            else:
                 try:
                     out.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
@@ -263,6 +306,42 @@ class Locker:
         Manifest(
             profile=profile.name, digest=profile_digest, uv=self.uv_version(), cells=known
         ).write(path)
+
+
+def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
+    """Remove the cell's files an earlier lock published, now that it has none to offer:
+    only files whose header says envkit locked them for this profile and cell."""
+    mine = f"# envkit lock: profile {profile.name}, cell {cell.name}\n"
+    for path in (folder / cell.txt_name, folder / cell.pylock_name):
+        try:
+            with path.open(encoding="utf-8") as handle:
+                if handle.readline(len(mine) + 1) == mine:
+                    path.unlink()
+        except (FileNotFoundError, UnicodeDecodeError):
+            continue  # nothing there, or not a file envkit wrote
+        except OSError as exc:
+            raise FileSystemError(path, exc, "remove") from None
+
+
+_CHECKED_BACKEND = re.compile(r"cu[0-9]{3}|cpu")  # builds torch/version.py can tell apart
+
+
+def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
+    """torch's version, and the URL and sha256 of its (first) wheel in a cell's pylock."""
+    for package in pylocks.load(pylock.read_text(encoding="utf-8")).get("packages", []):
+        if not isinstance(package, dict) or package.get("name") != "torch":
+            continue
+        wheels = package.get("wheels")
+        if isinstance(wheels, list) and wheels and isinstance(wheels[0], dict):
+            wheel: dict[str, Any] = wheels[0]
+            hashes = wheel.get("hashes")
+            hashes = hashes if isinstance(hashes, dict) else {}
+            return (
+                str(package.get("version", "")),
+                str(wheel.get("url", "")),
+                str(hashes.get("sha256", "")),
+            )
+    return None
 
 
 def source_only(pylock: Path) -> tuple[str, ...]:

@@ -47,7 +47,7 @@ def states(
     for cell in cells(profile):
         txt, pylock = folder / cell.txt_name, folder / cell.pylock_name
         entry = recorded.get(cell.name)
-        if entry is not None and entry.state is CellStatus.UNRESOLVABLE:
+        if entry is not None and entry.state in (CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE):
             out.append(CellState(cell=cell, status=entry.state, reason=entry.reason))
         elif not txt.is_file() or not pylock.is_file():
             out.append(
@@ -107,12 +107,13 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
             )
     with temporary_folder("check") as tmp:
         again = locker.resolve(profile, state.cell, Path(tmp), torch)
-        if again.status is CellStatus.UNRESOLVABLE:
+        if again.status in (CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE):
+            said = "no longer resolves" if again.status is CellStatus.UNRESOLVABLE else "refused"
             return CellState(
                 cell=state.cell,
                 status=CellStatus.STALE,
                 files=state.files,
-                reason=f"no longer resolves: {again.reason}",
+                reason=f"{said}: {again.reason}",
             )
         if (Path(tmp) / "cell.txt").read_text() != body(state.files[0]):
             return CellState(

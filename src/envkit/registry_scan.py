@@ -13,10 +13,13 @@ in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -33,8 +36,9 @@ from .astdata import OPAQUE, SourceError, module_tables
 from .atomicfile import write_atomic
 from .bounds import Bound
 from .errors import BadInput, FileSystemError, WheelError
+from .redaction import redact
 from .urls import parse_url
-from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel
+from .wheelfetch import Http, RemoteZip, WheelFile, list_files, pick_wheel, read_members
 
 T = TypeVar("T")
 FORMAT = 2  # bump when the scan's content changes: old cache entries are then ignored
@@ -407,10 +411,33 @@ def _lists(scanner: Scanner, version: Version, architecture: str) -> bool:
 
 def torch_cuda(scanner: Scanner, version: Version) -> str:
     """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU)."""
-    wheel = pick_wheel(scanner.files("torch"), version)
-    texts = RemoteZip(wheel.url, scanner.http).read(["torch/version.py"])
+    return wheel_cuda(pick_wheel(scanner.files("torch"), version).url, scanner.http)
+
+
+def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
+    """The CUDA version the torch wheel at ``url`` was built with ('' if CPU), from its
+    ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
+    answer is kept in the cache under that hash (the same bytes always give it)."""
+    kept = cache_dir().parent / "torch-builds" / f"{sha256}.json"
+    if re.fullmatch(r"[0-9a-f]{64}", sha256):
+        try:
+            known = json.loads(kept.read_text(encoding="utf-8")).get("cuda")
+        except (OSError, ValueError, AttributeError):
+            known = None
+        if isinstance(known, str) and re.fullmatch(r"([0-9]{1,3}\.[0-9]{1,3})?", known):
+            return known
+    texts = read_members(url, http, ["torch/version.py"])
     if "torch/version.py" not in texts:
-        raise WheelError(f"{wheel.filename} has no torch/version.py.")
+        raise WheelError(f"{redact(url.rsplit('/', 1)[-1])} has no torch/version.py.")
     cuda = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")
     value = cuda.get("cuda")
-    return value if isinstance(value, str) else ""
+    found = value if isinstance(value, str) and value.isascii() else ""
+    if re.fullmatch(r"[0-9a-f]{64}", sha256):
+        # a cache that cannot be written is no loss; one writer at a time (lock threads)
+        with _torch_cache, contextlib.suppress(FileSystemError, OSError):
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(kept, json.dumps({"cuda": found}) + "\n")
+    return found
+
+
+_torch_cache = threading.Lock()

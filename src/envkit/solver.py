@@ -3,17 +3,19 @@ load a model, solved with resolvelib.
 
 Candidates are vLLM releases and transformers releases, newest first. A vLLM release must
 list the model's architecture, accept the asked Python and pin a torch whose *default* build
-(the one on the default index, which vLLM's own wheel is compiled against) the driver runs.
-Other CUDA builds of the same torch (the PyTorch index's, or envkit's table of them) are
-named in the reason but never taken: vLLM's installation notes say its compiled kernels are
-binary-incompatible with other CUDA versions and even other build configurations of the
+(the one on the default index, which vLLM's own wheel is built and tested with) the driver
+runs. Other CUDA builds of the same torch (the PyTorch index's, or envkit's table of them)
+are named in the reason but never taken: vLLM's installation notes say its compiled kernels
+are binary-incompatible with other CUDA versions and even other build configurations of the
 same torch (vLLM 0.8.5's kernels use torch 2.6.0's old-C++-ABI symbols, which its CUDA 12.6
-build, made with the new ABI, does not export). Its transformers must be within vLLM's
-declared range and published before it (what the release was tested with), within vLLM's
-own bound for the architecture (its test registry), know the model type (unless vLLM reads
-it with its own config class), and pass ``envkit compat`` for this architecture. Each test
-is tried cheapest first; every rejection is kept, so the answer explains, one line per
-reason, why newer candidates lost.
+build, made with the new ABI, does not export). That is conservative: within one CUDA major
+and one C++ ABI another build may well work, but envkit does not claim it.
+
+Its transformers must be within vLLM's declared range and published before it (what the
+release was tested with), within vLLM's own bound for the architecture (its test registry),
+know the model type (unless vLLM reads it with its own config class), and pass ``envkit
+compat`` for this architecture. Each test is tried cheapest first; every rejection is kept,
+so the answer explains, one line per reason, why newer candidates lost.
 """
 
 from __future__ import annotations
@@ -181,14 +183,15 @@ class Solver:
         others = self.cuda_builds.builds(torch)
         fitting = [c for c in others.fitting(driver) if c != default]
         also = (
-            f"; its CUDA {', '.join(fitting)} build(s) (per {others.source}) do not match "
-            "vLLM's compiled kernels"
+            f"; its CUDA {', '.join(fitting)} build(s) (per {others.source}) are not taken: "
+            "another build of the same torch can break vLLM's compiled kernels"
             if fitting
             else ""
         )
         return (
-            f"pins torch {torch}, whose default build (CUDA {default}) vLLM's wheel is compiled "
-            f"against; the driver runs CUDA {driver} at most{also}"
+            f"pins torch {torch}, whose default build (CUDA {default}, the one vLLM's wheel "
+            f"is built and tested with) the driver cannot run: it runs CUDA {driver} at most"
+            f"{also}"
         )
 
     def types(self, transformers: Version) -> tuple[str, ...]:
@@ -289,14 +292,14 @@ def solve(
 
 def _cuda(solver: Solver, pin: str, driver: str | None) -> tuple[str, str]:
     """The CUDA build to pin and where that was learnt: always the default index's build
-    (the one vLLM's wheel is compiled against, and what `--torch-index default` takes)."""
+    (the one vLLM's wheel is built and tested with, and what `--torch-index default` takes)."""
     if not pin.startswith("=="):
         return "", ""
     found = solver.default_build(pin[2:])
     if found is None:
         return "", "nowhere: the default index's torch wheel could not be read"
     given = "" if driver else " (no driver CUDA given or found)"
-    return found, f"the default index's wheel, which vLLM's wheel is compiled against{given}"
+    return found, f"the default index's wheel, the one vLLM's wheel is built and tested with{given}"
 
 
 def _fits(requires_python: str, python: str) -> bool:

@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.request import url2pathname
 
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -323,25 +324,45 @@ class RemoteZip:
         inflated as a stream and refused past ``limit`` bytes (a zip bomb ends here)."""
         names = list(names)
         self._file.prefetch(self._spans(names, limit))
-        out: dict[str, bytes] = {}
-        for name in names:
-            info = self.members.get(name)
-            if info is None:
-                continue
-            if info.file_size > limit:
-                raise _member_too_large(self.url, name, limit)
-            try:
-                with self._zip.open(info) as member:
-                    data = member.read(limit + 1)
-            except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError) as exc:
-                raise WheelError(
-                    f"{name} in {redact(self.url)} is damaged ({exc}).",
-                    "Try again later; if it persists, the published wheel is broken.",
-                ) from None
-            if len(data) > limit:
-                raise _member_too_large(self.url, name, limit)
-            out[name] = data
-        return out
+        return _members(self._zip, self.url, names, limit)
+
+
+def read_members(url: str, http: Http, names: Iterable[str]) -> dict[str, bytes]:
+    """Members of the wheel at ``url``: by range for http(s), from the disk for a file://
+    URL (a local index, as uv takes one), within the same limits either way."""
+    if not url.lower().startswith("file://"):
+        return RemoteZip(url, http).read(names)
+    path = url2pathname(urlsplit(url).path)
+    try:
+        with zipfile.ZipFile(path) as local:
+            return _members(local, url, list(names), MAX_MEMBER)
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+        raise WheelError(f"{redact(url)} is not a zip file envkit can read ({exc}).") from None
+
+
+def _members(archive: zipfile.ZipFile, url: str, names: list[str], limit: int) -> dict[str, bytes]:
+    """Each member inflated as a stream and refused past ``limit`` bytes (a zip bomb ends
+    here); members that do not exist are left out."""
+    out: dict[str, bytes] = {}
+    for name in names:
+        try:
+            info = archive.getinfo(name)
+        except KeyError:
+            continue
+        if info.file_size > limit:
+            raise _member_too_large(url, name, limit)
+        try:
+            with archive.open(info) as member:
+                data = member.read(limit + 1)
+        except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError) as exc:
+            raise WheelError(
+                f"{name} in {redact(url)} is damaged ({exc}).",
+                "Try again later; if it persists, the published wheel is broken.",
+            ) from None
+        if len(data) > limit:
+            raise _member_too_large(url, name, limit)
+        out[name] = data
+    return out
 
 
 def _offset(info: zipfile.ZipInfo) -> int:

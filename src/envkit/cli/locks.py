@@ -90,12 +90,12 @@ def lock(
             refresh=refresh or resolve,
         ),
         render.progress,
+        render.note,
     )
     if check:
         found = lockstate.check(chosen, constraints, locker if resolve else None)
         render.lock_check(found, as_json)
-        failing = ("stale", "missing", "unresolvable")
-        code = EXIT_CHECK_FAILED if any(s.state in failing for s in found) else EXIT_OK
+        code = EXIT_CHECK_FAILED if any(s.status.failing for s in found) else EXIT_OK
         return state.worst(code)
     if resolve:
         raise BadInput("--resolve goes with --check.")

@@ -60,7 +60,7 @@ def _state_rows(found: Sequence[CellState]) -> None:
 
 
 def lock_check(found: Sequence[CellState], as_json: bool) -> None:
-    bad = [s for s in found if s.state in ("stale", "missing", "unresolvable")]
+    bad = [s for s in found if s.status.failing]
     if as_json:
         emit_json(
             {
@@ -73,7 +73,7 @@ def lock_check(found: Sequence[CellState], as_json: bool) -> None:
     _state_rows(found)
     if bad:
         echo(
-            f"{len(bad)} of {len(found)} cells are stale, missing or unresolvable:",
+            f"{len(bad)} of {len(found)} cells are stale, missing, unresolvable or refused:",
             fg="red",
             bold=True,
         )
