@@ -120,3 +120,18 @@ def test_a_wheel_build_is_kept_under_its_hash(tmp_path: Path, scan_cache: Path) 
     kept.write_text('{"cuda": "12.4; rm -rf /"}')
     with pytest.raises(WheelError):
         wheel_cuda(url, Http(), sha256)
+
+
+@pytest.mark.parametrize("said", ["twelve", "12.4; x", "1" * 60])
+def test_a_torch_version_file_that_names_no_cuda_version_is_refused(
+    tmp_path: Path, scan_cache: Path, said: str
+) -> None:
+    from envkit.errors import WheelError
+    from envkit.httpclient import Http
+    from envkit.registry_scan import wheel_cuda
+
+    import wheelhouse
+
+    wheel = wheelhouse.torch("2.6.0", cuda=said).write(tmp_path)
+    with pytest.raises(WheelError, match="not a version"):
+        wheel_cuda(wheel.as_uri(), Http())

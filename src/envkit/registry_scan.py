@@ -419,20 +419,25 @@ def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
     ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
     answer is kept in the cache under that hash (the same bytes always give it)."""
     kept = cache_dir().parent / "torch-builds" / f"{sha256}.json"
-    if re.fullmatch(r"[0-9a-f]{64}", sha256):
+    cacheable = re.fullmatch(r"[0-9a-f]{64}", sha256) is not None
+    if cacheable:
         try:
             known = json.loads(kept.read_text(encoding="utf-8")).get("cuda")
         except (OSError, ValueError, AttributeError):
             known = None
-        if isinstance(known, str) and re.fullmatch(r"([0-9]{1,3}\.[0-9]{1,3})?", known):
+        if isinstance(known, str) and (not known or _CUDA.fullmatch(known)):
             return known
+    name = redact(url.rsplit("/", 1)[-1])
     texts = read_members(url, http, ["torch/version.py"])
     if "torch/version.py" not in texts:
-        raise WheelError(f"{redact(url.rsplit('/', 1)[-1])} has no torch/version.py.")
-    cuda = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")
-    value = cuda.get("cuda")
-    found = value if isinstance(value, str) and value.isascii() else ""
-    if re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise WheelError(f"{name} has no torch/version.py.")
+    value = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")
+    found = value.get("cuda")
+    if found is None:
+        found = ""  # a CPU build says cuda = None
+    if not isinstance(found, str) or (found and not _CUDA.fullmatch(found)):
+        raise WheelError(f"torch/version.py in {name} says cuda = {found!r:.40}, not a version.")
+    if cacheable:
         # a cache that cannot be written is no loss; one writer at a time (lock threads)
         with _torch_cache, contextlib.suppress(FileSystemError, OSError):
             kept.parent.mkdir(parents=True, exist_ok=True)
@@ -440,4 +445,5 @@ def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
     return found
 
 
+_CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
 _torch_cache = threading.Lock()
