@@ -69,3 +69,26 @@ def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]) -> None:
     )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert "serve" in cli.stdout
+    # vLLM's compiled kernels link against the torch built beside them
+    kernels = found["kernels", "vllm"]
+    assert kernels["status"] == "pass" and "need 112 torch symbols" in kernels["found"]
+    # torch 2.7.0 (built with the new C++ ABI) in place of 2.6.0, as `pip install -U torch`
+    # would leave it: nothing fails on import here, yet vLLM's kernels could not load
+    from envkit.uvtool import find_uv
+
+    swap = [
+        find_uv(),
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--python",
+        str(venv / "bin/python"),
+    ]
+    subprocess.run([*swap, "torch==2.7.0"], check=True, env={**os.environ, **real_env})
+    res = envkit("verify", str(ROOT / "envs" / "vllm-0.8.5+qwen2-vl.toml"), "--venv", str(venv),
+                 "--json", cwd=tmp_path)  # fmt: skip
+    assert res.code == 1
+    kernels = {(c["kind"], c["name"]): c for c in res.json()["checks"]}["kernels", "vllm"]
+    assert kernels["status"] == "fail"
+    assert "c10" in kernels["detail"] and "Ss" in kernels["detail"]  # the old ABI's std::string

@@ -25,8 +25,9 @@ from .profile import Profile
 from .redaction import redact
 from .torchsource import TorchIndex, TorchSource, as_locked, for_build
 from .uvtool import Uv
+from .venvfacts import venv_python
 from .venvslot import VenvSlot, new_build_id
-from .verify import CompatLookup, Report, venv_python, verify
+from .verify import CompatLookup, Report, verify
 
 Progress = Callable[[str], None]
 

@@ -22,20 +22,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import process
+from . import kernels, process
 from .errors import BadInput
 from .findings import Finding, Severity
 from .profile import Profile
 from .redaction import is_secret_variable
-from .verify import (
-    CompatLookup,
-    Report,
-    Status,
-    assess,
-    collect_facts,
-    facts_request,
-    venv_python,
-)
+from .venvfacts import collect_facts, venv_python
+from .verify import CompatLookup, Report, Status, assess, facts_request
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # a value that holds a credential anywhere: a known token shape, or an option naming one
@@ -139,6 +132,8 @@ def diagnose(
             if c.status is Status.FAIL
         ]
     dists = facts.get("distributions", {})
+    if profile is None:  # with one, verify's kernels check spoke above
+        findings += kernels.findings(facts.get("sys_path", []))
     findings += duplicates(dists)
     findings += known_bad(dists, compat)
     gpus, driver_cuda = nvidia()

@@ -8,12 +8,9 @@ one-line fix.
 from __future__ import annotations
 
 import enum
-import json
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -22,10 +19,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from . import process
-from .atomicfile import temporary_folder
-from .errors import BadInput, EnvironmentBroken
+from . import kernels
+from .errors import BadInput
 from .profile import Profile, Torch
+from .venvfacts import collect_facts, venv_python
 
 if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers through a callable
     from .compat import CompatReport
@@ -88,10 +85,6 @@ class Report:
         }
 
 
-def venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
 def facts_request(profile: Profile) -> dict[str, Any]:
     """What the probe must look at for ``profile``'s checks."""
     return {
@@ -111,43 +104,6 @@ def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]
             f"Build it with `envkit build {profile.name} --venv {venv}`.",
         )
     return collect_facts(python, facts_request(profile), venv, timeout)
-
-
-def collect_facts(
-    python: Path, spec: dict[str, Any], where: Path, timeout: float = 900
-) -> dict[str, Any]:
-    """Run ``_facts.py`` with ``spec`` in the interpreter ``python``; its facts."""
-    venv = where
-    source = resources.files("envkit").joinpath("_facts.py").read_text(encoding="utf-8")
-    with temporary_folder("facts") as tmp:
-        script, spec_file, out_file = (Path(tmp) / n for n in ("probe.py", "spec.json", "out"))
-        script.write_text(source, encoding="utf-8")
-        spec_file.write_text(json.dumps(spec), encoding="utf-8")
-        try:
-            done = process.run(
-                [str(python), str(script), str(spec_file), str(out_file)], timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
-            raise EnvironmentBroken(
-                f"Verification in {venv} did not finish within {timeout:.0f} s.",
-                "An import hangs there; run its python and import the profile's modules by hand.",
-            ) from None
-        except OSError as exc:
-            raise EnvironmentBroken(
-                f"Cannot run {python}: {exc.strerror}.", "Rebuild the venv with `envkit build`."
-            ) from None
-        crashed = done.returncode != 0 or not out_file.exists()
-        try:
-            facts = None if crashed else json.loads(out_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            facts = None
-        if not isinstance(facts, dict):
-            tail = " | ".join((done.stderr or "").strip().splitlines()[-5:])
-            raise EnvironmentBroken(
-                f"The verification probe crashed in {venv} (exit {done.returncode}): {tail}",
-                "The interpreter itself is broken; rebuild the venv with `envkit build`.",
-            )
-    return facts
 
 
 def assess(
@@ -212,6 +168,9 @@ def assess(
     }
     if compat is not None and len(installed) == 2:
         checks.append(compat_check(installed["vllm"], installed["transformers"], compat))
+    linked = kernels.linkage_on([str(p) for p in facts.get("sys_path", [])])
+    if linked is not None:
+        checks.append(kernels_check(linked, profile.name))
     return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
 
 
@@ -240,6 +199,26 @@ def compat_check(vllm: str, transformers: str, compat: CompatLookup) -> Check:
     return Check(
         kind="compat", name=name, status=Status.PASS, expected="compatible",
         found="compatible", detail=detail,
+    )  # fmt: skip
+
+
+def kernels_check(linked: kernels.Linkage, profile: str) -> Check:
+    """vLLM's extension modules against the torch beside them (kernels.py)."""
+    ext = f"{len(linked.extensions)} extension module(s)"
+    if linked.unreadable:
+        return Check(
+            kind="kernels", name="vllm", status=Status.WARN, expected="links against torch",
+            found="not checked", detail=f"symbol tables not read: {linked.unreadable}",
+        )  # fmt: skip
+    if linked.links:
+        return Check(
+            kind="kernels", name="vllm", status=Status.PASS, expected="links against torch",
+            found=f"{ext} need {linked.needed} torch symbols; torch defines them all",
+        )  # fmt: skip
+    return Check(
+        kind="kernels", name="vllm", status=Status.FAIL, expected="links against torch",
+        found=f"{len(linked.missing)} torch symbol(s) undefined", detail=linked.problem(),
+        fix=f"install the torch version vLLM pins, in its default build: envkit build {profile}",
     )  # fmt: skip
 
 
