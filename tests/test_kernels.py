@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from envkit.kernels import linkage, linkage_on
 
@@ -113,3 +115,41 @@ def test_verify_and_doctor_fail_a_venv_whose_kernels_do_not_link(built_copy: Pat
     assert res.code == 0, res.out
     (check,) = [c for c in res.json()["checks"] if c["kind"] == "kernels"]
     assert check["status"] == "pass" and "need 1 torch symbols" in check["found"]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(tail=st.binary(max_size=400), elf_class=st.sampled_from([b"\x01", b"\x02", b"\x09"]))
+def test_any_bytes_as_an_extension_are_one_answer(
+    tmp_path: Path, tail: bytes, elf_class: bytes
+) -> None:
+    """Whatever an extension module's bytes are (a damaged download, another format), the
+    answer is a Linkage, never an exception."""
+    package = tmp_path / "vllm"
+    package.mkdir(exist_ok=True)
+    (package / "_C.abi3.so").write_bytes(b"\x7fELF" + elf_class + b"\x01\x01" + tail)
+    (tmp_path / "torch" / "lib").mkdir(parents=True, exist_ok=True)
+    found = linkage(package, tmp_path / "torch" / "lib")
+    assert found is not None and (found.links or found.unreadable or found.missing)
+
+
+@needs_cxx
+def test_a_damaged_extension_is_one_answer(tmp_path: Path) -> None:
+    """Real shared objects with bytes overwritten anywhere: a Linkage, never an exception."""
+    import random
+
+    root = site(tmp_path / "sp")
+    good = (root / "vllm" / "_C.abi3.so").read_bytes()
+    rng = random.Random(20261130)
+    for _ in range(300):
+        data = bytearray(good)
+        for _flip in range(rng.randint(1, 6)):
+            # the ELF header, the section headers at the end, or anywhere
+            at = rng.choice(
+                [rng.randrange(64), len(data) - rng.randrange(1, 2000), rng.randrange(len(data))]
+            )
+            data[at : at + 2] = rng.randbytes(2)
+        (root / "vllm" / "_C.abi3.so").write_bytes(bytes(data))
+        found = linkage(root / "vllm", root / "torch" / "lib")
+        assert found is not None
