@@ -65,6 +65,8 @@ def linkage_on(sys_path: list[str], package: str = "vllm") -> Linkage | None:
 
 
 def linkage(package: Path, torch_lib: Path) -> Linkage | None:
+    """Every extension module under ``package`` against the libraries in ``torch_lib``;
+    None without extension modules. A file that cannot be read is an ``unreadable`` answer."""
     extensions = sorted(package.rglob("*.so"))[:MAX_EXTENSIONS]
     if not extensions:
         return None
