@@ -34,7 +34,7 @@ import httpx
 
 from .errors import BadInput, NetworkError, TooLarge
 from .redaction import redact
-from .urls import basic_authorization, parse_url
+from .urls import Target, basic_authorization, parse_url
 
 USER_AGENT = "envkit"
 MAX_REDIRECTS = 10
@@ -135,9 +135,10 @@ class Http:
         """Keep the credentials ``url`` carries (if any) for every later URL of its origin,
         as a request to it would: the files an index links to on its own host. A local
         (file://) index has none to keep."""
-        if not url.lower().startswith(("http://", "https://")):
-            return
-        given = parse_url(url)
+        if url.lower().startswith(("http://", "https://")):
+            self._keep(parse_url(url))
+
+    def _keep(self, given: Target) -> None:
         if given.authorization:
             self._realms[given.origin] = given.authorization
 
@@ -207,8 +208,7 @@ class Http:
     ) -> Response:
         ends = time.monotonic() + seconds
         first = parse_url(url)
-        if first.authorization:
-            self._realms[first.origin] = first.authorization
+        self._keep(first)
         target = first
         for _hop in range(MAX_REDIRECTS + 1):
             send = {"User-Agent": USER_AGENT, **headers}

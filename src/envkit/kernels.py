@@ -13,6 +13,7 @@ about 0.2 s for vLLM 0.8.5 against torch's 1.4 GB of libraries).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,11 +55,13 @@ class Linkage:
         )
 
 
-def linkage_on(sys_path: list[str], package: str = "vllm") -> Linkage | None:
-    """The linkage of ``package``'s extensions against the torch that ``sys_path`` imports
-    first; None when either is absent or the package has no extension modules."""
-    home = _first(sys_path, Path(package) / "__init__.py")
-    torch = _first(sys_path, Path("torch") / "lib")
+def linkage_on(sys_path: Iterable[object], package: str = "vllm") -> Linkage | None:
+    """The linkage of ``package``'s extensions against the torch that ``sys_path`` (as the
+    facts probe reports it) imports first; None when either is absent or the package has no
+    extension modules."""
+    entries = [str(entry) for entry in sys_path]
+    home = _first(entries, Path(package) / "__init__.py")
+    torch = _first(entries, Path("torch") / "lib")
     if home is None or torch is None:
         return None
     return linkage(home / package, torch / "torch" / "lib")
@@ -132,9 +135,9 @@ def _defined(path: Path, wanted: set[str]) -> set[str]:
         return out
 
 
-def findings(sys_path: list[str]) -> list[Finding]:
+def findings(sys_path: Iterable[object]) -> list[Finding]:
     """doctor's findings: vLLM's kernels against the torch the interpreter imports."""
-    linked = linkage_on([str(p) for p in sys_path])
+    linked = linkage_on(sys_path)
     if linked is None or linked.links:
         return []
     if linked.unreadable:

@@ -154,7 +154,8 @@ class Locker:
         """Why the torch this cell resolved to is not the build its backend names: '' when it
         is, when uv's ``--torch-backend`` chose it from that backend's own page, or when its
         wheel cannot be read (said through ``note``: an unread wheel is no verdict)."""
-        if torch.origin is TorchOrigin.BACKEND or not _CHECKED_BACKEND.fullmatch(cell.backend):
+        wanted = cuda_for_backend(cell.backend)  # '' for cpu: a build torch/version.py names
+        if torch.origin is TorchOrigin.BACKEND or not (wanted or cell.backend == "cpu"):
             return ""
         found = _torch_wheel(pylock)
         if found is None:
@@ -171,7 +172,6 @@ class Locker:
                 f"{exc.message}"
             )
             return ""
-        wanted = cuda_for_backend(cell.backend)
         if built == wanted:
             return ""
         where = "the default index's" if torch.origin is TorchOrigin.DEFAULT else "the mirror's"
@@ -321,9 +321,6 @@ def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
             continue  # nothing there, or not a file envkit wrote
         except OSError as exc:
             raise FileSystemError(path, exc, "remove") from None
-
-
-_CHECKED_BACKEND = re.compile(r"cu[0-9]{3}|cpu")  # builds torch/version.py can tell apart
 
 
 def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:

@@ -168,7 +168,7 @@ def assess(
     }
     if compat is not None and len(installed) == 2:
         checks.append(compat_check(installed["vllm"], installed["transformers"], compat))
-    linked = kernels.linkage_on([str(p) for p in facts.get("sys_path", [])])
+    linked = kernels.linkage_on(facts.get("sys_path", []))
     if linked is not None:
         checks.append(kernels_check(linked, profile.name))
     return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
