@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from envkit.build import constraints_text
-from envkit.catalog import resolve_profile
-from envkit.interpreters import find_interpreter
-from envkit.uvtool import find_uv
+from envkit.env.build import constraints_text
+from envkit.env.interpreters import find_interpreter
+from envkit.io.uv import find_uv
+from envkit.profiles.catalog import resolve_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from envkit.registry_scan import VLLM_CONFIG, VLLM_LAYOUTS, Scanner, scan_vllm
-from envkit.wheelfetch import index_url, pick_wheel
+from envkit.index.wheels import index_url, pick_wheel
+from envkit.releases.registry import VLLM_CONFIG, VLLM_LAYOUTS, Scanner, scan_vllm
 
 
 def main() -> int:

@@ -86,7 +86,7 @@ def build_args(index: str, *extra: str) -> list[str]:
 
 def install_into(venv: Path, index: str, requirement: str) -> None:
     """Change a built venv behind envkit's back, with the real uv (drift on purpose)."""
-    from envkit.uvtool import find_uv
+    from envkit.io.uv import find_uv
 
     subprocess.run(
         [

@@ -157,7 +157,7 @@ def test_doctor_defaults_to_the_project_venv(tmp_path: Path) -> None:
 
 def test_an_editable_install_and_its_source_metadata_are_one_copy(tmp_path: Path) -> None:
     """`pip install -e .` leaves src/NAME.egg-info in the project: not a second copy."""
-    from envkit.doctor import duplicates
+    from envkit.env.doctor import duplicates
 
     project = tmp_path / "proj"
     editable = {"version": "0.1.0", "location": str(tmp_path / "site"), "installer": "pip"}

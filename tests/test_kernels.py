@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envkit.kernels import linkage, linkage_on
+from envkit.gpu.linkage import linkage, linkage_on
 
 from helpers import envkit
 

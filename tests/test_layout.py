@@ -69,13 +69,14 @@ def calls(name: str) -> Iterator[str]:
 
 def test_the_rules_read_real_modules() -> None:
     """The readers above see what they must (else every rule below would pass vacuously)."""
-    assert {"envkit.cli", "envkit.render.term", "envkit.process", "envkit.uvtool"} <= set(modules())
+    expected = {"envkit.cli", "envkit.render.term", "envkit.io.process", "envkit.io.uv"}
+    assert expected <= set(modules())
     assert "envkit.render" in imports("envkit.cli.models")
     assert "envkit.render.term" in imports("envkit.render.models")
     assert "click.echo" in set(calls("envkit.render.term"))
-    assert "subprocess.Popen" in set(calls("envkit.process"))
-    assert "httpx.Client" in set(calls("envkit.httpclient"))
-    assert "uv_package.find_uv_bin" in set(calls("envkit.uvtool"))
+    assert "subprocess.Popen" in set(calls("envkit.io.process"))
+    assert "httpx.Client" in set(calls("envkit.io.http"))
+    assert "uv_package.find_uv_bin" in set(calls("envkit.io.uv"))
 
 
 def test_no_import_cycle() -> None:
@@ -106,10 +107,10 @@ def test_the_core_never_imports_the_command_line_or_render() -> None:
     assert {n: d for n, d in offenders.items() if d} == {}
 
 
-# the streams: only render.term writes; _facts runs inside the checked venv (its stdout is
+# the streams: only render.term writes; env.inside_venv runs inside the checked venv (its stdout is
 # what verify reads) and torchcuda's main is the maintainer's table generator
 WRITES = {"print", "click.echo", "click.secho", "sys.stdout.write", "sys.stderr.write"}
-MAY_WRITE = {"envkit.render.term", "envkit._facts", "envkit.torchcuda"}
+MAY_WRITE = {"envkit.render.term", "envkit.env.inside_venv", "envkit.releases.torchbuilds"}
 STARTS = {
     "subprocess.run",
     "subprocess.Popen",
@@ -128,9 +129,9 @@ STARTS = {
     ("what", "names", "allowed"),
     [
         ("writes to stdout or stderr", WRITES, MAY_WRITE),
-        ("starts a child process", STARTS, {"envkit.process"}),
-        ("finds the uv binary", {"find_uv", "uv_package.find_uv_bin"}, {"envkit.uvtool"}),
-        ("opens an HTTP client", {"httpx.Client", "urllib.request.urlopen"}, {"envkit.httpclient"}),
+        ("starts a child process", STARTS, {"envkit.io.process"}),
+        ("finds the uv binary", {"find_uv", "uv_package.find_uv_bin"}, {"envkit.io.uv"}),
+        ("opens an HTTP client", {"httpx.Client", "urllib.request.urlopen"}, {"envkit.io.http"}),
     ],
 )
 def test_one_module_owns_each_outside_effect(what: str, names: set[str], allowed: set[str]) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.uvtool import find_uv
+from envkit.io.uv import find_uv
 
 import wheelhouse
 from conftest import Indexes
@@ -322,10 +322,10 @@ def test_a_torch_build_other_than_the_backend_is_refused_and_withdrawn(
 
 def test_an_unreadable_torch_wheel_is_no_verdict(tmp_path: Path) -> None:
     """When the resolved torch wheel cannot be read, the lock says so and goes on."""
-    from envkit.lockcells import Cell
-    from envkit.lockmatrix import Locker, LockOptions
-    from envkit.torchsource import TorchIndex
-    from envkit.uvtool import Uv
+    from envkit.io.uv import Uv
+    from envkit.lock.cells import Cell
+    from envkit.lock.locker import Locker, LockOptions
+    from envkit.lock.torchsource import TorchIndex
 
     pylock = tmp_path / "pylock.toml"
     gone = (tmp_path / "torch-2.6.0-py3-none-any.whl").as_uri()

@@ -9,7 +9,7 @@ from typing import Any
 import layouts
 import pytest
 
-from envkit.profile import load_profile
+from envkit.profiles.profile import load_profile
 
 import indexserver
 from helpers import envkit

@@ -74,7 +74,7 @@ def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]) -> None:
     assert kernels["status"] == "pass" and "need 112 torch symbols" in kernels["found"]
     # torch 2.7.0 (built with the new C++ ABI) in place of 2.6.0, as `pip install -U torch`
     # would leave it: nothing fails on import here, yet vLLM's kernels could not load
-    from envkit.uvtool import find_uv
+    from envkit.io.uv import find_uv
 
     swap = [
         find_uv(),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import Catalog
+from envkit.profiles.catalog import Catalog
 
 from helpers import run_cli
 

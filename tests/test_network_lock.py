@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.lockcells import body
+from envkit.lock.cells import body
 
 from helpers import envkit
 

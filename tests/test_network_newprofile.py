@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.profile import load_profile
+from envkit.profiles.profile import load_profile
 
 from helpers import envkit
 

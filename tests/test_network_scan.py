@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from envkit.catalog import Catalog
-from envkit.registry_scan import Scanner, releases_listing
-from envkit.wheelfetch import index_url
+from envkit.index.wheels import index_url
+from envkit.profiles.catalog import Catalog
+from envkit.releases.registry import Scanner, releases_listing
 
 from helpers import envkit
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import BadInput
-from envkit.gpus import GIB, parse_size
-from envkit.modelshapes import kv_bytes_per_token, parameters_from_shapes, shapes
-from envkit.plan import PlanInput, make_plan
+from envkit.gpu.cards import GIB, parse_size
+from envkit.serving.memory_plan import PlanInput, make_plan
+from envkit.serving.shapes import kv_bytes_per_token, parameters_from_shapes, shapes
 
 from helpers import envkit
 from registry_world import MODELS

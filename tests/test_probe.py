@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import BadInput
-from envkit.serverprobe import candidates
+from envkit.serving.probe import candidates
 
 from helpers import envkit
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from envkit import process
+from envkit.io import process
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
 def test_a_child_dies_with_envkit() -> None:
-    code = "from envkit import process; process.run(['sleep', '60'])"
+    code = "from envkit.io import process; process.run(['sleep', '60'])"
     parent = subprocess.Popen([sys.executable, "-c", code])
     try:
         for _ in range(100):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from envkit.catalog import Catalog
 from envkit.errors import BadInput, ProfileError, ProfileNotFound
-from envkit.profile import load_profile
+from envkit.profiles.catalog import Catalog
+from envkit.profiles.profile import load_profile
 
 from helpers import envkit, profile_text
 

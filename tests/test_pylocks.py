@@ -14,8 +14,8 @@ from packaging.markers import default_environment
 from packaging.pylock import PylockSelectError
 from test_lock import OTHER, lock_args, matrix_profile
 
-from envkit.pylocks import validate_file
-from envkit.uvtool import find_uv
+from envkit.io.uv import find_uv
+from envkit.lock.pylocks import validate_file
 
 from conftest import Indexes
 from helpers import PY, run_cli

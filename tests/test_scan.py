@@ -9,9 +9,9 @@ from pathlib import Path
 import layouts
 import pytest
 
-from envkit.astdata import OPAQUE, module_tables
 from envkit.errors import BadInput, WheelError
-from envkit.registry_scan import (
+from envkit.index.asttables import OPAQUE, module_tables
+from envkit.releases.registry import (
     VLLM_REGISTRY,
     Scanner,
     parse_target,

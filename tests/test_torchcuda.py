@@ -9,8 +9,8 @@ from pathlib import Path
 import loopback
 import pytest
 
-from envkit.registry_scan import Scanner
-from envkit.torchcuda import CudaBuilds, main, shipped_table
+from envkit.releases.registry import Scanner
+from envkit.releases.torchbuilds import CudaBuilds, main, shipped_table
 
 
 def page(*wheels: str) -> loopback.Route:
@@ -104,8 +104,8 @@ def test_a_wheel_build_is_kept_under_its_hash(tmp_path: Path, scan_cache: Path) 
     import hashlib
 
     from envkit.errors import WheelError
-    from envkit.httpclient import Http
-    from envkit.registry_scan import cache_dir, wheel_cuda
+    from envkit.io.http import Http
+    from envkit.releases.registry import cache_dir, wheel_cuda
 
     import wheelhouse
 
@@ -127,8 +127,8 @@ def test_a_torch_version_file_that_names_no_cuda_version_is_refused(
     tmp_path: Path, scan_cache: Path, said: str
 ) -> None:
     from envkit.errors import WheelError
-    from envkit.httpclient import Http
-    from envkit.registry_scan import wheel_cuda
+    from envkit.io.http import Http
+    from envkit.releases.registry import wheel_cuda
 
     import wheelhouse
 

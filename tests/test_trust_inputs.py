@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.uvtool import network_failure
+from envkit.io.uv import network_failure
 
 from helpers import profile_text, run_cli
 
@@ -100,7 +100,7 @@ def test_gpu_memory_needs_a_unit_and_a_sane_value(here: Path, size: str) -> None
 
 
 def test_gpu_memory_units() -> None:
-    from envkit.gpus import parse_size
+    from envkit.gpu.cards import parse_size
 
     assert parse_size("8GiB") == 8 * 1024**3
     assert parse_size("7.5G") == 7_500_000_000

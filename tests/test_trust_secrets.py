@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envkit.redaction import redact
-from envkit.urls import parse_url
+from envkit.io.redaction import redact
+from envkit.io.urls import parse_url
 
 import indexserver
 from helpers import run_cli

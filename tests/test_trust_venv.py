@@ -230,7 +230,7 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
 def test_a_write_sweeps_only_its_own_leftovers(tmp_path: Path) -> None:
     """Beside a file it writes, envkit removes what a killed writer of that file left, and
     nothing else that merely looks like it."""
-    from envkit.atomicfile import write_atomic
+    from envkit.io.atomicfile import write_atomic
 
     pid = dead_pid()
     (tmp_path / f".lock.json.{pid}.tmp").write_text("{")

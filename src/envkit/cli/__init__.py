@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 import click
 
-from .. import process, redaction, render
-from ..atomicfile import sweep_temporary_folders
-from ..errors import (
+from envkit import render
+from envkit.cli import env, locks, models, serving, site
+from envkit.cli.group import cli
+from envkit.cli.options import State
+from envkit.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -23,9 +25,8 @@ from ..errors import (
     EnvkitError,
     Interrupted,
 )
-from . import env, locks, models, serving, site
-from .group import cli
-from .options import State
+from envkit.io import process, redaction
+from envkit.io.atomicfile import sweep_temporary_folders
 
 for _module in (env, models, locks, serving, site):
     for _command in _module.COMMANDS:
@@ -80,8 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_BAD_INPUT
     finally:
-        if "envkit.httpclient" in sys.modules:  # loaded only by commands that use the network
-            sys.modules["envkit.httpclient"].close_all()
+        if "envkit.io.http" in sys.modules:  # loaded only by commands that use the network
+            sys.modules["envkit.io.http"].close_all()
         restore()
 
 

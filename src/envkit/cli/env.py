@@ -7,11 +7,8 @@ from pathlib import Path
 
 import click
 
-from .. import render
-from ..catalog import Catalog
-from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, Interrupted
-from ..torchsource import TorchIndex
-from .options import (
+from envkit import render
+from envkit.cli.options import (
     State,
     compat_lookup,
     complete_profiles,
@@ -21,6 +18,9 @@ from .options import (
     torch_index_option,
     venv_option,
 )
+from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, Interrupted
+from envkit.lock.torchsource import TorchIndex
+from envkit.profiles.catalog import Catalog
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -87,8 +87,8 @@ def build(
     The new environment is built aside and verified; only then does it replace the one at
     --venv. A failed, interrupted or killed build leaves the previous environment in place.
     """
-    from ..build import BuildOptions
-    from ..build import build as run_build
+    from envkit.env.build import BuildOptions
+    from envkit.env.build import build as run_build
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     options = BuildOptions(
@@ -114,8 +114,8 @@ def build(
 @click.pass_obj
 def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
     """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA."""
-    from ..venvslot import VenvSlot
-    from ..verify import verify as run_verify
+    from envkit.env.venvslot import VenvSlot
+    from envkit.env.verify import verify as run_verify
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     slot = VenvSlot(venv)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .. import __version__, render
-from .options import State
+from envkit import __version__, render
+from envkit.cli.options import State
 
 
 @click.group(

@@ -6,14 +6,8 @@ from pathlib import Path
 
 import click
 
-from .. import lockstate, render
-from ..catalog import Catalog
-from ..errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from ..lockmatrix import Locker, LockOptions
-from ..profile import Profile
-from ..torchsource import TorchIndex
-from ..uvtool import Uv
-from .options import (
+from envkit import render
+from envkit.cli.options import (
     State,
     complete_profiles,
     constraints_option,
@@ -21,6 +15,13 @@ from .options import (
     json_option,
     torch_index_option,
 )
+from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from envkit.io.uv import Uv
+from envkit.lock import states
+from envkit.lock.locker import Locker, LockOptions
+from envkit.lock.torchsource import TorchIndex
+from envkit.profiles.catalog import Catalog
+from envkit.profiles.profile import Profile
 
 
 def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile]:
@@ -93,7 +94,7 @@ def lock(
         render.note,
     )
     if check:
-        found = lockstate.check(chosen, constraints, locker if resolve else None)
+        found = states.check(chosen, constraints, locker if resolve else None)
         render.lock_check(found, as_json)
         code = EXIT_CHECK_FAILED if any(s.status.failing for s in found) else EXIT_OK
         return state.worst(code)
@@ -111,9 +112,9 @@ def lock(
 
 def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, str]:
     """Profiles whose pins fail `envkit compat` (checked on the index envkit reads)."""
-    from ..compat import Checker
-    from ..compatgate import lock_refusals
-    from ..wheelfetch import index_url
+    from envkit.compat.checker import Checker
+    from envkit.compat.enforcement import lock_refusals
+    from envkit.index.wheels import index_url
 
     try:
         checker = Checker(index_url(index), progress=render.progress)
@@ -138,9 +139,9 @@ def matrix(
 ) -> int:
     """The lock cells of one profile (or all) and their state."""
     chosen = _profiles(state, (profile,) if profile else (), not profile)
-    found = [s for p in chosen for s in lockstate.states(p, constraints)]
+    found = [s for p in chosen for s in states.states(p, constraints)]
     if github:
-        render.github_matrix(lockstate.github_matrix(found))
+        render.github_matrix(states.github_matrix(found))
     else:
         render.matrix(found, as_json)
     return state.worst(EXIT_OK)
@@ -168,7 +169,7 @@ def publish(
     as_json: bool,
 ) -> int:
     """Write the locked cells and constraints/index.json (file, sha256, digest), atomically."""
-    result = lockstate.publish(_profiles(state, profiles, every), constraints, to)
+    result = states.publish(_profiles(state, profiles, every), constraints, to)
     render.published(result, as_json)
     return state.worst(EXIT_OK)
 

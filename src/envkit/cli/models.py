@@ -8,11 +8,17 @@ from pathlib import Path
 import click
 from packaging.version import Version
 
-from .. import render
-from ..catalog import Catalog
-from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from ..profile import NAME_RE, Profile
-from .options import State, complete_profiles, index_url_option, json_option, revision_option
+from envkit import render
+from envkit.cli.options import (
+    State,
+    complete_profiles,
+    index_url_option,
+    json_option,
+    revision_option,
+)
+from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from envkit.profiles.catalog import Catalog
+from envkit.profiles.profile import NAME_RE, Profile
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -30,12 +36,12 @@ def _shipped(state: State) -> list[Profile]:
 def _model_report(
     state: State, profile: Profile | None, model: str, index: str | None, revision: str | None
 ) -> int:
-    from .. import modelcheck
-    from ..profile_write import current_models
-    from ..registry_scan import Scanner, releases_listing
-    from ..wheelfetch import index_url
+    from envkit.index.wheels import index_url
+    from envkit.models import check_model
+    from envkit.models.drafts import current_models
+    from envkit.releases.registry import Scanner, releases_listing
 
-    config = modelcheck.load_model_config(model, revision=revision)
+    config = check_model.load_model_config(model, revision=revision)
     scanner = Scanner(index_url(index), progress=render.progress)
     stale: dict[str, str] = {}
 
@@ -45,7 +51,7 @@ def _model_report(
             stale[p.name] = note
         return fresh
 
-    report = modelcheck.report(
+    report = check_model.report(
         config,
         current(profile) if profile is not None else None,
         [current(p) for p in _shipped(state)],
@@ -112,10 +118,10 @@ def scan(
 
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
-    from ..profile_write import rescan
-    from ..registry_scan import Scanner, parse_target, with_bounds
-    from ..vllmtests import transformers_bounds
-    from ..wheelfetch import index_url
+    from envkit.index.wheels import index_url
+    from envkit.models.drafts import rescan
+    from envkit.releases.registry import Scanner, parse_target, with_bounds
+    from envkit.releases.testregistry import transformers_bounds
 
     scanner = Scanner(index_url(index), use_cache=not no_cache, progress=render.progress)
     if update:
@@ -187,12 +193,12 @@ def new_profile(
     before it, within vLLM's own bound for the architecture, know the model type and pass
     `envkit compat`. The output says why newer candidates were rejected.
     """
-    from ..compat import Checker
-    from ..doctor import nvidia
-    from ..modelcheck import load_model_config
-    from ..profile_write import draft_for_model
-    from ..registry_scan import Scanner
-    from ..wheelfetch import index_url
+    from envkit.compat.checker import Checker
+    from envkit.env.doctor import nvidia
+    from envkit.index.wheels import index_url
+    from envkit.models.check_model import load_model_config
+    from envkit.models.drafts import draft_for_model
+    from envkit.releases.registry import Scanner
 
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
@@ -233,10 +239,10 @@ def history(
     and the shipped profiles that can load it. Each release is read once from its wheel and
     cached. Exit 0 when some release lists it, 1 when none does, 2 on bad input.
     """
-    from .. import history as hist
-    from ..modelcheck import load_model_config
-    from ..registry_scan import Scanner
-    from ..wheelfetch import index_url
+    from envkit.index.wheels import index_url
+    from envkit.models import history as hist
+    from envkit.models.check_model import load_model_config
+    from envkit.releases.registry import Scanner
 
     archs: tuple[str, ...]
     model: str | None
@@ -284,14 +290,14 @@ def compat(
     the pair stays usable for the others. Give the two pins, or a PROFILE to check its pins.
     Exit 0 compatible, 1 not, 2 bad input.
     """
-    from ..compat import Checker
-    from ..wheelfetch import index_url
+    from envkit.compat.checker import Checker
+    from envkit.index.wheels import index_url
 
     vllm, transformers = _pair(state, targets)
     checker = Checker(index_url(index), use_cache=not no_cache, progress=render.progress)
     report = checker.check(vllm, transformers)
     if removed_in:
-        from ..removal import date
+        from envkit.compat.removed_in import date
 
         report = date(checker, report)
     render.compat(report, as_json)
@@ -299,7 +305,7 @@ def compat(
 
 
 def _pair(state: State, targets: tuple[str, ...]) -> tuple[Version, Version]:
-    from ..registry_scan import parse_target
+    from envkit.releases.registry import parse_target
 
     if len(targets) == 1 and "==" not in targets[0]:
         profile = Catalog.from_option(state.envs).resolve(targets[0])

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import click.shell_completion
 
-from .. import render
-from ..errors import EXIT_BAD_INPUT
+from envkit import render
+from envkit.errors import EXIT_BAD_INPUT
 
 if TYPE_CHECKING:
-    from ..verify import CompatLookup
+    from envkit.env.verify import CompatLookup
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,13 +68,13 @@ def constraints_option(func: F) -> F:
 
 def _checked_torch_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
     """The one place --torch-index (or $ENVKIT_TORCH_INDEX) is parsed: a TorchIndex."""
-    from ..torchsource import TorchIndex
+    from envkit.lock.torchsource import TorchIndex
 
     return TorchIndex.parse(value)
 
 
 def _checked_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    from ..urls import check_index
+    from envkit.io.urls import check_index
 
     return check_index(value, "--index-url") if value is not None else None
 
@@ -113,7 +113,7 @@ def complete_profiles(
     ctx: click.Context, _param: click.Parameter, incomplete: str
 ) -> list[click.shell_completion.CompletionItem]:
     """Profile names for shell completion, from the same folders the commands search."""
-    from ..catalog import Catalog
+    from envkit.profiles.catalog import Catalog
 
     state = ctx.find_object(State)
     try:
@@ -139,8 +139,8 @@ def revision_option(func: F) -> F:
 def compat_lookup(index: str | None) -> CompatLookup:
     """For build, verify and doctor: the installed vLLM + transformers pair against
     `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
-    from ..compat import Checker
-    from ..compatgate import lookup
-    from ..wheelfetch import index_url
+    from envkit.compat.checker import Checker
+    from envkit.compat.enforcement import lookup
+    from envkit.index.wheels import index_url
 
     return lookup(Checker(index_url(index), progress=render.progress))

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from .. import render
-from ..catalog import Catalog
-from ..errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
-from .options import (
+from envkit import render
+from envkit.cli.options import (
     State,
     compat_lookup,
     complete_profiles,
@@ -17,6 +15,8 @@ from .options import (
     json_option,
     revision_option,
 )
+from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from envkit.profiles.catalog import Catalog
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -89,32 +89,33 @@ def plan(
 
     Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
     """
-    from .. import gpus, modelcheck
-    from .. import plan as memplan
+    from envkit.gpu import cards
+    from envkit.models import check_model
+    from envkit.serving import memory_plan as memplan
 
-    card_memory, card_capability = gpus.gpu(gpu_name) if gpu_name else (0, None)
+    card_memory, card_capability = cards.gpu(gpu_name) if gpu_name else (0, None)
     if gpu_memory is None and not card_memory:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
-    from ..profile_write import current_models
-    from ..registry_scan import Scanner
-    from ..wheelfetch import index_url
+    from envkit.index.wheels import index_url
+    from envkit.models.drafts import current_models
+    from envkit.releases.registry import Scanner
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     # the verdict from the pinned releases, should the [models] table be stale
     loaded, _stale = current_models(loaded, Scanner(index_url(), progress=render.progress))
-    config = modelcheck.load_model_config(model, revision=revision)
+    config = check_model.load_model_config(model, revision=revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
-    verdict = modelcheck.judge(loaded, config)  # the plan obeys it: no command if it cannot load
+    verdict = check_model.judge(loaded, config)  # the plan obeys it: no command if it cannot load
     inp = memplan.PlanInput(
         model=folder,
-        gpu_memory=gpus.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
-        free=gpus.parse_size(free, "--free") if free else None,
+        gpu_memory=cards.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
+        free=cards.parse_size(free, "--free") if free else None,
         utilization=utilization,
         max_model_len=max_model_len,
         dtype=dtype,
         kv_cache_dtype=kv_cache_dtype,
-        reserve=gpus.parse_size(reserve, "--reserve", allow_zero=True),
-        compute_capability=gpus.compute_capability(compute_capability)
+        reserve=cards.parse_size(reserve, "--reserve", allow_zero=True),
+        compute_capability=cards.compute_capability(compute_capability)
         if compute_capability
         else card_capability,
         load_problems=verdict.problems,
@@ -160,9 +161,9 @@ def probe(
     When BASE_URL fails, the usual mistakes are tried (missing or doubled /v1, an endpoint
     given as the base) and the base URL that works is named. Exit 0 when the chat answers.
     """
-    from .. import serverprobe
+    from envkit.serving import probe
 
-    result = serverprobe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
+    result = probe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
     render.probe(result, as_json)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
@@ -189,7 +190,7 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     transformers pairs, torch's CUDA against the driver, WSL2, GPUs without bfloat16, old
     hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
     """
-    from .. import doctor as doctor_module
+    from envkit.env import doctor as doctor_module
 
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
     render.progress("inspecting the environment (one run of its interpreter) and this machine")

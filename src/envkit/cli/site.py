@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from .. import render
-from ..catalog import Catalog
-from ..errors import EXIT_OK
-from .options import State, constraints_option, index_url_option, json_option
+from envkit import render
+from envkit.cli.options import State, constraints_option, index_url_option, json_option
+from envkit.errors import EXIT_OK
+from envkit.profiles.catalog import Catalog
 
 
 @click.command()
@@ -33,11 +33,11 @@ def site(state: State, out: Path, index: str | None, constraints: str | None, as
     Built from the scans envkit caches: a cold run reads every vLLM release (a few minutes),
     a warm one takes seconds, and the same caches give the same bytes.
     """
-    from ..compat import Checker
-    from ..registry_scan import Scanner
-    from ..sitebuild import previous_files, write
-    from ..sitedata import gather
-    from ..wheelfetch import index_url
+    from envkit.compat.checker import Checker
+    from envkit.index.wheels import index_url
+    from envkit.releases.registry import Scanner
+    from envkit.site.build import previous_files, write
+    from envkit.site.data import gather
 
     previous_files(out)  # refuse a folder envkit did not make before any network
     listing = Catalog.from_option(state.envs).list()

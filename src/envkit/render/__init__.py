@@ -9,11 +9,11 @@ only through ``term.echo``. The command line calls ``render.NAME`` for all of th
 
 from __future__ import annotations
 
-from .env import build, profiles, report, show
-from .locks import github_matrix, lock_check, lock_results, matrix, published
-from .models import compat, drafted, histories, model_report, scans, site
-from .serving import diagnosis, plan, probe
-from .term import (
+from envkit.render.env import build, profiles, report, show
+from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
+from envkit.render.models import compat, drafted, histories, model_report, scans, site
+from envkit.render.serving import diagnosis, plan, probe
+from envkit.render.term import (
     JSON_VERSION,
     broken_profiles,
     emit_json,

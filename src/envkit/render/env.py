@@ -6,21 +6,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .term import (
-    cut,
-    cut_left,
-    echo,
-    emit_json,
-    table,
-    term_width,
-    wrap,
-)
+from envkit.render.term import cut, cut_left, echo, emit_json, table, term_width, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from ..build import BuildResult
-    from ..catalog import ProfileListing
-    from ..profile import Profile
-    from ..verify import Report
+    from envkit.env.build import BuildResult
+    from envkit.env.verify import Report
+    from envkit.profiles.catalog import ProfileListing
+    from envkit.profiles.profile import Profile
 
 
 def profiles(listing: ProfileListing, as_json: bool) -> None:

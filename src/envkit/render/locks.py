@@ -6,15 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .term import (
-    echo,
-    emit_json,
-    table,
-    wrap,
-)
+from envkit.render.term import echo, emit_json, table, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from ..lockcells import CellState
+    from envkit.lock.cells import CellState
 
 
 _STATE_COLOUR = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .term import (
+from envkit.render.term import (
     columns,
     cut_left,
     echo,
@@ -17,13 +17,13 @@ from .term import (
 )
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from ..compat import CompatReport
-    from ..history import History
-    from ..modelcheck import ModelReport
-    from ..profile import Profile
-    from ..registry_scan import Scan
-    from ..sitebuild import SiteResult
-    from ..solver import Solution
+    from envkit.compat.checker import CompatReport
+    from envkit.models.check_model import ModelReport
+    from envkit.models.history import History
+    from envkit.models.solver import Solution
+    from envkit.profiles.profile import Profile
+    from envkit.releases.registry import Scan
+    from envkit.site.build import SiteResult
 
 
 def scans(results: Sequence[Scan], as_json: bool, updated: str = "") -> None:

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .term import (
-    cut_left,
-    echo,
-    emit_json,
-    finding_lines,
-    table,
-    term_width,
-    wrap,
-)
+from envkit.render.term import cut_left, echo, emit_json, finding_lines, table, term_width, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from ..doctor import Diagnosis
-    from ..modelcheck import Verdict
-    from ..plan import Plan
-    from ..serverprobe import ProbeResult
+    from envkit.env.doctor import Diagnosis
+    from envkit.models.check_model import Verdict
+    from envkit.serving.memory_plan import Plan
+    from envkit.serving.probe import ProbeResult
 
 
 def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
@@ -29,7 +21,7 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
             data["compose"] = compose
         emit_json(data)
         return
-    from ..gpus import GIB  # loaded already: the plan was made
+    from envkit.gpu.cards import GIB
 
     shown = 0
     if not verdict.ok:  # the reasons first: no memory setting fixes them

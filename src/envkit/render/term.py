@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import EXIT_CODES, EnvkitError
-from ..redaction import redact
+from envkit.errors import EXIT_CODES, EnvkitError
+from envkit.io.redaction import redact
 
 if TYPE_CHECKING:
-    from ..findings import Finding
+    from envkit.findings import Finding
 
 JSON_VERSION = 1
 

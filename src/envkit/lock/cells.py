@@ -1,0 +1,277 @@
+"""The vocabulary of locks, shared by the locker, the lock state and the build.
+
+A **cell** is one Python x platform x torch backend of a profile (``py3.12-linux-x86_64-cu124``);
+its **status** says what is published for it; a :class:`CellState` is one cell's status with
+its files and reason; the **manifest** (``constraints/<profile>/lock.json``) records the status
+of every cell locked from one profile **digest** (the profile file's content hash).
+
+Nothing here runs uv or writes a lock: lockmatrix.py locks, lockstate.py reads the files on
+disk and publishes, build.py installs a published lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from envkit.io.atomicfile import write_atomic
+from envkit.profiles.profile import Profile
+
+
+class CellStatus(str, Enum):
+    LOCKED = "locked"  # resolved, wheels for every package
+    SOURCE_ONLY = "source-only"  # resolved, but some package only as a source distribution
+    UNRESOLVABLE = "unresolvable"  # uv found no solution (its reason is kept)
+    STALE = "stale"  # files from another profile digest, or resolving again differs
+    MISSING = "missing"  # never locked
+    UNREACHABLE = "unreachable"  # an index could not be reached: never recorded or published
+    # refused, written nowhere: the pins fail `envkit compat`, or the torch the cell resolved
+    # to is not the build its backend names (a CPU-only wheel in a cu128 cell)
+    INCOMPATIBLE = "incompatible"
+
+    @property
+    def usable(self) -> bool:
+        """A published lock that can be installed."""
+        return self in (CellStatus.LOCKED, CellStatus.SOURCE_ONLY)
+
+    @property
+    def failing(self) -> bool:
+        """What `lock --check` reports: the published files cannot be trusted as current, or
+        a declared cell has none."""
+        return self in (
+            CellStatus.STALE,
+            CellStatus.MISSING,
+            CellStatus.UNRESOLVABLE,
+            CellStatus.INCOMPATIBLE,
+        )
+
+
+class TorchOrigin(str, Enum):
+    """Where a lock took torch from, so a build from it asks the same place."""
+
+    BACKEND = "backend"  # uv --torch-backend (the PyTorch index)
+    DEFAULT = "default"  # the default index
+    MIRROR = "mirror"  # a PyTorch index mirror (its URL is not recorded: it may hold secrets)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    profile: str
+    python: str
+    platform: str
+    backend: str
+
+    @property
+    def name(self) -> str:
+        return cell_name(self.python, self.platform, self.backend)
+
+    @property
+    def pylock_name(self) -> str:
+        """PEP 751 forbids dots in the name part of ``pylock.<name>.toml``."""
+        return f"pylock.{self.name.replace('.', '')}.toml"
+
+    @property
+    def txt_name(self) -> str:
+        return f"{self.name}.txt"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "profile": self.profile,
+            "cell": self.name,
+            "python": self.python,
+            "platform": self.platform,
+            "backend": self.backend or "any",
+        }
+
+
+def cell_name(python: str, platform_name: str, backend: str) -> str:
+    return f"py{python}-{platform_name}-{backend or 'any'}"
+
+
+def cells(profile: Profile) -> list[Cell]:
+    return [
+        Cell(profile=profile.name, python=py, platform=plat, backend=backend)
+        for py in profile.matrix.python
+        for plat in profile.matrix.platforms
+        for backend in (profile.matrix.backends or ("",))
+    ]
+
+
+def machine_platform() -> str:
+    """This machine as a matrix platform name (linux-x86_64, ...)."""
+    machine = platform.machine().lower()
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    system = {"darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
+    if system == "macos" and arch == "aarch64":
+        return "macos-arm64"
+    return f"{system}-{arch}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellState:
+    """One cell's status, its files (when published or just written) and why."""
+
+    cell: Cell
+    status: CellStatus
+    reason: str = ""
+    files: tuple[Path, ...] = ()
+    source_only: tuple[str, ...] = ()
+    torch: TorchOrigin = TorchOrigin.BACKEND
+    seconds: float = 0.0
+
+    @property
+    def state(self) -> str:
+        return self.status.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.cell.to_dict(),
+            "state": self.status.value,
+            "reason": self.reason,
+            "source_only": list(self.source_only),
+            "files": [str(f) for f in self.files],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def digest(profile: Profile) -> str:
+    """The profile's content digest: any edit of the file makes its locks stale."""
+    data = profile.path.read_bytes().replace(b"\r\n", b"\n")
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def constraints_root(profile: Profile, option: str | None = None) -> Path:
+    """``--constraints DIR``, ``$ENVKIT_CONSTRAINTS``, else ``constraints/`` beside ``envs/``."""
+    chosen = option or os.environ.get("ENVKIT_CONSTRAINTS")
+    return Path(chosen) if chosen else profile.path.resolve().parent.parent / "constraints"
+
+
+def cell_folder(profile: Profile, option: str | None = None) -> Path:
+    return constraints_root(profile, option) / profile.name
+
+
+def file_digest(path: Path) -> str:
+    """The profile digest a lock file's header names ('' when none)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.startswith("#"):
+                    break
+                if line.startswith("# profile-digest: "):
+                    return line.split(": ", 1)[1].strip()
+    except (OSError, UnicodeDecodeError):
+        pass
+    return ""
+
+
+def body(path: Path) -> str:
+    """A lock file without its header."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(
+        lines[next((i for i, ln in enumerate(lines) if not ln.startswith("#")), len(lines)) :]
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManifestEntry:
+    """What lock.json records of one cell."""
+
+    state: CellStatus
+    reason: str = ""
+    source_only: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    torch: TorchOrigin = TorchOrigin.BACKEND
+    cell: dict[str, str] = field(default_factory=dict)  # the cell's axes, for readers
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ManifestEntry | None:
+        """None when ``data`` is not an entry envkit wrote (the cell is judged from files)."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            state = CellStatus(data.get("state"))
+            torch = TorchOrigin(data.get("torch", "backend"))
+        except ValueError:
+            return None
+        reason, names, sources = (
+            data.get("reason", ""),
+            data.get("files", []),
+            data.get("source_only", []),
+        )
+        if not isinstance(reason, str) or not _strings(names) or not _strings(sources):
+            return None
+        axes = {k: v for k in ("profile", "cell", "python", "platform", "backend") if
+                isinstance(v := data.get(k), str)}  # fmt: skip
+        return cls(
+            state=state,
+            reason=reason,
+            source_only=tuple(sources),
+            files=tuple(names),
+            torch=torch,
+            cell=axes,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.cell,
+            "state": self.state.value,
+            "reason": self.reason,
+            "source_only": list(self.source_only),
+            "files": list(self.files),
+            "torch": self.torch.value,
+        }
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    """``lock.json``: every cell's recorded status, for one profile digest."""
+
+    profile: str
+    digest: str
+    uv: str = ""
+    cells: dict[str, ManifestEntry] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest | None:
+        """The manifest at ``path``; None when missing or not one envkit wrote."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Manifest | None:
+        if not isinstance(data, dict) or not isinstance(data.get("cells", {}), dict):
+            return None
+        profile, digest_, uv = data.get("profile"), data.get("digest"), data.get("uv", "")
+        if not isinstance(profile, str) or not isinstance(digest_, str) or not isinstance(uv, str):
+            return None
+        entries = {
+            str(name): entry
+            for name, raw in data.get("cells", {}).items()
+            if (entry := ManifestEntry.from_dict(raw)) is not None
+        }
+        return cls(profile=profile, digest=digest_, uv=uv, cells=entries)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "digest": self.digest,
+            "uv": self.uv,
+            "cells": {name: self.cells[name].to_dict() for name in sorted(self.cells)},
+        }
+
+    def write(self, path: Path) -> None:
+        write_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,365 @@
+"""Lock matrices: each profile resolved for every Python x platform x torch backend it declares.
+
+A cell is one combination, named ``py3.12-linux-x86_64-cu124``. Locking a cell runs
+``uv pip compile`` for that target with hashes, and writes beside each other in
+``constraints/<profile>/``:
+
+- ``<cell>.txt``: a constraints file with hashes, for ``uv pip install -c`` or ``pip -c``;
+- ``pylock.<cell without dots>.toml``: the same resolution as PEP 751 (PEP 751 forbids dots
+  in the name part), which ``envkit build`` installs exactly;
+- ``lock.json``: the state of every cell (locked, source-only, unresolvable) and the digest.
+
+Every file starts with a header (profile digest, uv version, index, how to reproduce) and is
+otherwise deterministic. Files are written aside and renamed: an interrupted lock never
+leaves a half-written file where a published one was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit.errors import BadInput, CommandFailed, FileSystemError, NetworkError, WheelError
+from envkit.io import process
+from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.io.http import Http
+from envkit.io.redaction import redact
+from envkit.io.uv import Uv
+from envkit.lock import pylocks
+from envkit.lock.cells import (
+    Cell,
+    CellState,
+    CellStatus,
+    Manifest,
+    ManifestEntry,
+    TorchOrigin,
+    cell_folder,
+    cells,
+    digest,
+)
+from envkit.lock.torchsource import TorchIndex
+from envkit.profiles.profile import PLATFORMS, Profile, cuda_for_backend
+from envkit.releases.registry import wheel_cuda
+
+
+@dataclass(frozen=True, kw_only=True)
+class LockOptions:
+    torch_index: TorchIndex = field(default_factory=TorchIndex)
+    index_url: str | None = None
+    jobs: int = 4
+    root: str | None = None  # the constraints folder
+    refresh: bool = False  # ask the index even where uv's cache could answer
+    # The Python uv builds source distributions' metadata with (the target version is
+    # --python-version): envkit's own, so a lock does not depend on which Pythons the
+    # locking machine has, and uv need not search for one.
+    interpreter: str = field(default_factory=lambda: os.path.realpath(sys.executable))
+
+
+@dataclass
+class Locker:
+    uv: Uv
+    options: LockOptions
+    progress: Callable[[str], None] = lambda _m: None
+    note: Callable[[str], None] = lambda _m: None  # said whether or not on a terminal
+    _uv_version: str = field(default="", init=False)
+    _http: Http = field(default_factory=Http, init=False)
+
+    def uv_version(self) -> str:
+        if not self._uv_version:
+            self._uv_version = self.uv.version()
+        return self._uv_version
+
+    def lock(
+        self,
+        profiles: Iterable[Profile],
+        only: str | None = None,
+        refused: Mapping[str, str] | None = None,
+    ) -> list[CellState]:
+        """Resolve every cell (in parallel, ``jobs`` at a time) and write the files. The cells
+        of a profile in ``refused`` (name -> why: its pins fail compat) are not resolved and
+        leave no file: they come back as ``incompatible`` with the reason."""
+        every = [(p, c) for p in profiles for c in cells(p) if only in (None, c.name)]
+        if only and not every:
+            raise BadInput(
+                f"No profile given has a cell named {only!r}.",
+                "See the cells with `envkit matrix`.",
+            )
+        refused = refused or {}
+        todo = [(p, c) for p, c in every if p.name not in refused]
+        refusals = [
+            CellState(cell=c, status=CellStatus.INCOMPATIBLE, reason=refused[p.name])
+            for p, c in every
+            if p.name in refused
+        ]
+        if not todo:
+            return refusals
+        self.uv_version()
+        # read each profile once: every file of this run names the content it was locked from
+        digests = {p.name: digest(p) for p, _c in todo}
+        jobs = max(1, min(self.options.jobs, len(todo)))
+        with ThreadPoolExecutor(
+            max_workers=jobs, initializer=process.one_cpu_per_worker(jobs)
+        ) as pool:
+            results = list(
+                pool.map(lambda pc: self._lock_cell(pc[0], pc[1], digests[pc[0].name]), todo)
+            )
+        for profile in {p.name: p for p, _c in todo}.values():
+            mine = [r for r in results if r.cell.profile == profile.name]
+            self._write_manifest(profile, digests[profile.name], mine)
+        return results + refusals
+
+    def resolve(
+        self, profile: Profile, cell: Cell, folder: Path, torch: TorchIndex | None = None
+    ) -> CellState:
+        """Resolve one cell into ``folder`` (cell.txt and pylock.toml, bodies only)."""
+        (folder / "requirements.in").write_text("\n".join(profile.requirements) + "\n")
+        (folder / "constraints.txt").write_text("\n".join(profile.constraints) + "\n")
+        options, unset = self._uv_options(profile, cell, torch or self.options.torch_index)
+        self.progress(f"resolving {profile.name} / {cell.name}")
+        # With exclude_newer the answer cannot depend on when the index is asked, so uv's
+        # cache is tried alone first (--offline: none of the revalidation round trips that
+        # dominate a warm lock); a cache miss goes to the network, which also decides
+        # whether a cell is unresolvable.
+        cached_first = bool(profile.exclude_newer) and not self.options.refresh
+        try:
+            for output in ("cell.txt", "pylock.toml"):
+                self._compile(folder, output, cell, options, unset, cached_first=cached_first)
+                cached_first = True  # the first output fetched all that the second needs
+        except CommandFailed as exc:
+            return CellState(cell=cell, status=CellStatus.UNRESOLVABLE, reason=_reason(exc.output))
+        refused = self._torch_build(cell, folder / "pylock.toml", torch or self.options.torch_index)
+        if refused:
+            return CellState(cell=cell, status=CellStatus.INCOMPATIBLE, reason=refused)
+        sources = source_only(folder / "pylock.toml")
+        return CellState(
+            cell=cell,
+            status=CellStatus.SOURCE_ONLY if sources else CellStatus.LOCKED,
+            source_only=sources,
+            reason=(
+                "no wheel for this platform, only a source distribution "
+                f"(would compile on install): {', '.join(sources)}"
+                if sources
+                else ""
+            ),
+        )
+
+    def _torch_build(self, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
+        """Why the torch this cell resolved to is not the build its backend names: '' when it
+        is, when uv's ``--torch-backend`` chose it from that backend's own page, or when its
+        wheel cannot be read (said through ``note``: an unread wheel is no verdict)."""
+        wanted = cuda_for_backend(cell.backend)  # '' for cpu: a build torch/version.py names
+        if torch.origin is TorchOrigin.BACKEND or not (wanted or cell.backend == "cpu"):
+            return ""
+        found = _torch_wheel(pylock)
+        if found is None:
+            return ""
+        version, url, sha256 = found
+        for index in (self.options.index_url, torch.mirror and torch.mirror_url(cell.backend)):
+            if index:
+                self._http.remember(index)  # its credentials serve its wheels, as for uv
+        try:
+            built = wheel_cuda(url, self._http, sha256)
+        except (WheelError, NetworkError) as exc:
+            self.note(
+                f"torch {version}'s build in {cell.profile} / {cell.name} not checked: "
+                f"{exc.message}"
+            )
+            return ""
+        if built == wanted:
+            return ""
+        where = "the default index's" if torch.origin is TorchOrigin.DEFAULT else "the mirror's"
+        return (
+            f"{where} torch {version} for {cell.platform} is "
+            f"{f'built for CUDA {built}' if built else 'a CPU-only build'}, not the "
+            f"{f'CUDA {wanted}' if wanted else 'CPU'} build {cell.backend} names; lock this cell "
+            f"from the PyTorch index (without --torch-index), or take {cell.platform} out of "
+            "the profile's matrix"
+        )
+
+    def _compile(
+        self,
+        folder: Path,
+        output: str,
+        cell: Cell,
+        options: list[str],
+        unset: tuple[str, ...],
+        *,
+        cached_first: bool,
+    ) -> None:
+        """One uv pip compile; ``cached_first`` tries uv's cache alone before the network."""
+
+        def compile_(extra: list[str]) -> None:
+            self.uv.pip_compile(
+                folder,
+                output,
+                python_version=cell.python,
+                platform=PLATFORMS[cell.platform],
+                interpreter=self.options.interpreter,
+                options=[*options, *extra],
+                unset_env=unset,
+            )
+
+        if cached_first:
+            try:
+                compile_(["--offline"])
+                return
+            except CommandFailed:
+                pass  # a cache miss: the network decides
+        compile_([])
+
+    def _uv_options(
+        self, profile: Profile, cell: Cell, torch: TorchIndex
+    ) -> tuple[list[str], tuple[str, ...]]:
+        options = list(torch.uv_args(cell.backend))
+        if self.options.index_url:
+            options += ["--default-index", self.options.index_url]
+        if profile.exclude_newer:
+            options += ["--exclude-newer", profile.exclude_newer]
+        # envkit chose where torch comes from; a backend in the environment would overrule it
+        chosen = torch.origin is not TorchOrigin.BACKEND
+        return options, (("UV_TORCH_BACKEND",) if chosen else ())
+
+    def _lock_cell(self, profile: Profile, cell: Cell, profile_digest: str) -> CellState:
+        start = time.monotonic()
+        with temporary_folder("lock") as tmp:
+            try:
+                result = self.resolve(profile, cell, tmp)
+            except NetworkError as exc:
+                return CellState(
+                    cell=cell,
+                    status=CellStatus.UNREACHABLE,
+                    reason=str(exc),
+                    seconds=time.monotonic() - start,
+                )
+            out = cell_folder(profile, self.options.root)
+            files: tuple[Path, ...] = ()
+            if not result.status.usable:
+                _withdraw(out, profile, cell)
+            else:
+                try:
+                    out.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise FileSystemError(out, exc, "create") from None
+                head = self.header(profile, cell, result, profile_digest)
+                # uv keeps index credentials out of its output; redact() makes sure of it
+                txt = redact((tmp / "cell.txt").read_text())
+                pylock = pylocks.for_cell(redact((tmp / "pylock.toml").read_text()), cell)
+                pylocks.validate(pylock, f"the pylock of {profile.name} / {cell.name}")
+                write_atomic(out / cell.txt_name, head + txt)
+                write_atomic(out / cell.pylock_name, head + pylock)
+                files = (out / cell.txt_name, out / cell.pylock_name)
+        return dataclasses.replace(
+            result, files=files, torch=self.torch_origin, seconds=time.monotonic() - start
+        )
+
+    @property
+    def torch_origin(self) -> TorchOrigin:
+        return self.options.torch_index.origin
+
+    def header(self, profile: Profile, cell: Cell, result: CellState, profile_digest: str) -> str:
+        torch = self.options.torch_index
+        torch_text, flag = torch.header_text(cell.backend), torch.flag()
+        index = redact(self.options.index_url) if self.options.index_url else "uv's default index"
+        lines = [
+            f"envkit lock: profile {profile.name}, cell {cell.name}",
+            f"profile-digest: {profile_digest}",
+            f"uv: {self.uv_version()}",
+            f"index: {index}; torch: {torch_text}",
+            f"reproduce: envkit lock {profile.name} --cell {cell.name}{redact(flag)}",
+        ]
+        if result.status is CellStatus.SOURCE_ONLY:
+            lines.append(f"source-only: {', '.join(result.source_only)}")
+        return "".join(f"# {line}\n" for line in lines)
+
+    def _write_manifest(
+        self, profile: Profile, profile_digest: str, results: list[CellState]
+    ) -> None:
+        """lock.json: this run's cells over the previous entries of the same digest; cells
+        whose index could not be reached keep what was recorded."""
+        learnt = [r for r in results if r.status is not CellStatus.UNREACHABLE]
+        if not learnt:
+            return
+        folder = cell_folder(profile, self.options.root)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FileSystemError(folder, exc, "create") from None
+        path = folder / "lock.json"
+        previous = Manifest.read(path)
+        known = dict(previous.cells) if previous and previous.digest == profile_digest else {}
+        for r in learnt:
+            known[r.cell.name] = ManifestEntry(
+                state=r.status,
+                reason=r.reason,
+                source_only=r.source_only,
+                files=tuple(f.name for f in r.files),
+                torch=r.torch,
+                cell=r.cell.to_dict(),
+            )
+        Manifest(
+            profile=profile.name, digest=profile_digest, uv=self.uv_version(), cells=known
+        ).write(path)
+
+
+def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
+    """Remove the cell's files an earlier lock published, now that it has none to offer:
+    only files whose header says envkit locked them for this profile and cell."""
+    mine = f"# envkit lock: profile {profile.name}, cell {cell.name}\n"
+    for path in (folder / cell.txt_name, folder / cell.pylock_name):
+        try:
+            with path.open(encoding="utf-8") as handle:
+                if handle.readline(len(mine) + 1) == mine:
+                    path.unlink()
+        except (FileNotFoundError, UnicodeDecodeError):
+            continue  # nothing there, or not a file envkit wrote
+        except OSError as exc:
+            raise FileSystemError(path, exc, "remove") from None
+
+
+def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
+    """torch's version, and the URL and sha256 of its (first) wheel in a cell's pylock."""
+    for package in pylocks.load(pylock.read_text(encoding="utf-8")).get("packages", []):
+        if not isinstance(package, dict) or package.get("name") != "torch":
+            continue
+        wheels = package.get("wheels")
+        if isinstance(wheels, list) and wheels and isinstance(wheels[0], dict):
+            wheel: dict[str, Any] = wheels[0]
+            hashes = wheel.get("hashes")
+            hashes = hashes if isinstance(hashes, dict) else {}
+            return (
+                str(package.get("version", "")),
+                str(wheel.get("url", "")),
+                str(hashes.get("sha256", "")),
+            )
+    return None
+
+
+def source_only(pylock: Path) -> tuple[str, ...]:
+    """Packages the resolution takes as a source distribution only (no wheel for the target)."""
+    text = pylock.read_text(encoding="utf-8")
+    if len(re.findall(r"^wheels = ", text, re.M)) == text.count("[[packages]]"):
+        return ()  # every package has wheels: no need to parse (a tenth of a second a matrix)
+    doc = pylocks.load(text)
+    return tuple(
+        sorted(
+            str(p.get("name"))
+            for p in doc.get("packages", [])
+            if "sdist" in p and not p.get("wheels")
+        )
+    )
+
+
+def _reason(output: str) -> str:
+    """uv's explanation as one readable paragraph."""
+    # uv draws its error tree with box characters and a multiplication sign
+    kept = [ln.strip(" \u2502\u2570\u2500\u25b6\u00d7") for ln in output.splitlines()]
+    text = " ".join(ln.strip() for ln in kept if ln.strip() and not ln.startswith("warning"))
+    return redact(text[:1200]) or "uv could not resolve this cell"

@@ -1,0 +1,69 @@
+"""PEP 751 lock files (``pylock.*.toml``) as envkit publishes them.
+
+uv writes the resolution; envkit adds what makes a lock refuse the wrong machine up front,
+``environments`` (the cell's platform as a marker) and an exact ``requires-python`` (the
+cell's Python), and validates every pylock with ``packaging.pylock`` before it is written
+or published: a Python 3.11 or aarch64 lock handed to another machine is then refused by uv
+and by packaging's ``Pylock.select`` instead of failing late on some wheel.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.pylock import Pylock, PylockValidationError
+
+from envkit.errors import WheelError
+from envkit.lock.cells import Cell
+
+# Matrix platform -> the PEP 508 marker a machine of that platform satisfies.
+PLATFORM_MARKERS = {
+    "linux-x86_64": "sys_platform == 'linux' and platform_machine == 'x86_64'",
+    "linux-aarch64": "sys_platform == 'linux' and platform_machine == 'aarch64'",
+    "macos-arm64": "sys_platform == 'darwin' and platform_machine == 'arm64'",
+    "windows-x86_64": "sys_platform == 'win32' and platform_machine == 'AMD64'",
+}
+_REQUIRES_PYTHON = re.compile(r"^requires-python = .*\n", re.M)
+_LOCK_VERSION = re.compile(r"^lock-version = .*\n", re.M)
+
+
+def for_cell(text: str, cell: Cell) -> str:
+    """uv's pylock ``text`` with the cell's ``environments`` and ``requires-python``."""
+    marker = PLATFORM_MARKERS[cell.platform]
+    head = f'environments = ["{marker}"]\nrequires-python = "=={cell.python}.*"\n'
+    text = _REQUIRES_PYTHON.sub("", text, count=1)
+    found = _LOCK_VERSION.search(text)
+    if found is None:
+        raise WheelError("uv wrote a pylock without lock-version; envkit cannot publish it.")
+    return text[: found.end()] + head + text[found.end() :]
+
+
+def load(text: str) -> dict[str, Any]:
+    try:
+        import tomllib  # 3.11+: several times faster than tomlkit, and this runs per cell
+
+        data: dict[str, Any] = tomllib.loads(text)
+    except ImportError:  # pragma: no cover - Python 3.10
+        import tomlkit
+
+        data = tomlkit.parse(text).unwrap()
+    return data
+
+
+def validate(text: str, where: str) -> Pylock:
+    """The lock as packaging reads it; WheelError naming the key when it is not valid."""
+    try:
+        return Pylock.from_dict(load(text))
+    except PylockValidationError as exc:
+        raise WheelError(
+            f"{where} is not a valid PEP 751 lock: {exc}.",
+            "Lock the cell again (envkit lock PROFILE --cell CELL); report it if it persists.",
+        ) from None
+    except ValueError as exc:  # not TOML at all
+        raise WheelError(f"{where} is not TOML: {exc}.") from None
+
+
+def validate_file(path: Path) -> Pylock:
+    return validate(path.read_text(encoding="utf-8"), str(path))

@@ -1,0 +1,243 @@
+"""The state of published locks: which cells are current, stale, missing; and publishing them.
+
+A cell is stale when its files name another profile digest than the profile has now (the
+profile was edited since), or, with ``resolve``, when resolving it again gives another body
+(the index changed under an unpinned dependency). ``constraints/index.json`` lists every
+published file with its sha256, for people who fetch the files without envkit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks
+from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.lock import pylocks
+from envkit.lock.cells import (
+    CellState,
+    CellStatus,
+    Manifest,
+    TorchOrigin,
+    body,
+    cell_folder,
+    cells,
+    constraints_root,
+    digest,
+    file_digest,
+)
+from envkit.lock.locker import Locker
+from envkit.lock.torchsource import TorchIndex
+from envkit.profiles.profile import Profile
+
+
+def states(
+    profile: Profile, root: str | None = None, *, current: str | None = None
+) -> list[CellState]:
+    """Every cell of ``profile`` with its status, from the files on disk and lock.json.
+    ``current``: the profile's digest when the caller has read it already."""
+    folder = cell_folder(profile, root)
+    current = current or digest(profile)
+    manifest = Manifest.read(folder / "lock.json")
+    recorded = manifest.cells if manifest is not None and manifest.digest == current else {}
+    out = []
+    for cell in cells(profile):
+        txt, pylock = folder / cell.txt_name, folder / cell.pylock_name
+        entry = recorded.get(cell.name)
+        if entry is not None and entry.state in (CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE):
+            out.append(CellState(cell=cell, status=entry.state, reason=entry.reason))
+        elif not txt.is_file() or not pylock.is_file():
+            out.append(
+                CellState(
+                    cell=cell,
+                    status=CellStatus.MISSING,
+                    reason=f"not locked: envkit lock {profile.name} --cell {cell.name}",
+                )
+            )
+        elif file_digest(txt) != current or file_digest(pylock) != current:
+            out.append(
+                CellState(
+                    cell=cell,
+                    status=CellStatus.STALE,
+                    files=(txt, pylock),
+                    reason=f"the profile changed since the lock: envkit lock "
+                    f"{profile.name} --cell {cell.name}",
+                )
+            )
+        else:
+            source_only = entry is not None and entry.state is CellStatus.SOURCE_ONLY
+            out.append(
+                CellState(
+                    cell=cell,
+                    status=CellStatus.SOURCE_ONLY if source_only else CellStatus.LOCKED,
+                    reason=entry.reason if entry else "",
+                    source_only=entry.source_only if entry else (),
+                    files=(txt, pylock),
+                    torch=entry.torch if entry else TorchOrigin.BACKEND,
+                )
+            )
+    return out
+
+
+def check(profiles: Iterable[Profile], root: str | None, locker: Locker | None) -> list[CellState]:
+    """Every cell's state; with a ``locker``, locked cells are also resolved again."""
+    found: list[CellState] = []
+    for profile in profiles:
+        for state in states(profile, root):
+            if locker is not None and state.status.usable:
+                state = _re_resolved(profile, state, locker)
+            found.append(state)
+    return found
+
+
+def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellState:
+    """Resolve a published cell again, with torch from where its lock took it: a cell locked
+    from the default index is checked against the default index, whatever --torch-index."""
+    torch = TorchIndex(state.torch)
+    if state.torch is TorchOrigin.MIRROR:
+        torch = locker.options.torch_index
+        if torch.origin is not TorchOrigin.MIRROR:
+            raise BadInput(
+                f"{profile.name} / {state.cell.name} was locked from a PyTorch index mirror, "
+                "whose URL is not recorded.",
+                "Pass it with --torch-index URL to check this cell.",
+            )
+    with temporary_folder("check") as tmp:
+        again = locker.resolve(profile, state.cell, Path(tmp), torch)
+        if again.status in (CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE):
+            said = "no longer resolves" if again.status is CellStatus.UNRESOLVABLE else "refused"
+            return CellState(
+                cell=state.cell,
+                status=CellStatus.STALE,
+                files=state.files,
+                reason=f"{said}: {again.reason}",
+            )
+        if (Path(tmp) / "cell.txt").read_text() != body(state.files[0]):
+            return CellState(
+                cell=state.cell,
+                status=CellStatus.STALE,
+                files=state.files,
+                reason="resolving again gives another result: envkit lock "
+                f"{profile.name} --cell {state.cell.name}",
+            )
+    return state
+
+
+def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> dict[str, Any]:
+    """Write ``index.json`` (and, with ``to``, copies of every locked file) atomically."""
+    entries: list[dict[str, Any]] = []
+    sources: list[Path] = []
+    stale: list[str] = []
+    source_roots: set[Path] = set()
+    published = list(profiles)
+    for profile in published:
+        source_roots.add(constraints_root(profile, root))
+        current = digest(profile)
+        for state in states(profile, root, current=current):
+            if state.status in (CellStatus.STALE, CellStatus.MISSING):
+                stale.append(f"{profile.name}/{state.cell.name} ({state.state})")
+                continue
+            for path in state.files:
+                if path.suffix == ".toml":
+                    pylocks.validate_file(path)  # never publish a pylock packaging refuses
+                sources.append(path)
+                entries.append(
+                    {
+                        "profile": profile.name,
+                        "cell": state.cell.name,
+                        "state": state.state,
+                        "file": f"{profile.name}/{path.name}",
+                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "digest": current,
+                    }
+                )
+    if stale:
+        raise StaleLocks(
+            "Refusing to publish stale or missing cells: " + ", ".join(stale) + ".",
+            "Lock them first: envkit lock --all (add --torch-index default where the PyTorch "
+            "index is out of reach).",
+        )
+    if len(source_roots) > 1 and to is None:
+        raise EnvkitError(
+            "The profiles' constraints live in different folders.",
+            "Publish them one folder at a time, or pass --to DIR.",
+        )
+    target = to or next(iter(source_roots), Path("constraints"))
+    for entry, source in zip(entries, sources, strict=True) if to is not None else []:
+        dest = target / entry["file"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(dest, source.read_bytes())
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FileSystemError(target, exc, "create") from None
+    # the profiles published now replace their own entries; every other profile's stay
+    names = {entry["profile"] for entry in entries} | {p.name for p in published}
+    kept = [e for e in _index_entries(target / "index.json") if e["profile"] not in names]
+    index = {
+        "format": 1,
+        "files": sorted([*kept, *entries], key=lambda e: (e["profile"], e["file"])),
+    }
+    write_atomic(target / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
+    return {"ok": True, "to": str(target), "files": index["files"]}
+
+
+def _index_entries(path: Path) -> list[dict[str, Any]]:
+    """The entries of an existing index.json; BadInput when it exists but is not one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise BadInput(f"Cannot read {str(path)!r} ({exc.strerror}).") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    files = data.get("files") if isinstance(data, dict) else None
+    keys = ("profile", "cell", "state", "file", "sha256", "digest")
+    if not isinstance(files, list) or not all(
+        isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys) for e in files
+    ):
+        raise BadInput(
+            f"{str(path)!r} is not an index.json written by envkit publish.",
+            "Move it away (or restore it from version control), then publish again.",
+        )
+    return [{k: e[k] for k in keys} for e in files]
+
+
+# Matrix platform -> the GitHub-hosted runner that is that platform, so a cell is built and
+# verified on a machine it is for.
+RUNNERS = {
+    "linux-x86_64": "ubuntu-latest",
+    "linux-aarch64": "ubuntu-24.04-arm",
+    "macos-arm64": "macos-latest",
+    "windows-x86_64": "windows-latest",
+}
+GITHUB_MATRIX_LIMIT = 256  # jobs one strategy.matrix may generate
+
+
+def github_matrix(found: Iterable[CellState]) -> dict[str, Any]:
+    """``{"include": [...]}`` for GitHub Actions: per cell its axes, state, runner and the
+    ``--torch-index`` its lock was made with. BadInput past GitHub's 256-job limit."""
+    include = []
+    for state in found:
+        torch = {TorchOrigin.DEFAULT: "default", TorchOrigin.MIRROR: "mirror"}.get(state.torch, "")
+        include.append(
+            {
+                **state.cell.to_dict(),
+                "state": state.state,
+                "runner": RUNNERS[state.cell.platform],
+                "torch_index": torch,
+            }
+        )
+    if len(include) > GITHUB_MATRIX_LIMIT:
+        raise BadInput(
+            f"The lock matrix has {len(include)} cells; one GitHub Actions matrix runs at most "
+            f"{GITHUB_MATRIX_LIMIT} jobs.",
+            "Split it: run `envkit matrix PROFILE --github` per profile in separate jobs.",
+        )
+    return {"include": include}

@@ -1,0 +1,3 @@
+"""Models against releases: the check-model verdict from config.json, drafting and rewriting
+profiles, the solver behind new-profile, and an architecture's history.
+"""

@@ -1,0 +1,128 @@
+"""``envkit history``: an architecture across every published vLLM release.
+
+Each release's registry is read from its wheel (registry_scan, cached per release), so the
+answer is vLLM's own, release by release: listed or not, dropped (with vLLM's record of
+the last release), moved to a plugin, and the transformers range each release declares.
+The shipped profiles that can load it are named beside.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from packaging.version import Version
+
+from envkit.errors import WheelError
+from envkit.profiles.bounds import Bound
+from envkit.profiles.profile import Profile
+from envkit.releases.registry import Scanner
+from envkit.releases.testregistry import bounds_for
+
+
+class Presence(str, Enum):
+    LISTED = "listed"  # in the release's model registry
+    ABSENT = "absent"  # not there, and the release records nothing of it
+    DROPPED = "dropped"  # recorded as previously supported
+    PLUGIN = "plugin"  # recorded as moved to a plugin
+    UNREADABLE = "unreadable"  # the release's registry could not be read
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseEntry:
+    version: str
+    presence: Presence
+    transformers: str  # the range the release declares ('' when none)
+    note: str = ""  # "until 0.9.2" or the plugin, from the release's own record
+    bound: Bound | None = None  # the release's test registry's transformers bound for it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "presence": self.presence.value,
+            "transformers": self.transformers or None,
+            "note": self.note or None,
+            "bound": self.bound.to_dict() if self.bound else None,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class History:
+    architecture: str
+    releases: tuple[ReleaseEntry, ...]  # oldest first
+    profiles: tuple[str, ...]  # shipped profiles whose pinned vLLM lists it
+
+    @property
+    def listed(self) -> tuple[ReleaseEntry, ...]:
+        return tuple(r for r in self.releases if r.presence is Presence.LISTED)
+
+    @property
+    def gaps(self) -> tuple[str, ...]:
+        """Releases between the first and the newest listing it that do not."""
+        listed = self.listed
+        if not listed:
+            return ()
+        first, newest = Version(listed[0].version), Version(listed[-1].version)
+        return tuple(
+            r.version
+            for r in self.releases
+            if first < Version(r.version) < newest and r.presence is not Presence.LISTED
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        listed = self.listed
+        later = [
+            r for r in self.releases if listed and Version(r.version) > Version(listed[-1].version)
+        ]
+        dropped = next((r for r in later if r.presence is Presence.DROPPED), None)
+        plugin = next((r for r in reversed(self.releases) if r.presence is Presence.PLUGIN), None)
+        return {
+            "ok": bool(listed),
+            "architecture": self.architecture,
+            "first": listed[0].version if listed else None,
+            "newest": listed[-1].version if listed else None,
+            "gaps": list(self.gaps),
+            "dropped_in": dropped.version if dropped else None,
+            "plugin": plugin.note if plugin else None,
+            "profiles": list(self.profiles),
+            "releases": [r.to_dict() for r in self.releases],
+        }
+
+
+def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> History:
+    """Every published vLLM release's word on ``architecture`` (each scan cached), with the
+    transformers bound each listing release's test registry gives it (its sdist, cached)."""
+    entries = []
+    for version in scanner.releases("vllm"):
+        try:
+            scan = scanner.scan("vllm", version)
+        except WheelError:
+            entries.append(
+                ReleaseEntry(version=str(version), presence=Presence.UNREADABLE, transformers="")
+            )
+            continue
+        transformers = scan.requires.get("transformers", "")
+        if architecture in scan.architectures:
+            presence, note = Presence.LISTED, ""
+        elif architecture in scan.out_of_tree:
+            presence, note = Presence.PLUGIN, scan.out_of_tree[architecture]
+        elif architecture in scan.previously_supported:
+            presence = Presence.DROPPED
+            note = f"until {scan.previously_supported[architecture]}"
+        else:
+            presence, note = Presence.ABSENT, ""
+        entries.append(
+            ReleaseEntry(
+                version=str(version), presence=presence, transformers=transformers, note=note
+            )
+        )
+    listed = [Version(e.version) for e in entries if e.presence is Presence.LISTED]
+    bounds = bounds_for(scanner, listed)
+    entries = [
+        dataclasses.replace(e, bound=bounds.get(Version(e.version), {}).get(architecture))
+        for e in entries
+    ]
+    loaders = tuple(p.name for p in shipped if architecture in p.models.architectures)
+    return History(architecture=architecture, releases=tuple(entries), profiles=loaders)

@@ -1,0 +1,415 @@
+"""``envkit plan``: will this model fit this GPU, the way vLLM budgets memory?
+
+vLLM's budget (``Worker.init_device`` and ``determine_available_memory`` in vLLM's GPU
+worker) in four lines:
+
+1. vLLM asks for ``U x total`` bytes (``--gpu-memory-utilization``, default 0.9) and refuses to
+   start when the GPU has less free memory than that.
+2. Out of that budget come the weights, the activation peak of a profiling run and CUDA
+   graphs (here one stated reserve, ``--reserve``, default 1 GiB), and the KV cache gets the
+   rest.
+3. Each token of context holds, per full-attention layer, a key and a value vector per KV
+   head: ``2 x kv_heads x head_dim x bytes``. Linear-attention layers of hybrid models
+   (``layer_types``) keep a fixed-size state instead; MLA models (``kv_lora_rank``) keep one
+   latent vector of ``kv_lora_rank + qk_rope_head_dim``.
+4. A request of ``max_model_len`` tokens must fit in the KV cache; concurrency is the number
+   of such requests that fit at once.
+
+Vision models profile with the largest image the processor accepts: ``max_pixels`` over the
+pixels one vision token covers (``(patch_size x merge_size)^2``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envkit.errors import BadInput
+from envkit.findings import Finding
+from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
+from envkit.serving.shapes import (
+    DTYPE_BYTES,
+    Shapes,
+    Vision,
+    json_object,
+    kv_bytes_per_token,
+    parameters_from_shapes,
+    shapes,
+    text_config,
+    vision,
+    whole,
+)
+
+IMAGE_TOKEN_TARGET = 512  # the profiling image a small GPU can afford (field report 3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInput:
+    model: Path
+    gpu_memory: int
+    free: int | None = None
+    utilization: float = 0.9
+    max_model_len: int | None = None
+    dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    reserve: int = GIB
+    compute_capability: tuple[int, int] | None = None  # None: not said (bfloat16 assumed)
+    load_problems: tuple[Finding, ...] = ()  # why the profile cannot load the model
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    """The budget in bytes, at the utilisation asked."""
+
+    total: int
+    free: int
+    requested: int
+    weights: int
+    reserve: int
+    kv_cache: int
+    kv_per_token: int
+    recommended_requested: int  # at the recommended utilisation
+    recommended_kv_cache: int
+
+    def to_dict(self) -> dict[str, int]:
+        return _fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Numbers:
+    """How the plan was reached."""
+
+    dtype: str
+    kv_cache_dtype: str
+    weights_source: str
+    max_model_len: int  # asked (or the model's maximum)
+    max_model_len_that_fits: int  # at the recommended utilisation
+    concurrency: float
+    full_attention_layers: int
+    layers: int
+    highest_safe_utilization: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recommendation:
+    """The settings to serve with: ``vllm serve`` flags."""
+
+    gpu_memory_utilization: float
+    max_model_len: int
+    dtype: str
+    mm_processor_kwargs: dict[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = _fields(self)
+        if self.mm_processor_kwargs is None:
+            del data["mm_processor_kwargs"]
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class Images:
+    """The image budget vLLM profiles with."""
+
+    max_image_tokens: int
+    max_pixels: int
+    pixels_per_token: int
+    source: str
+    recommended_max_pixels: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    ok: bool
+    problems: tuple[Finding, ...]
+    memory: Memory
+    numbers: Numbers
+    recommended: Recommendation
+    mm: Images | None
+    command: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "problems": [p.to_dict() for p in self.problems],
+            "memory": self.memory.to_dict(),
+            **self.numbers.to_dict(),
+            "recommended": self.recommended.to_dict(),
+            "mm": self.mm.to_dict() if self.mm else None,
+            "command": self.command,
+            "notes": list(self.notes),
+        }
+
+
+def _serve_dtype(
+    asked: str, config_dtype: str, capability: tuple[int, int] | None
+) -> tuple[str, list[Finding]]:
+    """The dtype vLLM serves in, and a problem when the card cannot run the one asked."""
+    old_card = capability is not None and capability < BF16_MIN
+    if asked != "auto":
+        if asked not in DTYPE_BYTES:
+            raise BadInput(f"--dtype {asked!r} is not one of auto, float16, bfloat16, float32.")
+        if old_card and asked == "bfloat16" and capability is not None:
+            return "half", [
+                Finding(
+                    code="bfloat16-unsupported",
+                    message=f"compute capability {capability[0]}.{capability[1]} has no "
+                    "bfloat16: vLLM refuses --dtype bfloat16 below 8.0",
+                    fix="--dtype half",
+                )
+            ]
+        return asked, []
+    # vLLM's "auto": the checkpoint's dtype, except that float32 checkpoints are served in 16
+    # bits; a card without bfloat16 gets half (field report 2: an RTX 2070, compute 7.5)
+    served = "bfloat16" if config_dtype in ("float32", "float") else config_dtype
+    return ("half" if old_card and served == "bfloat16" else served), []
+
+
+def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -> tuple[int, str]:
+    index = model / "model.safetensors.index.json"
+    checkpoint_bytes = DTYPE_BYTES.get(s.dtype, 2)
+    if index.is_file():
+        metadata = json_object(index).get("metadata")
+        if not isinstance(metadata, dict):
+            raise BadInput(f"{index} has no metadata.total_size.")
+        total = whole(metadata, "total_size", f"{index} metadata", maximum=MAX_SIZE)
+        return total * serve_bytes // checkpoint_bytes, "model.safetensors.index.json"
+    params = parameters_from_shapes(s)
+    note = "estimated from config.json shapes"
+    if isinstance(config.get("vision_config"), dict):
+        note += " (the vision tower is not counted)"
+    return params * serve_bytes, note
+
+
+def _kv_problems(
+    kv_room_asked: int,
+    need_bytes: int,
+    length: int,
+    fits: int,
+    need: float,
+    safe: float,
+    requested: int,
+    weights: int,
+    inp: PlanInput,
+) -> list[Finding]:
+    """What the KV cache lacks at the asked utilisation: no room at all, or too little for
+    the context; each with the fix (a utilisation that fits, else a shorter context)."""
+    out: list[Finding] = []
+    if kv_room_asked <= 0:
+        out.append(
+            Finding(
+                code="no-room-for-kv-cache",
+                message=(
+                    f"weights {weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
+                    f"leave no KV cache in a {requested / GIB:.2f} GiB budget"
+                ),
+                fix=f"--gpu-memory-utilization {need:.2f}"
+                if need <= safe
+                else "a smaller model, fewer bytes per weight (quantised), or a larger GPU",
+            )
+        )
+    elif kv_room_asked < need_bytes:
+        out.append(
+            Finding(
+                code="max-model-len-too-long",
+                message=(
+                    f"a {length}-token context needs {need_bytes / GIB:.2f} GiB of "
+                    f"KV cache; {kv_room_asked / GIB:.2f} GiB are left"
+                ),
+                fix=f"--gpu-memory-utilization {need:.2f}"
+                if need <= safe
+                else (f"--max-model-len {fits}" if fits else "a smaller model or a larger GPU"),
+            )
+        )
+    return out
+
+
+def _images(image: Vision | None) -> tuple[Images | None, dict[str, int] | None]:
+    """The image budget vLLM profiles with, and the processor kwargs a small GPU needs
+    (report 3: 512 vision tokens' worth of pixels), when the default is larger."""
+    if image is None:
+        return None, None
+    target = IMAGE_TOKEN_TARGET * image.pixels_per_token
+    kwargs = {"max_pixels": target} if image.max_image_tokens > IMAGE_TOKEN_TARGET else None
+    return Images(
+        max_image_tokens=image.max_image_tokens,
+        max_pixels=image.max_pixels,
+        pixels_per_token=image.pixels_per_token,
+        source=image.source,
+        recommended_max_pixels=min(target, image.max_pixels),
+    ), kwargs
+
+
+def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInput) -> Plan:
+    """The memory plan. Problems are about the settings as asked; recommendations fix them."""
+    s = shapes(config)
+    if not 0 < inp.utilization <= 1:
+        raise BadInput(f"--gpu-memory-utilization {inp.utilization} must be in (0, 1].")
+    free = inp.free if inp.free is not None else inp.gpu_memory
+    if free > inp.gpu_memory:
+        raise BadInput("--free is larger than --gpu-memory.")
+    dtype, dtype_problems = _serve_dtype(inp.dtype, s.dtype, inp.compute_capability)
+    serve_bytes = DTYPE_BYTES[dtype]
+    kv_bytes = (
+        DTYPE_BYTES.get(inp.kv_cache_dtype, serve_bytes)
+        if inp.kv_cache_dtype != "auto"
+        else serve_bytes
+    )
+    weights, weights_source = _weights(model, config, s, serve_bytes)
+    per_token = kv_bytes_per_token(s, kv_bytes)
+    text = text_config(config)
+    length = inp.max_model_len or whole(
+        text, "max_position_embeddings", "config.json", default=4096
+    )
+    # what the profile cannot load comes first: no memory setting fixes it
+    problems: list[Finding] = [*inp.load_problems, *dtype_problems]
+    requested = int(inp.utilization * inp.gpu_memory)
+    # one point below the free fraction: the CUDA context and other processes take a little
+    # more once vLLM starts (field report 2: 6.98 of 8 GiB free, 0.86 works)
+    safe = max(0.0, math.floor((free / inp.gpu_memory - 0.01) * 100) / 100)
+    if requested > free:
+        problems.append(
+            Finding(
+                code="exceeds-free-memory",
+                message=(
+                    f"{inp.utilization} x {inp.gpu_memory / GIB:.2f} GiB = "
+                    f"{requested / GIB:.2f} GiB is more than the {free / GIB:.2f} GiB free: "
+                    "vLLM refuses to start"
+                ),
+                fix=f"--gpu-memory-utilization {safe:.2f}",
+            )
+        )
+    kv_room_asked = requested - weights - inp.reserve
+    # the recommendation: the asked utilisation if it fits, else the least that holds a
+    # full-length context, else the most this GPU can give (and the context that fits then)
+    need = math.ceil((weights + inp.reserve + per_token * length) / inp.gpu_memory * 100) / 100
+    utilization = min(inp.utilization, safe)
+    if kv_room_asked < per_token * length:
+        utilization = need if need <= safe else safe
+    kv_room = int(utilization * inp.gpu_memory) - weights - inp.reserve
+    fits = kv_room // per_token if per_token and kv_room > 0 else 0
+    fits = fits // 16 * 16  # vLLM allocates the KV cache in blocks of 16 tokens
+    problems += _kv_problems(
+        kv_room_asked, per_token * length, length, fits, need, safe, requested, weights, inp
+    )
+    rec_len = min(length, fits) if fits else 0
+    mm, mm_kwargs = _images(vision(model, config))
+    recommended = Recommendation(
+        gpu_memory_utilization=utilization,
+        max_model_len=rec_len,
+        dtype=dtype,
+        mm_processor_kwargs=mm_kwargs,
+    )
+    memory = Memory(
+        total=inp.gpu_memory,
+        free=free,
+        requested=requested,
+        weights=weights,
+        reserve=inp.reserve,
+        kv_cache=max(kv_room_asked, 0),
+        kv_per_token=per_token,
+        recommended_requested=int(utilization * inp.gpu_memory),
+        recommended_kv_cache=max(kv_room, 0),
+    )
+    numbers = Numbers(
+        dtype=dtype,
+        kv_cache_dtype=inp.kv_cache_dtype,
+        weights_source=weights_source,
+        max_model_len=length,
+        max_model_len_that_fits=fits,
+        concurrency=round(kv_room / (per_token * rec_len), 2) if rec_len else 0,
+        full_attention_layers=s.full_attention_layers,
+        layers=s.layers,
+        highest_safe_utilization=safe,
+    )
+    notes = []
+    if s.full_attention_layers != s.layers:
+        notes.append(
+            f"hybrid model: {s.full_attention_layers} of {s.layers} layers hold a KV "
+            "cache; linear-attention layers keep a fixed-size state"
+        )
+    loadable = not inp.load_problems
+    command = (
+        serve_command(model_arg, recommended, inp.kv_cache_dtype) if rec_len and loadable else ""
+    )
+    if not loadable:
+        notes.append("the profile cannot load this model: no command to recommend")
+    elif not rec_len:
+        notes.append("no setting fits this model on this GPU: no command to recommend")
+    return Plan(
+        ok=not problems,
+        problems=tuple(problems),
+        memory=memory,
+        numbers=numbers,
+        recommended=recommended,
+        mm=mm,
+        command=command,
+        notes=tuple(notes),
+    )
+
+
+def serve_args(rec: Recommendation, kv_cache_dtype: str = "auto") -> list[str]:
+    """The recommended settings as vllm serve flags."""
+    args = [
+        "--dtype",
+        rec.dtype,
+        "--gpu-memory-utilization",
+        f"{rec.gpu_memory_utilization:.2f}",
+        "--max-model-len",
+        str(rec.max_model_len),
+    ]
+    if kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", kv_cache_dtype]
+    if rec.mm_processor_kwargs is not None:
+        args += ["--mm-processor-kwargs", json.dumps(rec.mm_processor_kwargs)]
+    return args
+
+
+def serve_command(model: str, rec: Recommendation, kv_cache_dtype: str = "auto") -> str:
+    return " ".join(
+        ["vllm", "serve", *(_quote(a) for a in [model, *serve_args(rec, kv_cache_dtype)])]
+    )
+
+
+def _quote(text: str) -> str:
+    return text if re.fullmatch(r"[\w./:@+-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+
+
+def compose(model: str, rec: Recommendation, vllm_version: str, kv: str = "auto") -> str:
+    """A docker-compose service running the recommended command (vLLM's OpenAI image)."""
+    args = ["--model", model, *serve_args(rec, kv)]
+    image = f"vllm/vllm-openai:v{vllm_version}" if vllm_version else "vllm/vllm-openai:latest"
+    lines = [
+        "services:",
+        "  vllm:",
+        f"    image: {image}",
+        "    ports:",
+        '      - "8000:8000"',
+        "    ipc: host",
+        "    environment:",
+        "      - HF_TOKEN  # passed through, never written",
+        "    command:",
+        *(f"      - {json.dumps(a)}" for a in args),
+        "    deploy:",
+        "      resources:",
+        "        reservations:",
+        "          devices:",
+        "            - driver: nvidia",
+        "              count: 1",
+        "              capabilities: [gpu]",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,3 @@
+"""The static compatibility site: gathering the data, the pages as pure functions of it, and
+writing them.
+"""
