@@ -7,9 +7,17 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import jsonschema
+
+if TYPE_CHECKING:
+    from conftest import Indexes
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+FIXTURES = ROOT / "tests" / "fixtures"
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
@@ -44,6 +52,23 @@ class Result:
     def json(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.out)
         return data
+
+    def assert_ok(self) -> Result:
+        """Exit 0, or a failure that shows what envkit said."""
+        assert self.code == 0, f"exit {self.code}, expected 0\n{self._said()}"
+        return self
+
+    def assert_fails(self, code: int, *, mentioning: str | tuple[str, ...] = ()) -> Result:
+        """Exit ``code`` with every text of ``mentioning`` in stdout or stderr."""
+        assert self.code == code, f"exit {self.code}, expected {code}\n{self._said()}"
+        said = self.out + self.err
+        wanted = (mentioning,) if isinstance(mentioning, str) else mentioning
+        missing = [text for text in wanted if text not in said]
+        assert not missing, f"{missing} not said\n{self._said()}"
+        return self
+
+    def _said(self) -> str:
+        return f"--- stdout\n{self.out}--- stderr\n{self.err}"
 
 
 def envkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
@@ -131,3 +156,46 @@ def run_cli(*args: str) -> Result:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(list(args))
     return Result(code, out.getvalue(), err.getvalue())
+
+
+# lock matrices (the lock, pylock, schema and trust tests share them)
+OTHER = "3.12" if PY != "3.12" else "3.11"
+
+
+def matrix_profile(pythons: list[str], python: str = ">=3.9", extra: str = "") -> str:
+    return f'''description = "lock test"
+python = "{python}"
+requirements = ["vllm==0.8.5"{extra}]
+constraints = ["transformers==4.51.3"]
+
+[torch]
+backend = "cu124"
+
+[verify]
+imports = ["vllm", "transformers", "torch"]
+
+[matrix]
+python = [{", ".join(f'"{p}"' for p in pythons)}]
+platforms = ["linux-x86_64", "linux-aarch64"]
+backends = ["cu124"]
+'''
+
+
+def lock_args(indexes: Indexes, *extra: str) -> list[str]:
+    return ["--index-url", indexes.default, "--torch-index", "default", *extra]
+
+
+# the JSON Schemas envkit ships
+def schema(name: str) -> dict[str, Any]:
+    text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(data)
+    return data
+
+
+def output(command: str, text: str) -> dict[str, Any]:
+    """``text`` parsed and validated against the schema of ``command``'s --json output."""
+    data: dict[str, Any] = json.loads(text)
+    outputs = schema("outputs")
+    jsonschema.validate(data, {**outputs, "$ref": f"#/$defs/{command}"})
+    return data

@@ -97,6 +97,68 @@ def test_no_import_cycle() -> None:
         visit(name, ())
 
 
+# The packages from the bottom up (docs/architecture.md, "Packages"): a module may import its
+# own package and any package below it, never one above. The root's modules (errors, findings,
+# the version) sit below everything.
+ORDER = (
+    "io", "profiles", "index", "releases", "gpu", "compat", "lock",
+    "env", "models", "serving", "site", "render", "cli",
+)  # fmt: skip
+ROOT_MODULES = {"envkit", "envkit.errors", "envkit.findings"}
+
+
+def package_of(name: str) -> str | None:
+    """The package of ``name`` in ORDER, "" for the root's own modules, None if unplaced."""
+    if name in ROOT_MODULES:
+        return ""
+    part = name.split(".")[1] if name.count(".") else ""
+    return part if part in ORDER else None
+
+
+def rank(package: str) -> int:
+    return -1 if package == "" else ORDER.index(package)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each module's imports of a package above its own."""
+    found: dict[str, list[str]] = {}
+    for name, deps in graph.items():
+        own = package_of(name)
+        if own is None:
+            continue
+        up = sorted(d for d in deps if (p := package_of(d)) is not None and rank(p) > rank(own))
+        if up:
+            found[name] = up
+    return found
+
+
+def test_every_module_has_a_place_in_the_package_order() -> None:
+    unplaced = [n for n in modules() if package_of(n) is None and n != "envkit.__main__"]
+    assert unplaced == [], "add the package to ORDER (and docs/architecture.md) or move the module"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(ORDER), "ORDER must name every package, no more"
+
+
+def test_lower_packages_never_import_higher_ones() -> None:
+    graph = {name: imports(name) for name in modules()}
+    assert upward_imports(graph) == {}
+
+
+def test_the_order_rule_catches_an_upward_import() -> None:
+    """The rule above is not vacuous: a core module importing the command line, or io
+    importing a profile, is caught."""
+    graph = {name: set(imports(name)) for name in modules()}
+    graph["envkit.io.process"].add("envkit.profiles.profile")
+    graph["envkit.releases.registry"].add("envkit.compat.checker")
+    assert set(upward_imports(graph)) == {"envkit.io.process", "envkit.releases.registry"}
+
+
+def test_each_package_says_what_it_owns() -> None:
+    for package in ORDER:
+        doc = ast.get_docstring(modules()[f"envkit.{package}"])
+        assert doc and len(doc) > 40, f"envkit/{package}/__init__.py: say what it owns"
+
+
 def test_the_core_never_imports_the_command_line_or_render() -> None:
     entry = ("envkit.cli", "envkit.render", "envkit.__main__")
     core = [n for n in modules() if not n.startswith(entry)]

@@ -4,38 +4,20 @@ writes: the shipped profiles, every lock.json and index.json, and each command's
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import loopback
 import pytest
 import tomlkit
-from test_lock import lock_args, matrix_profile
 
 import indexserver
 from conftest import Indexes
-from helpers import build_args, envkit, run_cli
+from helpers import build_args, envkit, lock_args, matrix_profile, output, run_cli, schema
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
 SHIPPED = "vllm-0.8.5+qwen2-vl"
-
-
-def schema(name: str) -> dict[str, Any]:
-    text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    jsonschema.Draft202012Validator.check_schema(data)
-    return data
-
-
-def output(command: str, text: str) -> dict[str, Any]:
-    """``text`` parsed and validated against the schema of ``command``'s --json output."""
-    data: dict[str, Any] = json.loads(text)
-    outputs = schema("outputs")
-    jsonschema.validate(data, {**outputs, "$ref": f"#/$defs/{command}"})
-    return data
 
 
 def test_shipped_profiles_locks_and_index_follow_their_schemas() -> None:

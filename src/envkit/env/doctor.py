@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.facts import collect_facts, venv_python
+from envkit.env.facts import Installed, TorchFacts, collect_facts, venv_python
 from envkit.env.verify import CompatLookup, Report, Status, assess, facts_request
 from envkit.errors import BadInput
 from envkit.findings import Finding, Severity
@@ -118,7 +118,7 @@ def diagnose(
     findings: list[Finding] = []
     report = None
     if profile is not None:
-        report = assess(profile, folder or Path(facts["prefix"]), facts, compat=compat)
+        report = assess(profile, folder or Path(facts.prefix), facts, compat=compat)
         findings += [
             Finding(
                 severity=ERROR,
@@ -132,30 +132,28 @@ def diagnose(
             for c in report.checks
             if c.status is Status.FAIL
         ]
-    dists = facts.get("distributions", {})
+    dists = facts.distributions
     if profile is None:  # with one, verify's kernels check spoke above
-        findings += linkage.findings(facts.get("sys_path", []))
+        findings += linkage.findings(list(facts.sys_path))
     findings += duplicates(dists)
     findings += known_bad(dists, compat)
     gpus, driver_cuda = nvidia()
-    findings += cuda_findings(facts.get("torch"), gpus, driver_cuda)
+    findings += cuda_findings(facts.torch, gpus, driver_cuda)
     findings += wsl_findings(os.environ)
     findings += xet_findings(dists, os.environ)
-    if facts["prefix"] == facts["base_prefix"]:
+    if not facts.is_venv:
         findings.append(
             Finding(
                 severity=WARNING,
                 code="not-a-venv",
-                message=(
-                    f"{facts['executable']} is a system interpreter (sys.prefix {facts['prefix']})"
-                ),
+                message=(f"{facts.executable} is a system interpreter (sys.prefix {facts.prefix})"),
                 fix="work in a venv: envkit build PROFILE",
             )
         )
     return Diagnosis(
-        python=str(facts["executable"]),
-        prefix=str(facts["prefix"]),
-        venv=facts["prefix"] != facts["base_prefix"],
+        python=facts.executable,
+        prefix=facts.prefix,
+        venv=facts.is_venv,
         findings=tuple(findings),
         environment=redact_env(dict(os.environ)),
         gpus=tuple(gpus),
@@ -163,22 +161,22 @@ def diagnose(
     )
 
 
-def _without_editable_sources(copies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _without_editable_sources(copies: Sequence[Installed]) -> list[Installed]:
     """An editable install is one copy: its project's own build metadata (``src/*.egg-info``,
     what ``pip install -e .`` leaves in the source tree) is not a second one."""
-    projects = {(c["editable"], c["version"]) for c in copies if c.get("editable")}
+    projects = {(c.editable, c.version) for c in copies if c.editable}
     return [
         c
         for c in copies
-        if c.get("editable")
+        if c.editable
         or not any(
-            c["version"] == version and Path(c["location"]).is_relative_to(Path(project))
+            c.version == version and Path(c.location).is_relative_to(Path(project))
             for project, version in projects
         )
     ]
 
 
-def duplicates(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
+def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
     """Distributions visible more than once on sys.path (pip and uv, or a user site)."""
     out = []
     for name, found in sorted(dists.items()):
@@ -186,12 +184,11 @@ def duplicates(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
         if len(copies) < 2:
             continue
         where = "; ".join(
-            f"{c['version']} in {c['location']} (installer: {c['installer'] or 'unknown'})"
-            for c in copies
+            f"{c.version} in {c.location} (installer: {c.installer or 'unknown'})" for c in copies
         )
-        installers = {c["installer"] for c in copies if c["installer"]}
+        installers = {c.installer for c in copies if c.installer}
         mixed = " by different installers" if len(installers) > 1 else ""
-        versions = {c["version"] for c in copies}
+        versions = {c.version for c in copies}
         out.append(
             Finding(
                 severity=ERROR if len(versions) > 1 else WARNING,
@@ -208,7 +205,7 @@ def duplicates(dists: dict[str, list[dict[str, Any]]]) -> list[Finding]:
 
 
 def known_bad(
-    dists: dict[str, list[dict[str, Any]]], compat: CompatLookup | None = None
+    dists: Mapping[str, Sequence[Installed]], compat: CompatLookup | None = None
 ) -> list[Finding]:
     """vLLM with a transformers its own metadata excludes, or whose API it lacks.
 
@@ -217,13 +214,13 @@ def known_bad(
     it, or when the wheels cannot be read: a vLLM whose requirement is ``transformers>=4.x``
     with no upper bound predates transformers 5 (vLLM 0.8 to 0.10) and breaks on it.
     """
-    vllm, transformers = dists.get("vllm", []), dists.get("transformers", [])
+    vllm, transformers = dists.get("vllm", ()), dists.get("transformers", ())
     if not vllm or not transformers:
         return []
     violated = _requirement_findings(vllm, transformers)
     if violated or compat is None:
         return violated or _predates_5(vllm, transformers)
-    found = compat(str(vllm[0]["version"]), str(transformers[0]["version"]))
+    found = compat(vllm[0].version, transformers[0].version)
     if isinstance(found, str):  # no verdict from the wheels: fall back to the rule
         return _predates_5(vllm, transformers)
     core = [f for f in found.findings if not f.architectures]
@@ -243,14 +240,14 @@ def known_bad(
 
 
 def _pair(
-    vllm: list[dict[str, Any]], transformers: list[dict[str, Any]]
+    vllm: Sequence[Installed], transformers: Sequence[Installed]
 ) -> tuple[Version, SpecifierSet] | None:
     """The installed transformers and the range vLLM's metadata declares for it."""
     try:
-        have = Version(transformers[0]["version"])
+        have = Version(transformers[0].version)
     except InvalidVersion:
         return None
-    for line in vllm[0].get("requires", []):
+    for line in vllm[0].requires:
         try:
             req = Requirement(line)
         except InvalidRequirement:
@@ -261,7 +258,7 @@ def _pair(
 
 
 def _requirement_findings(
-    vllm: list[dict[str, Any]], transformers: list[dict[str, Any]]
+    vllm: Sequence[Installed], transformers: Sequence[Installed]
 ) -> list[Finding]:
     """The installed transformers outside the range vLLM's metadata declares."""
     pair = _pair(vllm, transformers)
@@ -272,13 +269,13 @@ def _requirement_findings(
         Finding(
             severity=ERROR,
             code="requirement-violated",
-            message=f"vllm {vllm[0]['version']} requires transformers{spec}; {have} is installed",
+            message=f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed",
             fix=f"install a transformers that fits: {spec}",
         )
     ]
 
 
-def _predates_5(vllm: list[dict[str, Any]], transformers: list[dict[str, Any]]) -> list[Finding]:
+def _predates_5(vllm: Sequence[Installed], transformers: Sequence[Installed]) -> list[Finding]:
     """The rule without the wheels: an uncapped vLLM from before transformers 5, on 5.x."""
     pair = _pair(vllm, transformers)
     if pair is None:
@@ -293,7 +290,7 @@ def _predates_5(vllm: list[dict[str, Any]], transformers: list[dict[str, Any]]) 
             severity=ERROR,
             code="known-bad-pair",
             message=(
-                f"vllm {vllm[0]['version']} requires transformers{spec}; {have} is installed: "
+                f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed: "
                 "this vLLM predates transformers 5 and breaks on it (tokenizers lost "
                 "all_special_tokens_extended)"
             ),
@@ -343,7 +340,7 @@ def nvidia() -> tuple[list[dict[str, str]], str]:
 
 
 def cuda_findings(
-    torch: dict[str, Any] | None, gpus: list[dict[str, str]], driver_cuda: str
+    torch: TorchFacts | None, gpus: list[dict[str, str]], driver_cuda: str
 ) -> list[Finding]:
     out = []
     if not gpus:
@@ -355,14 +352,14 @@ def cuda_findings(
                 fix="fine for building; serving needs an NVIDIA GPU and driver",
             )
         )
-    built = str(torch.get("cuda") or "") if torch and torch.get("ok") else ""
+    built = (torch.cuda or "") if torch and torch.ok else ""
     if built and driver_cuda and Version(built) > Version(driver_cuda):
         out.append(
             Finding(
                 severity=ERROR,
                 code="driver-too-old",
                 message=(
-                    f"torch {torch.get('version') if torch else ''} is built for CUDA {built}; the "
+                    f"torch {torch.version if torch else ''} is built for CUDA {built}; the "
                     f"driver supports CUDA {driver_cuda} at most"
                 ),
                 fix="update the NVIDIA driver, or use a profile whose torch is built for CUDA "
@@ -409,13 +406,13 @@ def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
     ]
 
 
-def xet_findings(dists: dict[str, list[dict[str, Any]]], env: Mapping[str, str]) -> list[Finding]:
-    copies = dists.get("hf-xet", [])
+def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str]) -> list[Finding]:
+    copies = dists.get("hf-xet", ())
     disabled = env.get("HF_HUB_DISABLE_XET")
     if not copies:
         return []
     try:
-        version = Version(copies[0]["version"])
+        version = Version(copies[0].version)
     except InvalidVersion:
         return []
     if version < HF_XET_MIN and not disabled:

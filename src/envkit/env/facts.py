@@ -1,12 +1,20 @@
 """The facts probe: ``env/inside_venv.py`` run inside a venv's own interpreter (never envkit's),
-once per command, returning what verify and doctor judge. A probe that hangs, cannot start
-or crashes is one EnvironmentBroken message."""
+once per command, returning what verify and doctor judge as one typed ``VenvFacts``.
+
+The probe's answer is input like any other: it is parsed once, here, and every field is checked
+(type, count, length) with its key path in the message (``facts.imports['vllm'].seconds``), as
+packaging's pylock does. A probe that hangs, cannot start, crashes or answers nonsense is one
+EnvironmentBroken message.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,21 +23,247 @@ from envkit.errors import EnvironmentBroken
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder
 
+MAX_ANSWER = 64 * 1024 * 1024  # a probe answer larger than this is not facts
+MAX_ITEMS = 100_000  # entries in any one list or table of the answer
+MAX_TEXT = 1_000_000  # characters in any one string of the answer
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One copy of a distribution as ``importlib.metadata`` sees it inside the venv."""
+
+    version: str
+    location: str
+    installer: str
+    editable: str = ""  # the project folder of an editable install
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PathCopy:
+    """A sys.path entry holding a module of that top-level name."""
+
+    index: int
+    entry: str
+
+
+@dataclass(frozen=True)
+class ImportFacts:
+    ok: bool
+    error: str = ""
+    file: str = ""
+    seconds: float = 0.0
+    copies: tuple[PathCopy, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbeFacts:
+    ok: bool
+    module: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    ok: bool
+    error: str = ""
+    version: str = ""
+    file: str = ""
+    cuda: str | None = None  # None: a CPU build
+    cuda_available: bool = False
+    cuda_error: str = ""
+
+
+@dataclass(frozen=True)
+class VenvFacts:
+    """What one run of the probe saw inside the interpreter."""
+
+    executable: str
+    prefix: str
+    base_prefix: str
+    version: str
+    sys_path: tuple[str, ...] = ()
+    pythonpath: tuple[str, ...] = ()
+    user_site: str = ""
+    site_packages: tuple[str, ...] = ()
+    distributions: Mapping[str, tuple[Installed, ...]] = field(default_factory=dict)
+    imports: Mapping[str, ImportFacts] = field(default_factory=dict)
+    probes: Mapping[str, ProbeFacts] = field(default_factory=dict)
+    torch: TorchFacts | None = None
+
+    @property
+    def is_venv(self) -> bool:
+        return self.prefix != self.base_prefix
+
+    def copies(self, name: str) -> tuple[Installed, ...]:
+        """Every installed copy of distribution ``name`` (canonical name), in sys.path order."""
+        return self.distributions.get(name, ())
+
+
+class _Reader:
+    """Typed access to one JSON object of the answer, failing with the key path."""
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, dict):
+            raise _bad(path, "an object", data)
+        self.data: dict[str, Any] = data
+        self.path = path
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}"
+
+    def text(self, key: str, default: str | None = None) -> str:
+        if key not in self.data:
+            if default is None:
+                raise _bad(self.at(key), "a string", "nothing")
+            return default
+        return _text(self.data[key], self.at(key))
+
+    def optional_text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        return None if value is None else self.text(key)
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise _bad(self.at(key), "true or false", value)
+        return value
+
+    def number(self, key: str, default: float = 0.0) -> float:
+        value = self.data.get(key, default)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise _bad(self.at(key), "a number", value)
+        return float(value)
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        return tuple(_text(v, f"{self.at(key)}[{i}]") for i, v in enumerate(self.items(key)))
+
+    def items(self, key: str) -> list[object]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or len(value) > MAX_ITEMS:
+            raise _bad(self.at(key), f"a list of at most {MAX_ITEMS} items", value)
+        return value
+
+    def table(self, key: str) -> dict[str, object]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict) or len(value) > MAX_ITEMS:
+            raise _bad(self.at(key), f"an object of at most {MAX_ITEMS} entries", value)
+        return value
+
+
+def _text(value: object, path: str) -> str:
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise _bad(path, "a string", value)
+    return value
+
+
+def _bad(path: str, wanted: str, value: object) -> EnvironmentBroken:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return EnvironmentBroken(
+        f"The verification probe answered nonsense at {path}: expected {wanted}, got {shown}.",
+        "The venv's interpreter or its sitecustomize is not a plain Python; rebuild the venv "
+        "with `envkit build`.",
+    )
+
+
+def _installed(data: object, path: str) -> Installed:
+    r = _Reader(data, path)
+    return Installed(
+        version=r.text("version"),
+        location=r.text("location", ""),
+        installer=r.text("installer", ""),
+        editable=r.text("editable", ""),
+        requires=r.texts("requires"),
+    )
+
+
+def _import(data: object, path: str) -> ImportFacts:
+    r = _Reader(data, path)
+    copies = []
+    for i, item in enumerate(r.items("copies")):
+        c = _Reader(item, f"{r.at('copies')}[{i}]")
+        copies.append(PathCopy(index=int(c.number("index")), entry=c.text("entry")))
+    return ImportFacts(
+        ok=r.flag("ok"),
+        error=r.text("error", ""),
+        file=r.text("file", ""),
+        seconds=r.number("seconds"),
+        copies=tuple(copies),
+    )
+
+
+def _probe(data: object, path: str) -> ProbeFacts:
+    r = _Reader(data, path)
+    return ProbeFacts(ok=r.flag("ok"), module=r.text("module", ""), error=r.text("error", ""))
+
+
+def _torch(data: object, path: str) -> TorchFacts:
+    r = _Reader(data, path)
+    return TorchFacts(
+        ok=r.flag("ok"),
+        error=r.text("error", ""),
+        version=r.text("version", ""),
+        file=r.text("file", ""),
+        cuda=r.optional_text("cuda"),
+        cuda_available=r.flag("cuda_available"),
+        cuda_error=r.text("cuda_error", ""),
+    )
+
+
+def parse_facts(data: object) -> VenvFacts:
+    """The probe's JSON answer as ``VenvFacts``; EnvironmentBroken naming the first bad key."""
+    r = _Reader(data, "facts")
+    dists = {}
+    for name, copies in r.table("distributions").items():
+        where = f"{r.at('distributions')}[{name!r}]"
+        if not isinstance(copies, list) or len(copies) > MAX_ITEMS:
+            raise _bad(where, "a list", copies)
+        dists[name] = tuple(_installed(c, f"{where}[{i}]") for i, c in enumerate(copies))
+    imports = {
+        name: _import(v, f"{r.at('imports')}[{name!r}]") for name, v in r.table("imports").items()
+    }
+    probes = {
+        name: _probe(v, f"{r.at('probes')}[{name!r}]") for name, v in r.table("probes").items()
+    }
+    torch = r.data.get("torch")
+    return VenvFacts(
+        executable=r.text("executable"),
+        prefix=r.text("prefix"),
+        base_prefix=r.text("base_prefix"),
+        version=r.text("version"),
+        sys_path=r.texts("sys_path"),
+        pythonpath=r.texts("pythonpath"),
+        user_site=r.text("user_site", ""),
+        site_packages=r.texts("site_packages"),
+        distributions=dists,
+        imports=imports,
+        probes=probes,
+        torch=None if torch is None else _torch(torch, r.at("torch")),
+    )
+
 
 def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
 def collect_facts(
-    python: Path, spec: dict[str, Any], where: Path, timeout: float = 900
-) -> dict[str, Any]:
-    """Run ``env/inside_venv.py`` with ``spec`` in the interpreter ``python``; its facts."""
+    python: Path, spec: Mapping[str, object], where: Path, timeout: float = 900
+) -> VenvFacts:
+    """Run ``env/inside_venv.py`` with ``spec`` in the interpreter ``python``; its facts.
+
+    Raises EnvironmentBroken when the probe hangs, cannot start, crashes or answers nonsense.
+    """
     venv = where
     source = resources.files("envkit.env").joinpath("inside_venv.py").read_text(encoding="utf-8")
     with temporary_folder("facts") as tmp:
         script, spec_file, out_file = (Path(tmp) / n for n in ("probe.py", "spec.json", "out"))
         script.write_text(source, encoding="utf-8")
-        spec_file.write_text(json.dumps(spec), encoding="utf-8")
+        spec_file.write_text(json.dumps(dict(spec)), encoding="utf-8")
         try:
             done = process.run(
                 [str(python), str(script), str(spec_file), str(out_file)], timeout=timeout
@@ -43,15 +277,17 @@ def collect_facts(
             raise EnvironmentBroken(
                 f"Cannot run {python}: {exc.strerror}.", "Rebuild the venv with `envkit build`."
             ) from None
-        crashed = done.returncode != 0 or not out_file.exists()
+        crashed = done.returncode != 0 or not out_file.is_file()
         try:
-            facts = None if crashed else json.loads(out_file.read_text(encoding="utf-8"))
+            too_big = not crashed and out_file.stat().st_size > MAX_ANSWER
+            answer = None if crashed or too_big else out_file.read_text(encoding="utf-8")
+            data = None if answer is None else json.loads(answer)
         except (OSError, ValueError, RecursionError):
-            facts = None
-        if not isinstance(facts, dict):
+            data = None
+        if not isinstance(data, dict):
             tail = " | ".join((done.stderr or "").strip().splitlines()[-5:])
             raise EnvironmentBroken(
                 f"The verification probe crashed in {venv} (exit {done.returncode}): {tail}",
                 "The interpreter itself is broken; rebuild the venv with `envkit build`.",
             )
-    return facts
+    return parse_facts(data)

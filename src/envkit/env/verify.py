@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.facts import collect_facts, venv_python
+from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
 from envkit.errors import BadInput
 from envkit.gpu import linkage
 from envkit.profiles.profile import Profile, Torch
@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers throu
 
 # (vllm version, transformers version) -> the compat report, or why it could not be made
 CompatLookup = Callable[[str, str], Union["CompatReport", str]]
+Inside = Callable[[str], bool]  # is this path inside the venv?
+Show = Callable[[str], str]  # the path as the user should see it (after a move)
 
 
 class Status(enum.Enum):
@@ -95,7 +97,7 @@ def facts_request(profile: Profile) -> dict[str, Any]:
     }
 
 
-def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]:
+def gather(venv: Path, profile: Profile, timeout: float = 900) -> VenvFacts:
     """Run the probe in ``venv``'s interpreter once and return its facts."""
     python = venv_python(venv)
     if not python.exists():
@@ -109,7 +111,7 @@ def gather(venv: Path, profile: Profile, timeout: float = 900) -> dict[str, Any]
 def assess(
     profile: Profile,
     venv: Path,
-    facts: dict[str, Any],
+    facts: VenvFacts,
     shown: Path | None = None,
     *,
     torch: Torch | None = None,
@@ -128,26 +130,26 @@ def assess(
         return path == prefix or path.startswith(prefix + os.sep)
 
     checks: list[Check] = []
-    version = str(facts["version"])
+    version = facts.version
     fits = Version(version) in profile.python_spec
     checks.append(
         Check(
             kind="interpreter",
             name="python",
-            status=Status.PASS if fits and facts["prefix"] == prefix else Status.FAIL,
+            status=Status.PASS if fits and facts.prefix == prefix else Status.FAIL,
             expected=f"Python {profile.python} in {final}",
-            found=f"Python {version} at {show(str(facts['executable']))}",
-            detail="" if facts["prefix"] == prefix else f"sys.prefix is {facts['prefix']}",
+            found=f"Python {version} at {show(facts.executable)}",
+            detail="" if facts.prefix == prefix else f"sys.prefix is {facts.prefix}",
             fix="" if fits else f"rebuild: envkit build {profile.name} --python {profile.python}",
         )
     )
     for dist, expected in sorted(profile.expected_versions().items()):
         checks.append(_version_check(profile, dist, expected, facts, inside, show))
     why = _Why(facts)
-    for module, result in facts.get("imports", {}).items():
+    for module, result in facts.imports.items():
         checks.append(_import_check(profile, module, result, inside, show, why))
-    for dotted, result in facts.get("probes", {}).items():
-        ok = bool(result.get("ok"))
+    for dotted, probed in facts.probes.items():
+        ok = probed.ok
         checks.append(
             Check(
                 kind="probe",
@@ -155,20 +157,20 @@ def assess(
                 status=Status.PASS if ok else Status.FAIL,
                 expected="present",
                 found="present" if ok else "missing",
-                detail="" if ok else str(result.get("error", "")),
-                fix="" if ok else _probe_fix(profile, str(result.get("module") or dotted)),
+                detail="" if ok else probed.error,
+                fix="" if ok else _probe_fix(profile, probed.module or dotted),
             )
         )
-    if "torch" in facts:
-        checks.extend(_torch_checks(torch or profile.torch, facts["torch"], profile.name))
+    if facts.torch is not None:
+        checks.extend(_torch_checks(torch or profile.torch, facts.torch, profile.name))
     installed = {
-        name: str(copies[0]["version"])
+        name: copies[0].version
         for name in ("vllm", "transformers")
-        if (copies := facts.get("distributions", {}).get(name))
+        if (copies := facts.copies(name))
     }
     if compat is not None and len(installed) == 2:
         checks.append(compat_check(installed["vllm"], installed["transformers"], compat))
-    linked = linkage.linkage_on(facts.get("sys_path", []))
+    linked = linkage.linkage_on(list(facts.sys_path))
     if linked is not None:
         checks.append(kernels_check(linked, profile.name))
     return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
@@ -223,9 +225,9 @@ def kernels_check(linked: linkage.Linkage, profile: str) -> Check:
 
 
 def _version_check(
-    profile: Profile, dist: str, expected: str, facts: dict[str, Any], inside: Any, show: Any
+    profile: Profile, dist: str, expected: str, facts: VenvFacts, inside: Inside, show: Show
 ) -> Check:
-    copies = facts.get("distributions", {}).get(canonicalize_name(dist), [])
+    copies = facts.copies(canonicalize_name(dist))
     fix = f"rebuild: envkit build {profile.name}"
     if not copies:
         return Check(
@@ -236,9 +238,9 @@ def _version_check(
             found="not installed",
             fix=fix,
         )
-    own = [c for c in copies if inside(c["location"])]
+    own = [c for c in copies if inside(c.location)]
     first = (own or copies)[0]
-    found = str(first["version"])
+    found = first.version
     try:
         matches = Version(found) in SpecifierSet(f"=={expected}")
     except InvalidVersion:
@@ -248,12 +250,12 @@ def _version_check(
     if len(copies) > 1:
         status = Status.FAIL
         detail = "mixed install, copies: " + "; ".join(
-            f"{c['version']} in {show(c['location'])} (installed by {c['installer'] or 'unknown'})"
+            f"{c.version} in {show(c.location)} (installed by {c.installer or 'unknown'})"
             for c in copies
         )
         fix = f"remove the copies outside the venv, or rebuild: envkit build {profile.name}"
     elif not own:
-        detail = f"found only outside the venv, in {first['location']}"
+        detail = f"found only outside the venv, in {first.location}"
     return Check(
         kind="version",
         name=dist,
@@ -268,19 +270,17 @@ def _version_check(
 class _Why:
     """Explains why a sys.path entry outside the venv is searched at all."""
 
-    def __init__(self, facts: dict[str, Any]) -> None:
+    def __init__(self, facts: VenvFacts) -> None:
         self.facts = facts
 
     def __call__(self, entry: str) -> tuple[str, str]:
-        if entry in self.facts.get("pythonpath", []):
+        if entry in self.facts.pythonpath:
             return "it is on PYTHONPATH", "unset PYTHONPATH (or remove that entry)"
-        if entry and entry == self.facts.get("user_site"):
+        if entry and entry == self.facts.user_site:
             return "it is the user site-packages (pip install --user)", (
                 "remove the user copy (pip uninstall --user), or set PYTHONNOUSERSITE=1"
             )
-        if entry in self.facts.get("site_packages", []) or entry.startswith(
-            str(self.facts.get("base_prefix", "\0"))
-        ):
+        if entry in self.facts.site_packages or entry.startswith(self.facts.base_prefix or "\0"):
             return "the venv includes the base interpreter's site-packages", (
                 "rebuild without system site-packages: envkit build"
             )
@@ -288,36 +288,34 @@ class _Why:
 
 
 def _import_check(
-    profile: Profile, module: str, result: dict[str, Any], inside: Any, show: Any, why: _Why
+    profile: Profile, module: str, result: ImportFacts, inside: Inside, show: Show, why: _Why
 ) -> Check:
-    if not result.get("ok"):
+    if not result.ok:
         return Check(
             kind="import",
             name=module,
             status=Status.FAIL,
             expected="imports",
             found="fails",
-            detail=str(result.get("error", "")),
+            detail=result.error,
             fix=f"rebuild: envkit build {profile.name}; if it persists the pins clash",
         )
-    file = str(result.get("file", ""))
-    copies = result.get("copies", [])
-    winner = next((c for c in copies if file.startswith(c["entry"] + os.sep)), None)
+    file = result.file
+    winner = next((c for c in result.copies if file.startswith(c.entry + os.sep)), None)
     if not inside(file):
-        reason, fix = why(winner["entry"]) if winner else ("unknown", "rebuild the venv")
-        index = f"sys.path[{winner['index']}]" if winner else "sys.path"
+        reason, fix = why(winner.entry) if winner else ("unknown", "rebuild the venv")
+        index = f"sys.path[{winner.index}]" if winner else "sys.path"
         return Check(
             kind="import",
             name=module,
             status=Status.FAIL,
             expected="inside the venv",
             found=file,
-            detail=f"mixed install: {index} {winner['entry'] if winner else ''}"
-            f" wins because {reason}",
+            detail=f"mixed install: {index} {winner.entry if winner else ''} wins because {reason}",
             fix=fix,
         )
-    others = [c["entry"] for c in copies if not inside(c["entry"])]
-    seconds = float(result.get("seconds", 0.0))
+    others = [c.entry for c in result.copies if not inside(c.entry)]
+    seconds = result.seconds
     return Check(
         kind="import",
         name=module,
@@ -344,8 +342,8 @@ def _probe_fix(profile: Profile, module: str) -> str:
     return f"pin {top} to a version that has it in the profile's constraints, then rebuild"
 
 
-def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list[Check]:
-    if not torch.get("ok"):
+def _torch_checks(want: Torch, torch: TorchFacts, profile_name: str) -> list[Check]:
+    if not torch.ok:
         return [
             Check(
                 kind="torch",
@@ -353,15 +351,15 @@ def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list
                 status=Status.FAIL,
                 expected=want.cuda or "importable",
                 found="torch does not import",
-                detail=str(torch.get("error", "")),
+                detail=torch.error,
                 fix=f"envkit build {profile_name}",
             )
         ]
-    found = torch.get("cuda") or "none (CPU build)"
+    found = torch.cuda or "none (CPU build)"
     backend = want.backend or "cu" + want.cuda.replace(".", "")
     checks = []
     if want.cuda:
-        ok = torch.get("cuda") == want.cuda
+        ok = torch.cuda == want.cuda
         checks.append(
             Check(
                 kind="torch",
@@ -369,7 +367,7 @@ def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list
                 status=Status.PASS if ok else Status.FAIL,
                 expected=want.cuda,
                 found=str(found),
-                detail=f"torch {torch.get('version')}",
+                detail=f"torch {torch.version}",
                 fix=""
                 if ok
                 else (
@@ -378,7 +376,7 @@ def _torch_checks(want: Torch, torch: dict[str, Any], profile_name: str) -> list
                 ),
             )
         )
-    available = bool(torch.get("cuda_available"))
+    available = torch.cuda_available
     checks.append(
         Check(
             kind="torch",

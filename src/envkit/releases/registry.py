@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from email.parser import Parser
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -34,13 +34,13 @@ from platformdirs import user_cache_path
 
 from envkit.errors import BadInput, FileSystemError, WheelError
 from envkit.index.asttables import OPAQUE, SourceError, module_tables
-from envkit.index.wheels import Http, RemoteZip, WheelFile, list_files, pick_wheel, read_members
+from envkit.index.session import IndexSession
+from envkit.index.wheels import Http, RemoteZip, pick_wheel, read_members
 from envkit.io.atomicfile import write_atomic
 from envkit.io.redaction import redact
 from envkit.io.urls import parse_url
 from envkit.profiles.bounds import Bound
 
-T = TypeVar("T")
 FORMAT = 2  # bump when the scan's content changes: old cache entries are then ignored
 
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
@@ -158,8 +158,9 @@ def _store(scan: Scan, index: str) -> None:
         pass  # a cache that cannot be written only costs time
 
 
-class Scanner:
-    """Scans releases from one index, with the per-release cache."""
+class Scanner(IndexSession):
+    """An index session that also reads what each release can load, with the per-release
+    cache (and keeps each scan in memory for the run)."""
 
     def __init__(
         self,
@@ -169,33 +170,8 @@ class Scanner:
         http: Http | None = None,
         progress: Callable[[str], None] = lambda _m: None,
     ) -> None:
-        self.index = index
-        self.use_cache = use_cache
-        self.http = http or Http()
-        self.progress = progress  # hears each release read from the index (not the cache)
-        self._files: dict[str, list[WheelFile]] = {}
-        self._memo: dict[str, Any] = {}
+        super().__init__(index, use_cache=use_cache, http=http, progress=progress)
         self._scans: dict[tuple[str, Version], Scan] = {}  # read once per run
-
-    def memo(self, key: str, make: Callable[[], T]) -> T:
-        """``make()``, once per scanner (an index page other modules need once)."""
-        if key not in self._memo:
-            self._memo[key] = make()
-        return cast(T, self._memo[key])
-
-    def files(self, project: str) -> list[WheelFile]:
-        if project not in self._files:
-            self._files[project] = list_files(project, self.index, self.http)
-        return self._files[project]
-
-    def releases(self, project: str) -> list[Version]:
-        """Every release with a wheel, oldest first (pre-releases left out)."""
-        return sorted({f.version for f in self.files(project) if not f.version.is_prerelease})
-
-    def upload_time(self, project: str, version: Version) -> str | None:
-        """When the release's first file was published, or None when the index does not say."""
-        times = [f.upload_time for f in self.files(project) if f.version == version]
-        return min((t for t in times if t), default=None)
 
     def scan(self, project: str, version: Version) -> Scan:
         key = (project, version)

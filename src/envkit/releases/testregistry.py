@@ -20,7 +20,6 @@ from pathlib import Path
 from packaging.version import Version
 
 from envkit.errors import FileSystemError, WheelError
-from envkit.index.wheels import list_sdists
 from envkit.io.atomicfile import write_atomic
 from envkit.io.http import MiB, status_error
 from envkit.io.redaction import redact
@@ -65,7 +64,7 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
         cached = _cached(version, scanner.index)
         if cached is not None:
             return cached
-    sdists = scanner.memo("vllm-sdists", lambda: list_sdists("vllm", scanner.index, scanner.http))
+    sdists = scanner.sdists("vllm")
     sdist = sdists.get(version)
     if sdist is None:
         _store(version, scanner.index, {}, "no source distribution")
@@ -113,7 +112,7 @@ def bounds_for(
     """:func:`transformers_bounds` of many releases, a few sdists at a time. A release whose
     sdist cannot be read gets {} here (said through the scanner's progress), never cached."""
     wanted = list(versions)
-    scanner.memo("vllm-sdists", lambda: list_sdists("vllm", scanner.index, scanner.http))
+    scanner.sdists("vllm")
 
     def one(version: Version) -> dict[str, Bound]:
         try:

@@ -8,9 +8,8 @@ import pytest
 
 from envkit.profiles.catalog import Catalog
 
-from helpers import run_cli
+from helpers import ROOT, run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.network
 
 

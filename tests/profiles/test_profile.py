@@ -10,9 +10,8 @@ from envkit.errors import BadInput, ProfileError, ProfileNotFound
 from envkit.profiles.catalog import Catalog
 from envkit.profiles.profile import load_profile
 
-from helpers import envkit, profile_text
+from helpers import FIXTURES, ROOT, envkit, profile_text
 
-ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "envs"
 
 
@@ -173,7 +172,7 @@ def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path)
 
 
 def test_shipped_profiles_and_locks_work_from_any_folder(tmp_path: Path) -> None:
-    model = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
+    model = FIXTURES / "models" / "Qwen2-VL-2B-Instruct"
     res = envkit("which", str(model), "--json", cwd=tmp_path)
     assert res.code == 0, res.err
     assert "vllm-0.8.5+qwen2-vl" in res.json()["supported_by"]

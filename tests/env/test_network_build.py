@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import envkit
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT, envkit
 
 pytestmark = pytest.mark.network
 

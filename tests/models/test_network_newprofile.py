@@ -13,9 +13,9 @@ import pytest
 
 from envkit.profiles.profile import load_profile
 
-from helpers import envkit
+from helpers import FIXTURES, envkit
 
-MODELS = Path(__file__).parent / "fixtures" / "models"
+MODELS = FIXTURES / "models"
 pytestmark = pytest.mark.network
 
 

@@ -9,13 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_schemas import output
 
 import indexserver
-from helpers import envkit_process, run_cli
+from helpers import ROOT, envkit_process, output, run_cli
 from indexserver import url
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = next(
     (shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None
 )

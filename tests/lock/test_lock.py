@@ -16,28 +16,7 @@ from envkit.io.uv import find_uv
 
 import wheelhouse
 from conftest import Indexes
-from helpers import PY, build_args, envkit
-
-OTHER = "3.12" if PY != "3.12" else "3.11"
-
-
-def matrix_profile(pythons: list[str], python: str = ">=3.9", extra: str = "") -> str:
-    return f'''description = "lock test"
-python = "{python}"
-requirements = ["vllm==0.8.5"{extra}]
-constraints = ["transformers==4.51.3"]
-
-[torch]
-backend = "cu124"
-
-[verify]
-imports = ["vllm", "transformers", "torch"]
-
-[matrix]
-python = [{", ".join(f'"{p}"' for p in pythons)}]
-platforms = ["linux-x86_64", "linux-aarch64"]
-backends = ["cu124"]
-'''
+from helpers import OTHER, PY, build_args, envkit, lock_args, matrix_profile
 
 
 @pytest.fixture
@@ -46,10 +25,6 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
     return tmp_path
-
-
-def lock_args(indexes: Indexes, *extra: str) -> list[str]:
-    return ["--index-url", indexes.default, "--torch-index", "default", *extra]
 
 
 def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes) -> None:

@@ -11,10 +11,9 @@ import compat_world
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_schemas import output
 
 import indexserver
-from helpers import run_cli
+from helpers import output, run_cli
 
 
 def compat_world_line(text: str) -> int:

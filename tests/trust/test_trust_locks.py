@@ -13,12 +13,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from test_lock import lock_args, matrix_profile
 
 import indexserver
 import registry_world
 from conftest import Indexes
-from helpers import PY, profile_text, run_cli
+from helpers import PY, lock_args, matrix_profile, profile_text, run_cli
 
 
 @pytest.fixture

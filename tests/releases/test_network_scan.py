@@ -11,9 +11,8 @@ from envkit.index.wheels import index_url
 from envkit.profiles.catalog import Catalog
 from envkit.releases.registry import Scanner, releases_listing
 
-from helpers import envkit
+from helpers import ROOT, envkit
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.network
 
 

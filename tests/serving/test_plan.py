@@ -12,10 +12,9 @@ from envkit.gpu.cards import GIB, parse_size
 from envkit.serving.memory_plan import PlanInput, make_plan
 from envkit.serving.shapes import kv_bytes_per_token, parameters_from_shapes, shapes
 
-from helpers import envkit
+from helpers import ROOT, envkit
 from registry_world import MODELS
 
-ROOT = Path(__file__).resolve().parent.parent
 PROFILE = "vllm-0.8.5+qwen2-vl"
 
 # Qwen2.5-3B-Instruct and Qwen2.5-1.5B-Instruct, as their config.json files give them

@@ -12,15 +12,12 @@ from pathlib import Path
 import pytest
 from packaging.markers import default_environment
 from packaging.pylock import PylockSelectError
-from test_lock import OTHER, lock_args, matrix_profile
 
 from envkit.io.uv import find_uv
 from envkit.lock.pylocks import validate_file
 
 from conftest import Indexes
-from helpers import PY, run_cli
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import OTHER, PY, ROOT, lock_args, matrix_profile, run_cli
 
 
 @pytest.fixture

@@ -12,11 +12,10 @@ import pytest
 from envkit.profiles.profile import load_profile
 
 import indexserver
-from helpers import envkit
+from helpers import ROOT, envkit
 from indexserver import url
 from registry_world import MODELS
 
-ROOT = Path(__file__).resolve().parent.parent
 QWEN2VL = MODELS / "Qwen2-VL-2B-Instruct"
 QWEN35 = MODELS / "Qwen3.5-9B"
 

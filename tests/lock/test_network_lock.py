@@ -9,9 +9,8 @@ import pytest
 
 from envkit.lock.cells import body
 
-from helpers import envkit
+from helpers import ROOT, envkit
 
-ROOT = Path(__file__).resolve().parent.parent
 PROFILE = "vllm-0.8.5+qwen2-vl"
 pytestmark = pytest.mark.network
 

@@ -14,11 +14,11 @@ import pytest
 import indexserver
 import wheelhouse
 from conftest import Indexes
-from helpers import envkit, install_into, shadow_transformers
+from helpers import FIXTURES, envkit, install_into, shadow_transformers
 
 # Output recorded from nvidia-smi on an 8 GiB RTX 2070 (field report 2's card): the plain
 # header, and --query-gpu=name,driver_version,memory.total,memory.free,compute_cap as CSV.
-SMI = Path(__file__).parent / "fixtures" / "nvidia-smi"
+SMI = FIXTURES / "nvidia-smi"
 
 
 @pytest.fixture
@@ -157,16 +157,18 @@ def test_doctor_defaults_to_the_project_venv(tmp_path: Path) -> None:
 
 def test_an_editable_install_and_its_source_metadata_are_one_copy(tmp_path: Path) -> None:
     """`pip install -e .` leaves src/NAME.egg-info in the project: not a second copy."""
+    from dataclasses import replace
+
     from envkit.env.doctor import duplicates
+    from envkit.env.facts import Installed
 
     project = tmp_path / "proj"
-    editable = {"version": "0.1.0", "location": str(tmp_path / "site"), "installer": "pip"}
-    source = {"version": "0.1.0", "location": str(project / "src"), "installer": ""}
-    found = duplicates({"envkit": [{**editable, "editable": str(project)}, source]})
-    assert found == []
+    editable = Installed(version="0.1.0", location=str(tmp_path / "site"), installer="pip")
+    source = Installed(version="0.1.0", location=str(project / "src"), installer="")
+    linked = replace(editable, editable=str(project))
+    assert duplicates({"envkit": [linked, source]}) == []
     # without the editable link, or with another version, they are two copies
     assert [f.code for f in duplicates({"envkit": [editable, source]})] == [
         "duplicate-distribution"
     ]
-    other = {**source, "version": "0.2.0"}
-    assert duplicates({"envkit": [{**editable, "editable": str(project)}, other]})
+    assert duplicates({"envkit": [linked, replace(source, version="0.2.0")]})

@@ -11,9 +11,9 @@ import pytest
 
 from envkit.io.uv import network_failure
 
-from helpers import profile_text, run_cli
+from helpers import FIXTURES, profile_text, run_cli
 
-MODEL = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
+MODEL = FIXTURES / "models" / "Qwen2-VL-2B-Instruct"
 
 
 @pytest.fixture

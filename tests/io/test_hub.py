@@ -11,9 +11,9 @@ from pathlib import Path
 import loopback
 import pytest
 
-from helpers import envkit_process
+from helpers import FIXTURES, envkit_process
 
-CONFIG = (Path(__file__).parent / "fixtures/models/Qwen2-VL-2B-Instruct/config.json").read_bytes()
+CONFIG = (FIXTURES / "models/Qwen2-VL-2B-Instruct/config.json").read_bytes()
 TOKEN = "hf_hubTESTtoken0123456789"
 COMMIT = "a" * 40
 
