@@ -48,7 +48,9 @@ def test_pinned_build_passes_and_entry_points_survive_the_move(
     assert res.code == 0, res.err + res.out
     data = res.json()
     assert data["ok"] is True
-    assert data["command"][:3] == ["uv", "pip", "install"]
+    # the argv that ran: uv itself, then the install into the new venv's interpreter
+    assert Path(data["command"][0]).name == "uv" and data["command"][1:3] == ["pip", "install"]
+    assert "--constraints" in data["command"] and "vllm==0.8.5" in data["command"]
     versions = {c["name"]: c["found"] for c in data["verify"]["checks"] if c["kind"] == "version"}
     assert versions == {"transformers": "4.51.3", "vllm": "0.8.5"}
     venv = project / ".venv"

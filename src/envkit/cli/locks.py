@@ -15,9 +15,10 @@ from envkit.cli.options import (
     json_option,
     torch_index_option,
 )
-from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from envkit.errors import EXIT_OK, BadInput
 from envkit.io.uv import Uv
 from envkit.lock import states
+from envkit.lock.cells import check_exit_code, lock_exit_code
 from envkit.lock.locker import Locker, LockOptions
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.catalog import Catalog
@@ -96,18 +97,13 @@ def lock(
     if check:
         found = states.check(chosen, constraints, locker if resolve else None)
         render.lock_check(found, as_json)
-        code = EXIT_CHECK_FAILED if any(s.status.failing for s in found) else EXIT_OK
-        return state.worst(code)
+        return state.worst(check_exit_code(s.status for s in found))
     if resolve:
         raise BadInput("--resolve goes with --check.")
     refused = _compat_refusals(chosen, index)
     results = locker.lock(chosen, only=cell, refused=refused)
     render.lock_results(results, as_json)
-    if any(r.state == "unreachable" for r in results):
-        return EXIT_BAD_INPUT  # a network failure is not a verdict: nothing was recorded
-    failed = ("unresolvable", "incompatible")
-    code = EXIT_CHECK_FAILED if any(r.state in failed for r in results) else EXIT_OK
-    return state.worst(code)
+    return state.worst(lock_exit_code(r.status for r in results))
 
 
 def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, str]:

@@ -103,9 +103,24 @@ class CompatReport:
     dated: bool = False  # removed_in was looked for (compat --removed-in)
 
     @property
+    def blocking(self) -> tuple[Incompatibility, ...]:
+        """The findings that break vLLM as a whole (model-scoped ones name their architectures)."""
+        return tuple(f for f in self.findings if not f.architectures)
+
+    @property
     def compatible(self) -> bool:
-        """No finding breaks vLLM as a whole (model-scoped ones name their architectures)."""
-        return not any(not f.architectures for f in self.findings)
+        return not self.blocking
+
+    @property
+    def broken_architectures(self) -> tuple[str, ...]:
+        """Every architecture a model-scoped finding breaks, sorted."""
+        return tuple(sorted({a for f in self.findings for a in f.architectures}))
+
+    def summary(self, shown: int = 3) -> str:
+        """The blocking findings in one line: the first ``shown``, then how many more."""
+        core = self.blocking
+        named = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:shown])
+        return named + (f" (and {len(core) - shown} more)" if len(core) > shown else "")
 
     def breaks(self, architecture: str) -> tuple[Incompatibility, ...]:
         """The findings that break loading ``architecture`` with this pair."""

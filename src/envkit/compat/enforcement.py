@@ -30,13 +30,9 @@ def lock_refusals(
             note(f"compat of {profile.name}'s pins not checked: {exc.message}")
             continue
         if not report.compatible:
-            first = next(f for f in report.findings if not f.architectures)
-            more = len([f for f in report.findings if not f.architectures]) - 1
             refused[profile.name] = (
                 f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
-                f"{first.code.value} {first.name} at {first.file}:{first.line}"
-                + (f" (and {more} more)" if more else "")
-                + f"; see envkit compat {profile.name}"
+                f"{report.summary(shown=1)}; see envkit compat {profile.name}"
             )
     return refused
 

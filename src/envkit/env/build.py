@@ -93,7 +93,6 @@ class Install:
     constraints: str | None  # the constraints file's text; None when installing a lock
     lock: Path | None
     describe: str
-    command: tuple[str, ...]
     torch: TorchSource
 
 
@@ -141,7 +140,6 @@ def choose_install(
                     lock=locked,
                     describe=f"installing the published lock {locked.name} (exact, hash-checked;"
                     f" torch from {torch.description})",
-                    command=("uv", "pip", "install", *args),
                     torch=torch,
                 )
     extra = list(source.uv_args)
@@ -156,15 +154,6 @@ def choose_install(
         constraints=constraints_text(profile),
         lock=None,
         describe=f"installing {' '.join(profile.requirements)} (torch from {source.description})",
-        command=(
-            "uv",
-            "pip",
-            "install",
-            "-c",
-            "envkit-constraints.txt",
-            *extra,
-            *profile.requirements,
-        ),
     )
 
 
@@ -207,7 +196,7 @@ def build(
                 constraints.write_text(plan.constraints, encoding="utf-8")
             progress(plan.describe)
             start = time.monotonic()
-            uv.pip_install(
+            ran = uv.pip_install(
                 venv_python(staging),
                 plan.requirements,
                 constraints=constraints,
@@ -217,6 +206,7 @@ def build(
                 # environment would overrule that choice
                 unset_env=("UV_TORCH_BACKEND",),
             )
+            marker = {**marker, "command": [redact(part) for part in ran]}
             process.fault_point("installed")
             seconds["install"] = time.monotonic() - start
             progress("verifying inside the new environment")
@@ -248,7 +238,7 @@ def build(
         venv=slot.venv,
         interpreter=str(interpreter.path),
         torch=plan.torch,
-        command=plan.command,
+        command=ran,
         replaced=replaced,
         recovered=tuple(recovered),
         seconds=seconds,
@@ -265,7 +255,7 @@ def _marker(
         "profile_digest": profile_digest,
         "python": str(python),
         "torch_source": redact(plan.torch.description),
-        "command": [redact(part) for part in plan.command],
+        "command": [],  # the argv that ran, once the install has run
         "lock": str(plan.lock) if plan.lock else None,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -223,16 +223,14 @@ def known_bad(
     found = compat(vllm[0].version, transformers[0].version)
     if isinstance(found, str):  # no verdict from the wheels: fall back to the rule
         return _predates_5(vllm, transformers)
-    core = [f for f in found.findings if not f.architectures]
-    if not core:
+    if found.compatible:
         return []
-    named = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:3])
     return [
         Finding(
             severity=ERROR,
             code="known-bad-pair",
             message=f"vllm {found.vllm} + transformers {found.transformers} is not compatible: "
-            f"{named}" + (f" (and {len(core) - 3} more)" if len(core) > 3 else ""),
+            f"{found.summary()}",
             fix=f"pin the transformers a profile pins for vLLM {found.vllm} (envkit compat "
             f"vllm=={found.vllm} transformers=={found.transformers} lists what breaks)",
         )

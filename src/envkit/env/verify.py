@@ -186,14 +186,11 @@ def compat_check(vllm: str, transformers: str, compat: CompatLookup) -> Check:
             kind="compat", name=name, status=Status.WARN, expected="compatible",
             found="not checked", detail=found,
         )  # fmt: skip
-    core = [f for f in found.findings if not f.architectures]
-    scoped = sorted({a for f in found.findings for a in f.architectures})
-    if core:
-        detail = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:3])
-        more = f" (and {len(core) - 3} more)" if len(core) > 3 else ""
+    scoped = found.broken_architectures
+    if not found.compatible:
         return Check(
             kind="compat", name=name, status=Status.FAIL, expected="compatible",
-            found="not compatible", detail=detail + more,
+            found="not compatible", detail=found.summary(),
             fix=f"pin a transformers vLLM {vllm} works with (envkit compat vllm=={vllm} "
             f"transformers=={transformers} lists what breaks)",
         )  # fmt: skip

@@ -80,7 +80,7 @@ class Uv:
             unreachable = network_failure(output, args)
             if unreachable is not None:
                 raise unreachable
-            raise CommandFailed(["uv", *args], done.returncode, output, what, hint)
+            raise CommandFailed(command, done.returncode, output, what, hint)
         return done
 
     def version(self) -> str:
@@ -107,7 +107,8 @@ class Uv:
         options: Sequence[str],
         stream: bool,
         unset_env: Sequence[str] = (),
-    ) -> None:
+    ) -> tuple[str, ...]:
+        """Install into ``python``'s environment; the argv that ran (for markers and reports)."""
         args = ["pip", "install", "--python", str(python)]
         if constraints is not None:
             args += ["--constraints", str(constraints)]
@@ -124,6 +125,7 @@ class Uv:
             hint="The environment at --venv was not touched. Check the profile's requirements "
             "and constraints, the index (--index-url, --torch-index) and the network.",
         )
+        return (self.binary, *args)
 
     def pip_compile(
         self,

@@ -16,11 +16,13 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
 from envkit.io.atomicfile import write_atomic
 from envkit.profiles.profile import Profile
 
@@ -112,6 +114,21 @@ def machine_platform() -> str:
     if system == "macos" and arch == "aarch64":
         return "macos-arm64"
     return f"{system}-{arch}"
+
+
+def lock_exit_code(statuses: Iterable[CellStatus]) -> int:
+    """What `envkit lock` exits with: 2 when an index could not be reached (no verdict, nothing
+    recorded), 1 when a cell is unresolvable or refused as incompatible, else 0."""
+    seen = set(statuses)
+    if CellStatus.UNREACHABLE in seen:
+        return EXIT_BAD_INPUT
+    failed = {CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE}
+    return EXIT_CHECK_FAILED if seen & failed else EXIT_OK
+
+
+def check_exit_code(statuses: Iterable[CellStatus]) -> int:
+    """What `envkit lock --check` exits with: 1 when any cell is failing, else 0."""
+    return EXIT_CHECK_FAILED if any(s.failing for s in statuses) else EXIT_OK
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -163,13 +163,13 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         emit_json(rep.to_dict())
         return
     pair = f"vLLM {rep.vllm} + transformers {rep.transformers}"
-    core = [f for f in rep.findings if not f.architectures]
+    core = rep.blocking
     scoped = [f for f in rep.findings if f.architectures]
     if core:
         echo(f"{pair}: not compatible", fg="red", bold=True)
     else:
         echo(f"{pair}: compatible", fg="green", bold=True, nl=False)
-        broken = sorted({a for f in scoped for a in f.architectures})
+        broken = rep.broken_architectures
         echo(f", except for {len(broken)} architecture(s) below" if broken else "")
     for f in [*core, *scoped]:
         where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
