@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -88,7 +88,15 @@ class Rejections:
         return tuple(out)
 
 
-class _Provider(AbstractProvider):  # type: ignore[type-arg]
+if TYPE_CHECKING:  # generic in resolvelib's stubs; a plain class at run time before 1.1
+    _ProviderBase = AbstractProvider[Need, Candidate, str]
+else:
+    _ProviderBase = AbstractProvider
+
+
+class _Provider(_ProviderBase):
+    """resolvelib's hooks over envkit's tests: candidates newest first, vLLM decided first."""
+
     def __init__(
         self,
         releases: Mapping[str, Sequence[Version]],
@@ -99,10 +107,10 @@ class _Provider(AbstractProvider):  # type: ignore[type-arg]
         self.why = why
         self.depends = depends  # what a candidate asks of the others
 
-    def identify(self, requirement_or_candidate: Any) -> str:
-        return str(requirement_or_candidate.project)
+    def identify(self, requirement_or_candidate: Need | Candidate) -> str:
+        return requirement_or_candidate.project
 
-    def get_preference(self, identifier: str, *_args: Any, **_kw: Any) -> Any:
+    def get_preference(self, identifier: str, *_args: object, **_kw: object) -> int:
         return 0 if identifier == "vllm" else 1
 
     def find_matches(
