@@ -212,9 +212,9 @@ def explain(
         root, also = _cause(Code.ENCODER_CACHE_PROFILING, (scan.stall,), 1, ctx), tuple(made)
     elif made:
         root, also = made[0], tuple(made[1:])
-    elif scan.wrappers:
+    elif scan.wrappers and not scan.unknown:
         root, also = _cause(Code.ENGINE_CORE_FAILED, scan.wrappers, len(scan.wrappers), ctx), ()
-    else:
+    else:  # errors no signature reads: shown as they are
         hits = _hits_of(scan.unknown)
         root, also = _cause(Code.UNKNOWN, hits, len(hits), ctx), ()
     status = scan.status if scan.status is not Status.STARTING else Status.FAILED
