@@ -16,6 +16,7 @@ from bootlogs import FAILURES, NOISE, log, preamble
 
 from envkit.serving.explain import Explanation, explain, scan_stream
 from envkit.serving.knowledge import GpuFacts, ProfileFacts, Tables
+
 from helpers import envkit
 
 GIB = 1024**3
@@ -158,7 +159,8 @@ def test_two_causes_the_earliest_first_and_the_other_also() -> None:
 
 def test_red_herring_warnings_are_not_causes() -> None:
     herrings = [
-        "WARNING 05-12 10:01:04 [parallel.py:750] Address already in use. Retrying with a new port.",
+        "WARNING 05-12 10:01:04 [parallel.py:750] Address already in use. Retrying with a new "
+        "port.",
         "WARNING 05-12 10:01:04 [utils.py:1] CUDA out of memory would be reported here; it was not",
         "WARNING 05-12 10:01:04 [interface.py:314] Using 'pin_memory=False' as WSL is detected.",
     ]

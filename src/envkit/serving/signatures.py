@@ -117,7 +117,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         Code.SPAWN_MAIN_GUARD,
         C,
-        ("bootstrapping",),
+        ("bootstrapping", "start a new process"),
         r"start a new process before the\s*(?:current process has finished its)?"
         r"|has finished its bootstrapping phase",
     ),
@@ -139,7 +139,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         Code.KV_CACHE_TOO_SMALL,
         C,
-        ("kv cache", "cache blocks"),
+        ("kv cache is needed", "cache blocks", "stored in kv cache"),
         r"No available memory for the cache blocks"
         r"|\((?P<needed>[\d.]+) GiB KV cache is needed, which is larger than the available KV"
         r" cache memory \((?P<available>[\d.]+) GiB\)"
@@ -273,7 +273,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         Code.NONE,
         Role.PROGRESS,
-        ("kv cache", "graph captur"),
+        ("kv cache size", "kv cache memory", "graph captur", "init engine"),
         r"GPU KV cache size|Available KV cache memory|Graph capturing finished"
         r"|init engine .* took|# GPU blocks",
     ),

@@ -111,6 +111,7 @@ class BootWatch:
             self._unknown_error(line)
             return None
         hit = self._hit(found.signature, found.groups, line)
+        self._remote_frame = self._remote_frame and hit is None  # frames lead to one error
         if hit is not None:
             self._record(hit)
         return hit
