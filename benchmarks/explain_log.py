@@ -82,7 +82,8 @@ def main() -> None:
             check=False,
         )
         seconds = time.perf_counter() - start
-        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak_kib, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
         cause = json.loads(done.stdout)["cause"]
         print(
             json.dumps(
@@ -90,6 +91,9 @@ def main() -> None:
                     "bytes": size,
                     "seconds": round(seconds, 2),
                     "mb_per_s": round(size / seconds / 1e6, 1),
+                    # on a shared machine the wall clock waits for the others; CPU does not
+                    "cpu_seconds": round(cpu, 2),
+                    "mb_per_cpu_s": round(size / cpu / 1e6, 1),
                     "peak_rss_mb": round(peak_kib / 1024, 1),
                     "exit": done.returncode,
                     "cause": cause["code"],

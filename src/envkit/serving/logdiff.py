@@ -139,14 +139,17 @@ def _naming(
     path: str, side: str, names: list[str], dumps: frozenset[int]
 ) -> dict[str, list[SideLine]]:
     """The lines of ``path`` (other than its dumps) that name each of ``names``."""
-    spelled = {n: {n, n.replace("_", "-")} if n.islower() else {n} for n in names}
+    spelled = {
+        n: {n.lower(), n.replace("_", "-"), n.replace("_", " ")} if n.islower() else {n.lower()}
+        for n in names
+    }
     found: dict[str, list[SideLine]] = {n: [] for n in names}
     stats = ReadStats()
     with open_log(path) as (stream, name):
         for number, raw in every_line(stream, name, stats):
             if number in dumps:
                 continue
-            text = raw.decode("utf-8", "replace")
+            text = raw.decode("utf-8", "replace").lower()
             for n, forms in spelled.items():
                 if len(found[n]) < MAX_SHOWN and any(f in text for f in forms):
                     line = normalise(number, raw)[-1]
