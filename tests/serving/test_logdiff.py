@@ -9,6 +9,7 @@ from bootlogs import FAILURES, log
 
 from envkit.serving.knowledge import Tables
 from envkit.serving.logdiff import diff
+
 from helpers import envkit
 
 

@@ -77,7 +77,7 @@ class ReadStats:
 
     lines: int = 0
     bytes: int = 0
-    cut: int = 0  # lines longer than MAX_LINE, cut there
+    cut: int = 0  # lines cut at MAX_LINE (those the matchers were handed, or that spanned blocks)
 
 
 def _blocks(stream: BinaryIO, name: str, stats: ReadStats) -> Iterator[bytes]:
