@@ -47,6 +47,12 @@ def test_model_and_profile_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     output("which", run_cli("which", str(MODEL), "--json").out)
     output("plan", run_cli("plan", SHIPPED, str(MODEL), "--gpu-memory", "8GiB", "--json").out)
     output("doctor", run_cli("doctor", "--json").out)
+    (tmp_path / "boot.log").write_text(
+        "INFO 05-12 10:01:01 [api_server.py:1043] vLLM API server version 0.8.5\n"
+        "RuntimeError: UVA is not available\n"
+    )
+    output("explain", run_cli("explain", "boot.log", "--json").out)
+    output("explain-diff", run_cli("explain", "--diff", "boot.log", "boot.log", "--json").out)
     for failing in (
         ("show", "nope"),
         ("lock", "--jobs", "0"),

@@ -1,4 +1,4 @@
-"""CLI commands for serving: plan, probe, doctor."""
+"""CLI commands for serving: plan, probe, doctor, explain."""
 
 from __future__ import annotations
 
@@ -199,4 +199,75 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
 
 
-COMMANDS = (plan, probe, doctor)
+@click.command()
+@click.argument("logs", nargs=-1, metavar="[LOG | -]")
+@click.option(
+    "--diff", is_flag=True, help="Compare two boot logs A B of one start with one change."
+)
+@click.option(
+    "--venv",
+    type=click.Path(path_type=Path),
+    help="Confirm against the vLLM and transformers installed in this venv.",
+)
+@click.option(
+    "--profile",
+    "profile",
+    metavar="PROFILE",
+    shell_complete=complete_profiles,
+    help="Confirm against PROFILE's pins (and name it in the fixes).",
+)
+@json_option
+@click.pass_obj
+def explain(
+    state: State,
+    logs: tuple[str, ...],
+    diff: bool,
+    venv: Path | None,
+    profile: str | None,
+    as_json: bool,
+) -> int:
+    """Explain a vLLM boot log: the root cause, the other problems, the evidence, a fix.
+
+    LOG is a file, or - for standard input (docker logs vllm 2>&1 | envkit explain -).
+    With --diff A B: the variables and arguments that differ between two logs, whether vLLM
+    acknowledged each, and whether the failure changed. Exit 0 for a healthy start (and for
+    --diff), 1 for a failure, 2 for bad input.
+    """
+    from envkit.serving import explain as core
+    from envkit.serving.knowledge import ShippedKnowledge
+
+    knowledge = ShippedKnowledge(Catalog.from_option(state.envs))
+    if diff:
+        if len(logs) != 2 or "-" in logs:
+            raise BadInput("--diff compares two log files: envkit explain --diff A B.")
+        from envkit.serving import logdiff
+
+        render.log_diff(logdiff.diff(logs[0], logs[1], knowledge), as_json)
+        return EXIT_OK
+    if len(logs) > 1:
+        raise BadInput("explain reads one log (or - for standard input); --diff compares two.")
+    installed = None
+    loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
+    if venv is not None:
+        from envkit.serving.envpins import from_venv
+
+        installed = from_venv(venv)
+    elif loaded is not None:
+        from envkit.serving.envpins import from_profile
+
+        installed = from_profile(loaded)
+    with core.open_log(logs[0] if logs else "-") as (stream, name):
+        scan, stats = core.scan_stream(stream, name)
+    result = core.explain(
+        scan,
+        stats,
+        knowledge,
+        source=name,
+        installed=installed,
+        profile=loaded.name if loaded else "",
+    )
+    render.explanation(result, as_json)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
+COMMANDS = (plan, probe, doctor, explain)

@@ -5,7 +5,11 @@ Two kinds of secret are hidden:
 - the userinfo of any URL, in every form a URL can carry it (``user:pass@``, ``:token@``,
   ``token@``, and passwords holding an ``@``): ``https://***@host/...``;
 - secret values envkit knows about (the API key it sends, tokens from the environment),
-  wherever they appear, including in a server's answer that echoes them back.
+  wherever they appear, including in a server's answer that echoes them back;
+- secrets by their shape in text envkit reads (a boot log): Hugging Face tokens (``hf_...``),
+  ``sk-...`` keys, ``--api-key VALUE``, ``Authorization: Bearer VALUE``, the values of
+  ``api_key``/``token`` fields in vLLM's argument dumps and of ``*_TOKEN=``/``*_API_KEY=``
+  environment assignments (:func:`mask_secret_shapes`).
 
 :func:`redact` is applied to every line render.term prints and to every file envkit writes that
 could name a URL (build markers, lock headers, pylock and constraints bodies, lock.json).
@@ -59,9 +63,32 @@ def has_credentials(text: str) -> bool:
     return bool(_USERINFO.search(text))
 
 
+# Secrets by shape. Names of environment variables are upper case (max_tokens=16 is no
+# secret); field values are masked only when quoted, as vLLM's dumps print them.
+_TOKEN_SHAPE = re.compile(r"\b(?:hf_[A-Za-z0-9]{10,}|sk-[A-Za-z0-9_-]{16,})")
+_SECRET_AFTER = re.compile(
+    r"""((?i:--api[-_]key)(?:=|\s+)|(?i:\bbearer)\s+|\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD"""
+    r"""|PASSWD|API_KEY|ACCESS_KEY)[A-Z0-9_]*=|['"]?\b(?:api_key|hf_token|token|password|secret)"""
+    r"""['"]?\s*[:=]\s*\[?(?=['"]))(['"][^'"]*['"]|[^\s'",)}\]]+)"""
+)
+_SHAPE_HINTS = ("hf_", "sk-", "key", "bearer", "token", "secret", "passw")
+
+
+def mask_secret_shapes(text: str) -> str:
+    """``text`` with secrets recognised by their shape replaced by ``***`` (and URL
+    credentials by ``***@``): for text envkit did not make, such as a boot log."""
+    text = _USERINFO.sub("***@", text) if "@" in text else text
+    low = text.lower()
+    if not any(hint in low for hint in _SHAPE_HINTS):
+        return text
+    text = _SECRET_AFTER.sub(lambda m: m.group(1) + "***", text)
+    return _TOKEN_SHAPE.sub("***", text)
+
+
 def redact(text: str) -> str:
-    """``text`` with URL credentials replaced by ``***`` and known secret values masked."""
-    text = _USERINFO.sub("***@", text)
+    """``text`` with URL credentials replaced by ``***``, known secret values and secrets
+    of a known shape (:func:`mask_secret_shapes`) masked."""
+    text = mask_secret_shapes(text)
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for value in known:

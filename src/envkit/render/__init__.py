@@ -12,7 +12,7 @@ from __future__ import annotations
 from envkit.render.env import build, profiles, report, show
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
 from envkit.render.models import compat, drafted, histories, model_report, scans, site
-from envkit.render.serving import diagnosis, plan, probe
+from envkit.render.serving import diagnosis, explanation, log_diff, plan, probe
 from envkit.render.term import (
     JSON_VERSION,
     broken_profiles,
@@ -37,11 +37,13 @@ __all__ = [
     "emit_json",
     "error",
     "exit_codes_help",
+    "explanation",
     "github_matrix",
     "histories",
     "interrupted",
     "lock_check",
     "lock_results",
+    "log_diff",
     "matrix",
     "model_report",
     "note",

@@ -1,4 +1,4 @@
-"""What `plan`, `probe` and `doctor` print."""
+"""What `plan`, `probe`, `doctor` and `explain` print."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from envkit.render.term import cut_left, echo, emit_json, finding_lines, table, 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.doctor import Diagnosis
     from envkit.models.check_model import Verdict
+    from envkit.serving.explain import Cause, Explanation
+    from envkit.serving.logdiff import LogDiff
     from envkit.serving.memory_plan import Plan
     from envkit.serving.probe import ProbeResult
 
@@ -128,3 +130,87 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
         echo(f"{errors} error(s) found.", fg="red", bold=True)
     else:
         echo("No errors found.", fg="green", bold=True)
+
+
+def _cause(cause: Cause, title: str) -> None:
+    where = f" (line {cause.line})" if cause.line else ""
+    colour = "green" if cause.code.value == "none" else "red"
+    echo(f"{title}: ", bold=True, nl=False)
+    echo(f"{cause.code.value}{where}", fg=colour, bold=True)
+    echo(wrap(cause.summary, "  ", "  "))
+    for e in cause.evidence:
+        echo(wrap(f"{e.line}: {e.text}", "    > ", "      "))
+    if cause.count > len(cause.evidence):
+        echo(f"    ... {cause.count - len(cause.evidence)} more line(s) read so")
+    if cause.meaning:
+        echo(wrap(f"means: {cause.meaning}", "  ", "    "))
+    for step in cause.fix:
+        echo(wrap(f"fix: {step}", "  ", "    "))
+    for detail in cause.details:
+        echo(wrap(f"from: {detail}", "  ", "    "))
+    for command in cause.next:
+        echo(wrap(f"next: {command}", "  ", "    "))
+
+
+def explanation(result: Explanation, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    facts = result.facts
+    said = [f"vLLM {facts.vllm_version}" if facts.vllm_version else "", facts.model]
+    echo(cut_left(f"log {result.source}: {result.stats.lines} lines", term_width()), nl=False)
+    echo(f"; {', '.join(s for s in said if s)}" if any(said) else "")
+    if result.stats.cut:
+        echo(f"  ({result.stats.cut} line(s) longer than 64 KiB were cut)")
+    _cause(result.cause, "cause")
+    for other in result.also:
+        _cause(other, "also")
+    if result.environment:
+        env = result.environment
+        echo(f"environment: {env.source}", bold=True)
+        for c in env.checks:
+            verdict = {True: "matches", False: "differs", None: "not said"}[c.same]
+            echo(f"  {c.what}: log {c.log or '-'}, environment {c.environment or '-'}: {verdict}")
+        for n in env.notes:
+            echo(wrap(n, "  ", "    "))
+    if result.ok:
+        echo("vLLM started.", fg="green", bold=True)
+    else:
+        echo("vLLM did not start.", fg="red", bold=True)
+
+
+def log_diff(d: LogDiff, as_json: bool) -> None:
+    if as_json:
+        emit_json(d.to_dict())
+        return
+    echo(f"a: {d.a}: {d.cause_a.code.value}; b: {d.b}: {d.cause_b.code.value}")
+    for kind, changes in (("environment", d.changed_env), ("arguments", d.changed_args)):
+        for c in changes:
+            echo(
+                f"changed {kind}: {c.name}: {c.a if c.a is not None else '(unset)'} in a, "
+                f"{c.b if c.b is not None else '(unset)'} in b"
+            )
+    if not d.changed_env and not d.changed_args:
+        echo("no variable or argument differs in vLLM's dumps")
+    said = {
+        "named": "a line names it",
+        "unknown-to-vllm": "vLLM says it does not know it",
+        "path-changed": "no line names it, but the two runs differ",
+        "not-acknowledged": "no line names it and the two runs took the same path",
+    }
+    for ack in d.acknowledged:
+        echo(wrap(f"{ack.name}: {ack.verdict}: {said[ack.verdict]}", "", "  "))
+        for e in ack.evidence:
+            echo(wrap(f"{e.side}:{e.line}: {e.text}", "    > ", "      "))
+        if ack.note:
+            echo(wrap(ack.note, "  ", "  "))
+    for side, lines, count in (("a", d.only_in_a, d.counts[0]), ("b", d.only_in_b, d.counts[1])):
+        if count:
+            echo(f"only in {side}: {count} line(s)")
+            for e in lines:
+                echo(wrap(f"{e.line}: {e.text}", "    > ", "      "))
+    echo(
+        "the failure is the same" if d.same_failure else "the outcome changed",
+        bold=True,
+        fg="red" if d.same_failure else "green",
+    )

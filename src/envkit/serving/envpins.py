@@ -1,0 +1,92 @@
+"""The vLLM, transformers and torch an environment holds, for ``explain --venv/--profile``:
+read from the venv's ``*.dist-info/METADATA`` files (the interpreter is never run, so a venv
+whose vLLM cannot even import is read all the same), or from a profile's pins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.utils import canonicalize_name
+
+from envkit.errors import BadInput
+
+if TYPE_CHECKING:
+    from envkit.profiles.profile import Profile
+
+WANTED = ("vllm", "transformers", "torch")
+MAX_METADATA = 64 * 1024  # the headers come first; descriptions can be long
+MAX_DIST_INFOS = 5000
+
+
+@dataclass(frozen=True)
+class Installed:
+    """Versions by package; ``source`` says where they came from (``venv PATH``)."""
+
+    source: str
+    versions: dict[str, str]
+    copies: dict[str, tuple[str, ...]]  # a package installed more than once: every version
+
+    def get(self, name: str) -> str:
+        return self.versions.get(name, "")
+
+
+def _site_packages(venv: Path) -> list[Path]:
+    found = sorted(venv.glob("lib/python3*/site-packages")) + sorted(
+        venv.glob("lib64/python3*/site-packages")
+    )
+    windows = venv / "Lib" / "site-packages"
+    return [*found, windows] if windows.is_dir() else found
+
+
+def _headers(metadata: Path) -> tuple[str, str]:
+    name = version = ""
+    with metadata.open("rb") as f:
+        head = f.read(MAX_METADATA).decode("utf-8", "replace")
+    for line in head.splitlines():
+        if not line.strip():
+            break  # the body starts
+        key, _, value = line.partition(":")
+        if key.lower() == "name":
+            name = value.strip()
+        elif key.lower() == "version":
+            version = value.strip()
+    return name, version
+
+
+def from_venv(venv: Path) -> Installed:
+    """The versions installed in ``venv``. Raises BadInput when it holds no site-packages."""
+    folders = _site_packages(venv)
+    if not folders:
+        raise BadInput(
+            f"{str(venv)!r} is not a virtual environment: no lib/python3*/site-packages in it.",
+            "Give --venv the folder `uv venv` or `python -m venv` made (it holds pyvenv.cfg).",
+        )
+    seen: dict[str, list[str]] = {}
+    count = 0
+    for folder in folders:
+        for info in sorted(folder.glob("*.dist-info")):
+            count += 1
+            if count > MAX_DIST_INFOS:
+                break
+            stem = canonicalize_name(info.name.split("-", 1)[0])
+            if stem not in WANTED or not (info / "METADATA").is_file():
+                continue
+            name, version = _headers(info / "METADATA")
+            if canonicalize_name(name or stem) in WANTED and version:
+                seen.setdefault(canonicalize_name(name or stem), []).append(version)
+    return Installed(
+        source=f"venv {venv}",
+        versions={k: v[0] for k, v in seen.items()},
+        copies={k: tuple(v) for k, v in seen.items() if len(v) > 1},
+    )
+
+
+def from_profile(profile: Profile) -> Installed:
+    pins = profile.expected_versions()
+    return Installed(
+        source=f"profile {profile.name}",
+        versions={k: pins[k] for k in WANTED if k in pins},
+        copies={},
+    )
