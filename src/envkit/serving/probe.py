@@ -70,7 +70,7 @@ class ProbeResult:
 
 def candidates(given: str) -> list[str]:
     """The URL as given, then the usual mistakes corrected, without repeats."""
-    parse_url(given)  # BadInput unless an http(s) URL with a usable host and port
+    parse_url(given, "BASE_URL")  # BadInput unless an http(s) URL with a usable host and port
     parts = urlsplit(given.strip())
     path = parts.path.rstrip("/")
     for endpoint in _ENDPOINTS:
