@@ -7,6 +7,7 @@ turns them into exit codes (see :data:`EXIT_CODES`); nothing else calls ``sys.ex
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -108,7 +109,7 @@ class CommandFailed(EnvkitError):
         self.output = output
         tail = _tail(output)
         super().__init__(
-            f"{what} failed: `{' '.join(self.command)}` exited with code {returncode}."
+            f"{what} failed: `{shlex.join(self.command)}` exited with code {returncode}."
             + (f" Its last output: {tail}" if tail else ""),
             hint,
         )

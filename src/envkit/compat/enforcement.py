@@ -10,6 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.compat.checker import Checker, CompatReport
 from envkit.errors import EnvkitError
+from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile
 
 
@@ -36,7 +37,7 @@ def lock_refusals(
                 f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
                 f"{first.code.value} {first.name} at {first.file}:{first.line}"
                 + (f" (and {more} more)" if more else "")
-                + f"; see envkit compat {profile.name}"
+                + f"; see {shell_command(['envkit', 'compat', profile.name])}"
             )
     return refused
 
