@@ -73,7 +73,7 @@ def test_the_rules_read_real_modules() -> None:
     assert expected <= set(modules())
     assert "envkit.render" in imports("envkit.cli.models")
     assert "envkit.render.term" in imports("envkit.render.models")
-    assert "click.echo" in set(calls("envkit.render.term"))
+    assert {"click.echo", "click.style"} <= set(calls("envkit.render.term"))
     assert "subprocess.Popen" in set(calls("envkit.io.process"))
     assert "httpx.Client" in set(calls("envkit.io.http"))
     assert "uv_package.find_uv_bin" in set(calls("envkit.io.uv"))
@@ -191,6 +191,8 @@ STARTS = {
     ("what", "names", "allowed"),
     [
         ("writes to stdout or stderr", WRITES, MAY_WRITE),
+        # colour is added after term's escaping: text styled elsewhere would be escaped
+        ("adds colour", {"click.style"}, {"envkit.render.term"}),
         ("starts a child process", STARTS, {"envkit.io.process"}),
         ("finds the uv binary", {"find_uv", "uv_package.find_uv_bin"}, {"envkit.io.uv"}),
         ("opens an HTTP client", {"httpx.Client", "urllib.request.urlopen"}, {"envkit.io.http"}),
@@ -208,3 +210,16 @@ def test_modules_stay_readable_in_one_go() -> None:
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}, f"split modules over {MAX_LINES} lines by concern"
+
+
+def test_json_is_written_with_every_character_that_is_not_ascii_escaped() -> None:
+    """``ensure_ascii=False`` would let ESC, U+202E and U+2028 into JSON output unescaped."""
+    raw = [
+        name
+        for name, tree in modules().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword)
+        and node.arg == "ensure_ascii"
+        and not (isinstance(node.value, ast.Constant) and node.value.value is True)
+    ]
+    assert raw == []

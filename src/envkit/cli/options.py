@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import click.shell_completion
+from click.core import ParameterSource
 
 from envkit import render
 from envkit.errors import EXIT_BAD_INPUT
+from envkit.io.escaping import visible
 
 if TYPE_CHECKING:
     from envkit.env.verify import CompatLookup
@@ -66,11 +68,13 @@ def constraints_option(func: F) -> F:
     )(func)
 
 
-def _checked_torch_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    """The one place --torch-index (or $ENVKIT_TORCH_INDEX) is parsed: a TorchIndex."""
+def _checked_torch_index(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """The one place --torch-index (or $ENVKIT_TORCH_INDEX) is parsed: a TorchIndex; a bad
+    value's message names where it came from."""
     from envkit.lock.torchsource import TorchIndex
 
-    return TorchIndex.parse(value)
+    from_env = param.name and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT
+    return TorchIndex.parse(value, "ENVKIT_TORCH_INDEX" if from_env else "--torch-index")
 
 
 def _checked_index(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
@@ -121,7 +125,8 @@ def complete_profiles(
     except Exception:
         return []
     return [
-        click.shell_completion.CompletionItem(p.name, help=p.description.split("\n")[0])
+        # the shell prints the help beside the name: no control character of it may act
+        click.shell_completion.CompletionItem(p.name, help=visible(p.description.split("\n")[0]))
         for p in listing.profiles
         if p.name.startswith(incomplete)
     ]

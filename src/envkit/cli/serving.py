@@ -92,6 +92,7 @@ def plan(
     from envkit.gpu import cards
     from envkit.models import check_model
     from envkit.serving import memory_plan as memplan
+    from envkit.serving.compose import compose as compose_service
 
     card_memory, card_capability = cards.gpu(gpu_name) if gpu_name else (0, None)
     if gpu_memory is None and not card_memory:
@@ -122,7 +123,7 @@ def plan(
     )
     result = memplan.make_plan(config.raw, folder, model, inp)
     extra = (
-        memplan.compose(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
+        compose_service(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
         if (compose and result.command)
         else ""
     )

@@ -10,6 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.compat.checker import Checker, CompatReport
 from envkit.errors import EnvkitError
+from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile
 
 
@@ -32,7 +33,8 @@ def lock_refusals(
         if not report.compatible:
             refused[profile.name] = (
                 f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
-                f"{report.summary(shown=1)}; see envkit compat {profile.name}"
+                f"{report.summary(shown=1)}; "
+                f"see {shell_command(['envkit', 'compat', profile.name])}"
             )
     return refused
 

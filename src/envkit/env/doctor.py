@@ -28,6 +28,7 @@ from envkit.errors import BadInput
 from envkit.findings import Finding, Severity
 from envkit.gpu import linkage
 from envkit.io import process
+from envkit.io.escaping import shell_command
 from envkit.io.redaction import is_secret_variable
 from envkit.profiles.profile import Profile
 
@@ -197,8 +198,9 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
                     f"{name} is installed {len(copies)} times{mixed}: {where}; the first on "
                     "sys.path shadows the others"
                 ),
-                fix=f"keep one copy: remove the others (pip uninstall {name} with the interpreter "
-                "that installed it), or rebuild the venv with envkit build",
+                fix="keep one copy: remove the others ("
+                + shell_command(["pip", "uninstall", name])
+                + " with the interpreter that installed it), or rebuild the venv with envkit build",
             )
         )
     return out

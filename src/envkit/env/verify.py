@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
 from envkit.errors import BadInput
 from envkit.gpu import linkage
+from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch
 
 if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers through a callable
@@ -103,7 +104,9 @@ def gather(venv: Path, profile: Profile, timeout: float = 900) -> VenvFacts:
     if not python.exists():
         raise BadInput(
             f"{str(venv)!r} is not a virtual environment (no {python.relative_to(venv)}).",
-            f"Build it with `envkit build {profile.name} --venv {venv}`.",
+            "Build it with `"
+            + shell_command(["envkit", "build", profile.name, "--venv", str(venv)])
+            + "`.",
         )
     return collect_facts(python, facts_request(profile), venv, timeout)
 
@@ -132,6 +135,7 @@ def assess(
     checks: list[Check] = []
     version = facts.version
     fits = Version(version) in profile.python_spec
+    rebuild = ["envkit", "build", profile.name, "--python", profile.python]
     checks.append(
         Check(
             kind="interpreter",
@@ -140,7 +144,7 @@ def assess(
             expected=f"Python {profile.python} in {final}",
             found=f"Python {version} at {show(facts.executable)}",
             detail="" if facts.prefix == prefix else f"sys.prefix is {facts.prefix}",
-            fix="" if fits else f"rebuild: envkit build {profile.name} --python {profile.python}",
+            fix="" if fits else f"rebuild: {shell_command(rebuild)}",
         )
     )
     for dist, expected in sorted(profile.expected_versions().items()):
@@ -191,8 +195,9 @@ def compat_check(vllm: str, transformers: str, compat: CompatLookup) -> Check:
         return Check(
             kind="compat", name=name, status=Status.FAIL, expected="compatible",
             found="not compatible", detail=found.summary(),
-            fix=f"pin a transformers vLLM {vllm} works with (envkit compat vllm=={vllm} "
-            f"transformers=={transformers} lists what breaks)",
+            fix=f"pin a transformers vLLM {vllm} works with ("
+            + shell_command(["envkit", "compat", f"vllm=={vllm}", f"transformers=={transformers}"])
+            + " lists what breaks)",
         )  # fmt: skip
     detail = f"cannot load: {', '.join(scoped)}" if scoped else ""
     return Check(
@@ -217,7 +222,8 @@ def kernels_check(linked: linkage.Linkage, profile: str) -> Check:
     return Check(
         kind="kernels", name="vllm", status=Status.FAIL, expected="links against torch",
         found=f"{len(linked.missing)} torch symbol(s) undefined", detail=linked.problem(),
-        fix=f"install the torch version vLLM pins, in its default build: envkit build {profile}",
+        fix="install the torch version vLLM pins, in its default build: "
+        + shell_command(["envkit", "build", profile]),
     )  # fmt: skip
 
 
@@ -225,7 +231,7 @@ def _version_check(
     profile: Profile, dist: str, expected: str, facts: VenvFacts, inside: Inside, show: Show
 ) -> Check:
     copies = facts.copies(canonicalize_name(dist))
-    fix = f"rebuild: envkit build {profile.name}"
+    fix = "rebuild: " + shell_command(["envkit", "build", profile.name])
     if not copies:
         return Check(
             kind="version",
@@ -250,7 +256,9 @@ def _version_check(
             f"{c.version} in {show(c.location)} (installed by {c.installer or 'unknown'})"
             for c in copies
         )
-        fix = f"remove the copies outside the venv, or rebuild: envkit build {profile.name}"
+        fix = "remove the copies outside the venv, or rebuild: " + shell_command(
+            ["envkit", "build", profile.name]
+        )
     elif not own:
         detail = f"found only outside the venv, in {first.location}"
     return Check(
@@ -295,7 +303,8 @@ def _import_check(
             expected="imports",
             found="fails",
             detail=result.error,
-            fix=f"rebuild: envkit build {profile.name}; if it persists the pins clash",
+            fix=f"rebuild: {shell_command(['envkit', 'build', profile.name])}; if it persists the "
+            "pins clash",
         )
     file = result.file
     winner = next((c for c in result.copies if file.startswith(c.entry + os.sep)), None)
@@ -335,7 +344,8 @@ def _probe_fix(profile: Profile, module: str) -> str:
         if canonicalize_name(Requirement(c).name) == canonicalize_name(top)
     ]
     if pins:
-        return f"the profile pins {pins[0]}; rebuild with `envkit build {profile.name}`"
+        rebuild = shell_command(["envkit", "build", profile.name])
+        return f"the profile pins {pins[0]}; rebuild with `{rebuild}`"
     return f"pin {top} to a version that has it in the profile's constraints, then rebuild"
 
 
@@ -349,7 +359,7 @@ def _torch_checks(want: Torch, torch: TorchFacts, profile_name: str) -> list[Che
                 expected=want.cuda or "importable",
                 found="torch does not import",
                 detail=torch.error,
-                fix=f"envkit build {profile_name}",
+                fix=shell_command(["envkit", "build", profile_name]),
             )
         ]
     found = torch.cuda or "none (CPU build)"

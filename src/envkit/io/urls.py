@@ -1,5 +1,10 @@
 """URLs envkit is given: package indexes, the torch source, servers. Checked where they enter.
 
+A URL holding whitespace or a character that is not printable (a newline, ESC, U+202E, ...)
+is refused, naming the option or variable it came from: envkit writes index URLs into lock
+headers and prints them, where such a character would start a line of its own (a
+requirement in a constraints file) or act on the terminal.
+
 Kept apart from the HTTP client (httpclient.py) so that commands which only validate a URL
 (build, lock) do not load an HTTP stack.
 """
@@ -12,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from envkit.errors import BadInput
+from envkit.io.escaping import escape, unsafe_character, visible
 from envkit.io.redaction import redact
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -27,8 +33,28 @@ class Target:
     authorization: str  # from the userinfo; '' when none
 
 
-def parse_url(url: str) -> Target:
-    """Split credentials off ``url``; BadInput when it is not an http(s) URL envkit can use."""
+def refuse_unsafe(text: str, where: str, what: str = "URL", *, spaces: bool = False) -> None:
+    """BadInput naming ``where`` when ``text`` (its ends stripped) holds whitespace (but the
+    plain spaces a folder path may hold, with ``spaces``) or a character that is not
+    printable."""
+    value = text.strip()
+    char = unsafe_character(value.replace(" ", "") if spaces else value)
+    if char is None:
+        return
+    kind = "a space" if char == " " else f"the character {escape(char)}"
+    prefix = f"{where}: " if where else ""
+    raise BadInput(
+        f"{prefix}the {what} '{redact(visible(value))}' holds {kind}, which no {what} may "
+        "hold: written into a lock header or printed, it could start a line of its own or act "
+        "on the terminal.",
+        "Percent-encode it (a space is %20), or give the URL without it.",
+    )
+
+
+def parse_url(url: str, where: str = "") -> Target:
+    """Split credentials off ``url``; BadInput (naming ``where``, the option or variable, when
+    given) when it is not an http(s) URL envkit can use or holds whitespace or a control."""
+    refuse_unsafe(url, where)
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -65,7 +91,11 @@ def check_index(text: str, where: str) -> str:
     """A package index as uv takes it: an http(s) URL, a file:// URL or an existing folder.
     ``where`` names the option or variable, for the message. Returns it without a final '/'."""
     value = text.strip()
-    if value.lower().startswith("file://") or (value and os.path.isdir(value)):
+    if value and os.path.isdir(value):
+        refuse_unsafe(value, where, "folder path", spaces=True)
+        return value.rstrip("/")
+    refuse_unsafe(value, where)
+    if value.lower().startswith("file://"):
         return value.rstrip("/")
     try:
         parse_url(value)
@@ -84,6 +114,7 @@ def check_torch_index(text: str | None, where: str = "--torch-index") -> str | N
     value = text.strip()
     if value == "default":
         return value
+    refuse_unsafe(value, where)
     try:
         check_index(value.replace("{backend}", "cpu"), where)
     except BadInput:

@@ -30,6 +30,7 @@ from typing import Any
 from envkit.errors import BadInput, CommandFailed, FileSystemError, NetworkError, WheelError
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
 from envkit.io.redaction import redact
 from envkit.io.uv import Uv
@@ -251,10 +252,11 @@ class Locker:
                 head = self.header(profile, cell, result, profile_digest)
                 # uv keeps index credentials out of its output; redact() makes sure of it
                 txt = redact((tmp / "cell.txt").read_text())
-                pylock = pylocks.for_cell(redact((tmp / "pylock.toml").read_text()), cell)
+                pylock = head + pylocks.for_cell(redact((tmp / "pylock.toml").read_text()), cell)
+                # validated as the bytes written: the header is part of what uv will parse
                 pylocks.validate(pylock, f"the pylock of {profile.name} / {cell.name}")
                 write_atomic(out / cell.txt_name, head + txt)
-                write_atomic(out / cell.pylock_name, head + pylock)
+                write_atomic(out / cell.pylock_name, pylock)
                 files = (out / cell.txt_name, out / cell.pylock_name)
         return dataclasses.replace(
             result, files=files, torch=self.torch_origin, seconds=time.monotonic() - start
@@ -265,19 +267,23 @@ class Locker:
         return self.options.torch_index.origin
 
     def header(self, profile: Profile, cell: Cell, result: CellState, profile_digest: str) -> str:
+        """The comment lines every file of a cell opens with. Each value is shown with its
+        characters that are not printable as escapes, so none can end its comment line (a
+        line break in an index URL would otherwise become a requirement line of its own);
+        the reproduce line is quoted word by word for a shell."""
         torch = self.options.torch_index
-        torch_text, flag = torch.header_text(cell.backend), torch.flag()
         index = redact(self.options.index_url) if self.options.index_url else "uv's default index"
+        command = ["envkit", "lock", profile.name, "--cell", cell.name, *torch.flag()]
         lines = [
             f"envkit lock: profile {profile.name}, cell {cell.name}",
             f"profile-digest: {profile_digest}",
             f"uv: {self.uv_version()}",
-            f"index: {index}; torch: {torch_text}",
-            f"reproduce: envkit lock {profile.name} --cell {cell.name}{redact(flag)}",
+            f"index: {index}; torch: {torch.header_text(cell.backend)}",
+            f"reproduce: {shell_command(command)}",
         ]
         if result.status is CellStatus.SOURCE_ONLY:
             lines.append(f"source-only: {', '.join(result.source_only)}")
-        return "".join(f"# {line}\n" for line in lines)
+        return "".join(f"# {visible(line)}\n" for line in lines)
 
     def _write_manifest(
         self, profile: Profile, profile_digest: str, results: list[CellState]

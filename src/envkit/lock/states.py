@@ -16,6 +16,7 @@ from typing import Any
 
 from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks
 from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.io.escaping import shell_command
 from envkit.lock import pylocks
 from envkit.lock.cells import (
     CellState,
@@ -54,7 +55,8 @@ def states(
                 CellState(
                     cell=cell,
                     status=CellStatus.MISSING,
-                    reason=f"not locked: envkit lock {profile.name} --cell {cell.name}",
+                    reason="not locked: "
+                    + shell_command(["envkit", "lock", profile.name, "--cell", cell.name]),
                 )
             )
         elif file_digest(txt) != current or file_digest(pylock) != current:

@@ -51,13 +51,13 @@ class TorchIndex:
             return ("--torch-backend", backend)
         return ()
 
-    def flag(self) -> str:
-        """The option that reproduces this choice, as lock headers show it (redacted)."""
+    def flag(self) -> tuple[str, ...]:
+        """The option's words that reproduce this choice, as lock headers show it (redacted)."""
         if self.origin is TorchOrigin.DEFAULT:
-            return " --torch-index default"
+            return ("--torch-index", "default")
         if self.origin is TorchOrigin.MIRROR:
-            return f" --torch-index {redact(self.mirror)}"
-        return ""
+            return ("--torch-index", redact(self.mirror))
+        return ()
 
     def header_text(self, backend: str) -> str:
         """Where torch came from, as lock headers say it."""

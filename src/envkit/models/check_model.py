@@ -23,6 +23,7 @@ from typing import Any
 
 from envkit.errors import BadInput, NetworkError
 from envkit.findings import Finding
+from envkit.io.escaping import shell_command
 from envkit.io.redaction import redact
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
@@ -165,7 +166,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
                 Finding(
                     code="profile-not-scanned",
                     message=f"Profile {profile.name} lists no architectures.",
-                    fix=f"envkit scan --update {profile.name}",
+                    fix=shell_command(["envkit", "scan", "--update", profile.name]),
                 ),
             ),
         )

@@ -18,6 +18,7 @@ from tomlkit.items import Array, Table
 
 from envkit.errors import BadInput
 from envkit.io.atomicfile import write_atomic
+from envkit.io.escaping import shell_command, visible
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import NAME_RE, Models, Profile, load_profile
 
@@ -99,10 +100,14 @@ def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
     vllm, transformers = found.vllm, found.transformers
     torch_pin = vllm.requires.get("torch", "")
     doc = tomlkit.document()
+    # comments carry text from config.json and wheels: visible() keeps each on its line
+    # and valid TOML (a comment holds no control character); strings tomlkit escapes itself
     doc.add(
         tomlkit.comment(
-            f"Drafted by `envkit new-profile {name}` for model type {model_type} "
-            f"({found.architecture})."
+            visible(
+                f"Drafted by `{shell_command(['envkit', 'new-profile', name])}` for model type "
+                f"{model_type} ({found.architecture})."
+            )
         )
     )
     doc.add(tomlkit.comment("Review the pins, build it (`envkit build`), then ship it."))
@@ -113,7 +118,7 @@ def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
     ]
     doc.add("description", tomlkit.string("\n".join(lines) + "\n", multiline=True))
     doc.add("python", found.python)
-    doc["python"].comment(f"vLLM {vllm.version} requires Python {vllm.requires_python}")
+    doc["python"].comment(visible(f"vLLM {vllm.version} requires Python {vllm.requires_python}"))
     doc.add("requirements", _array([f"vllm=={vllm.version}"]))
     constraints = [f"transformers=={transformers.version}"]
     if torch_pin:
@@ -126,7 +131,9 @@ def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
     torch = tomlkit.table()
     if found.cuda:
         torch.add("backend", "cu" + found.cuda.replace(".", ""))
-        torch["backend"].comment(f"a CUDA build of torch {found.torch}, from {found.cuda_source}")
+        torch["backend"].comment(
+            visible(f"a CUDA build of torch {found.torch}, from {found.cuda_source}")
+        )
         torch.add("cuda", found.cuda)
     doc.add("torch", torch)
     verify = tomlkit.table()
@@ -250,6 +257,7 @@ def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
     note = (
         f"the [models] table of {profile.name} is stale (it is for vLLM {table.vllm or '?'} + "
         f"transformers {table.transformers or '?'}, the pins are {vllm} + {transformers}); "
-        f"answered from the pinned releases: envkit scan --update {profile.name} rewrites it"
+        f"answered from the pinned releases: "
+        f"{shell_command(['envkit', 'scan', '--update', profile.name])} rewrites it"
     )
     return dataclasses.replace(profile, models=fresh), note

@@ -35,6 +35,7 @@ from envkit.profiles.tomlfields import (
     sub_table,
     text_map,
     text_value,
+    version_value,
 )
 
 # ASCII only: Python's \d also matches other scripts' digits ('٣.١٢'), which no tool takes.
@@ -350,8 +351,8 @@ def _checks(verify_doc: Mapping[str, Any], problem: Report) -> Checks:
 
 def _models(models_doc: Mapping[str, Any], problem: Report) -> Models:
     return Models(
-        vllm=text_value(models_doc, "vllm"),
-        transformers=text_value(models_doc, "transformers"),
+        vllm=version_value(models_doc, "models.vllm", problem),
+        transformers=version_value(models_doc, "models.transformers", problem),
         model_types=name_list(models_doc, "models.model_types", problem),
         vllm_model_types=name_list(models_doc, "models.vllm_model_types", problem),
         architectures=name_list(models_doc, "models.architectures", problem),

@@ -62,6 +62,15 @@ def text_value(doc: Mapping[str, Any], key: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def version_value(doc: Mapping[str, Any], path: str, problem: Report) -> str:
+    """A version string (PEP 440, ASCII) at ``path``; '' when absent. Versions end up in
+    image tags, URLs and commands, so anything else is a problem here."""
+    text = text_value(doc, path.rpartition(".")[2])
+    if text and not (text.isascii() and is_version(text)):
+        problem(path, f"{text!r} is not a version such as '0.8.5'")
+    return text
+
+
 def name_list(
     doc: Mapping[str, Any],
     path: str,
@@ -94,6 +103,9 @@ def text_map(doc: Mapping[str, Any], path: str, problem: Report) -> dict[str, st
 def requirement_list(doc: Mapping[str, Any], key: str, problem: Report) -> tuple[str, ...]:
     out: list[str] = []
     for text in name_list(doc, key, problem):
+        if not text.isprintable():  # packaging lets a URL requirement hold ESC, U+202E...
+            problem(key, f"{text!r} holds a character that is not printable")
+            continue
         try:
             Requirement(text)
         except InvalidRequirement as exc:

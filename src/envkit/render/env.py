@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
-
-from envkit.render.term import cut, cut_left, echo, emit_json, table, term_width, wrap
+from envkit.render.term import cut, cut_left, echo, emit_json, one_line, table, term_width, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.build import BuildResult
@@ -43,10 +41,10 @@ def profiles(listing: ProfileListing, as_json: bool) -> None:
     ]
     echo(table(rows))
     if not listing.profiles:
-        echo(f"(no valid profiles in {listing.folder})")
+        echo(one_line(f"(no valid profiles in {listing.folder})"))
     for err in listing.errors:
         echo("invalid: ", err=True, fg="red", nl=False)
-        echo(str(err), err=True)
+        echo(one_line(str(err)), err=True)
 
 
 def show(profile: Profile, as_json: bool) -> None:
@@ -107,7 +105,8 @@ def _report_text(rep: Report) -> None:
             if found.startswith("/")
             else cut(found, width - len(lead))
         )
-        echo(click.style(lead[:6], fg=colour) + lead[6:] + rest)
+        echo(lead[:6], fg=colour, nl=False)  # envkit's colour, never inside the text
+        echo(lead[6:] + rest)
         if check.detail and check.status.value != "pass":
             echo(wrap(check.detail, "        ", "        "))
         if check.fix:
@@ -128,10 +127,12 @@ def build(result: BuildResult, as_json: bool) -> None:
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
     if result.ok:
         verb = "replaced the previous environment" if result.replaced else "created it"
-        echo(f"Built {result.profile} into {result.venv}: {verb} ({timing}).", fg="green")
+        echo(one_line(f"Built {result.profile} into {result.venv}: {verb} ({timing})."), fg="green")
     else:
         echo(
-            f"Build of {result.profile} failed verification; {result.venv} was left as it was.",
+            one_line(
+                f"Build of {result.profile} failed verification; {result.venv} was left as it was."
+            ),
             fg="red",
             err=True,
         )

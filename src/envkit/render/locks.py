@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from envkit.render.term import echo, emit_json, table, wrap
+from envkit.render.term import echo, emit_json, one_line, table, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.lock.cells import CellState
@@ -38,8 +38,10 @@ def lock_results(results: Sequence[CellState], as_json: bool) -> None:
         echo(f"{r.cell.profile} / {r.cell.name}: ", nl=False)
         echo(r.state, fg=_STATE_COLOUR.get(r.state), nl=False)
         echo(
-            f" ({r.seconds:.1f} s)"
-            + (f", wrote {', '.join(f.name for f in r.files)}" if r.files else "")
+            one_line(
+                f" ({r.seconds:.1f} s)"
+                + (f", wrote {', '.join(f.name for f in r.files)}" if r.files else "")
+            )
         )
         if r.reason:
             echo(wrap(r.reason, "    ", "    "))
@@ -94,4 +96,7 @@ def published(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(result)
         return
-    echo(f"Published {len(result['files'])} files and index.json to {result['to']}.", fg="green")
+    echo(
+        one_line(f"Published {len(result['files'])} files and index.json to {result['to']}."),
+        fg="green",
+    )

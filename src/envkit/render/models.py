@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from envkit.io.escaping import shell_command
 from envkit.render.term import (
     columns,
     cut_left,
     echo,
     emit_json,
     human_size,
+    one_line,
     table,
     term_width,
     wrap,
@@ -47,20 +49,24 @@ def scans(results: Sequence[Scan], as_json: bool, updated: str = "") -> None:
                 f"({share:.2f}%) in {scan.requests} requests, {scan.seconds:.2f} s"
             )
         )
-        echo(f"{scan.project} {scan.version}  ({scan.wheel}, {how})", bold=True)
+        echo(one_line(f"{scan.project} {scan.version}  ({scan.wheel}, {how})"), bold=True)
         reqs = ", ".join(f"{k}{v}" for k, v in sorted(scan.requires.items()))
-        echo(f"requires: Python {scan.requires_python or 'any'}; {reqs or 'nothing pinned'}")
+        echo(
+            one_line(
+                f"requires: Python {scan.requires_python or 'any'}; {reqs or 'nothing pinned'}"
+            )
+        )
         if scan.project == "vllm":
             echo(f"architectures in the model registry ({len(scan.architectures)}):")
             echo(columns(scan.architectures))
             echo(f"model types with vLLM's own config class ({len(scan.model_types)}):")
             echo(columns(scan.model_types))
             if scan.previously_supported:
+                dropped = ", ".join(
+                    f"{k} (until {v})" for k, v in sorted(scan.previously_supported.items())
+                )
                 echo(
-                    f"dropped architectures ({len(scan.previously_supported)}): "
-                    + ", ".join(
-                        f"{k} (until {v})" for k, v in sorted(scan.previously_supported.items())
-                    )
+                    one_line(f"dropped architectures ({len(scan.previously_supported)}): {dropped}")
                 )
         else:
             echo(f"model types AutoConfig knows ({len(scan.model_types)}):")
@@ -76,15 +82,17 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
     cfg = rep.config
     echo(cut_left(f"model {cfg.source}", term_width()))
     echo(
-        f"  model_type {cfg.model_type}; architectures {', '.join(cfg.architectures) or '-'}"
-        + ("; ships remote code (auto_map)" if cfg.remote_code else "")
+        one_line(
+            f"  model_type {cfg.model_type}; architectures {', '.join(cfg.architectures) or '-'}"
+            + ("; ships remote code (auto_map)" if cfg.remote_code else "")
+        )
     )
     shown = [rep.verdict] if rep.verdict is not None else list(rep.verdicts)
     for verdict in shown:
         mark, colour = ("can load", "green") if verdict.ok else ("CANNOT load", "red")
         using = f" with {verdict.architecture}" if verdict.ok else ""
         echo(f"{verdict.profile}: ", nl=False, bold=True)
-        echo(f"{mark} it{using}", fg=colour)
+        echo(one_line(f"{mark} it{using}"), fg=colour)
         for problem in verdict.problems:
             echo(wrap(f"{problem.code}: {problem.message}", "  ", "    "))
             if problem.fix:
@@ -115,7 +123,7 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
             )
         )
     elif rep.lookup:
-        echo(rep.lookup)
+        echo(wrap(rep.lookup, "", "  "))
 
 
 def histories(model: str | None, found: Sequence[History], as_json: bool) -> None:
@@ -130,7 +138,7 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
         return
     for h in found:
         data = h.to_dict()
-        echo(f"{h.architecture}", bold=True, nl=False)
+        echo(one_line(h.architecture), bold=True, nl=False)
         if data["first"]:
             echo(f": vLLM {data['first']} through {data['newest']}", nl=False)
         else:
@@ -151,7 +159,7 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
         ]
         echo(table(rows))
         if data["gaps"]:
-            echo(f"  gaps: {', '.join(data['gaps'])}")
+            echo(one_line(f"  gaps: {', '.join(data['gaps'])}"))
         if data["plugin"]:
             echo(wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
         profiles = ", ".join(h.profiles) or "none"
@@ -166,9 +174,9 @@ def compat(rep: CompatReport, as_json: bool) -> None:
     core = rep.blocking
     scoped = [f for f in rep.findings if f.architectures]
     if core:
-        echo(f"{pair}: not compatible", fg="red", bold=True)
+        echo(one_line(f"{pair}: not compatible"), fg="red", bold=True)
     else:
-        echo(f"{pair}: compatible", fg="green", bold=True, nl=False)
+        echo(one_line(f"{pair}: compatible"), fg="green", bold=True, nl=False)
         broken = rep.broken_architectures
         echo(f", except for {len(broken)} architecture(s) below" if broken else "")
     for f in [*core, *scoped]:
@@ -188,7 +196,7 @@ def compat(rep: CompatReport, as_json: bool) -> None:
             f"in {rep.seconds:.1f} s"
         )
     )
-    echo(f"  checked {rep.imports_checked} imports{against}; {how}")
+    echo(one_line(f"  checked {rep.imports_checked} imports{against}; {how}"))
     if rep.undecided:
         echo(wrap("  names not decidable from source in: " + ", ".join(rep.undecided), "", "    "))
 
@@ -199,11 +207,14 @@ def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -
                    **result.to_dict()})  # fmt: skip
         return
     echo(
-        f"Wrote {len(result.files)} files into {result.out}: {architectures} architectures x "
-        f"{releases} vLLM releases; the matrix page weighs {human_size(result.matrix_bytes)}.",
+        one_line(
+            f"Wrote {len(result.files)} files into {result.out}: {architectures} architectures "
+            f"x {releases} vLLM releases; the matrix page weighs "
+            f"{human_size(result.matrix_bytes)}."
+        ),
         fg="green",
     )
-    echo(f"Open {result.out / 'index.html'} in a browser (no server needed).")
+    echo(one_line(f"Open {result.out / 'index.html'} in a browser (no server needed)."))
 
 
 def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> None:
@@ -227,9 +238,11 @@ def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> No
         )
         return
     echo(
-        f"Wrote {profile.path}: vLLM {profile.models.vllm}, transformers "
-        f"{profile.models.transformers}, Python {profile.python}, torch "
-        f"{profile.torch.backend or 'default'}.",
+        one_line(
+            f"Wrote {profile.path}: vLLM {profile.models.vllm}, transformers "
+            f"{profile.models.transformers}, Python {profile.python}, torch "
+            f"{profile.torch.backend or 'default'}."
+        ),
         fg="green",
     )
     if found.cuda_source:
@@ -237,4 +250,4 @@ def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> No
         echo(wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
     for line in found.rejected:
         echo(wrap(f"rejected {line}", "  ", "    "))
-    echo(f"Review it, then: envkit build {profile.name}")
+    echo(one_line("Review it, then: " + shell_command(["envkit", "build", profile.name])))

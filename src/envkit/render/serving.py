@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envkit.render.term import cut_left, echo, emit_json, finding_lines, table, term_width, wrap
+from envkit.render.term import (
+    cut_left,
+    echo,
+    emit_json,
+    finding_lines,
+    one_line,
+    table,
+    term_width,
+    wrap,
+)
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.doctor import Diagnosis
@@ -68,7 +77,7 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
     else:
         echo("It does not fit as asked.", fg="red", bold=True)
     if result.command:
-        echo("recommended: " + result.command)
+        echo("recommended: " + one_line(result.command))
     if compose:
         echo(compose, nl=False)
 
@@ -79,26 +88,25 @@ def probe(result: ProbeResult, as_json: bool) -> None:
         return
     for answer in result.tried:
         status = str(answer.status) if answer.status else "no answer"
-        echo(
-            f"GET {answer.url}/models: {status}"
-            if not answer.url.endswith("/models")
-            else f"GET {answer.url}: {status}"
-        )
+        url = answer.url if answer.url.endswith("/models") else answer.url + "/models"
+        echo(one_line(f"GET {url}: {status}"))
         if answer.problem:
             echo(wrap(answer.problem, "  ", "  "))
     if result.models:
-        echo(f"models: {', '.join(result.models)}")
+        echo(one_line(f"models: {', '.join(result.models)}"))
     if result.chat is not None:
         echo(
-            f"POST {result.chat.url}: {result.chat.status or 'no answer'}"
-            f" in {result.chat.seconds:.2f} s"
+            one_line(
+                f"POST {result.chat.url}: {result.chat.status or 'no answer'}"
+                f" in {result.chat.seconds:.2f} s"
+            )
         )
         if result.chat.problem:
             echo(wrap(result.chat.problem, "  ", "  "))
     for note in result.notes:
         echo(wrap(f"note: {note}", "", "  "))
     if result.ok:
-        echo(f"The server answers at {result.base}.", fg="green", bold=True)
+        echo(one_line(f"The server answers at {result.base}."), fg="green", bold=True)
     else:
         echo("The server does not answer as an OpenAI-compatible API.", fg="red", bold=True)
 
@@ -114,9 +122,11 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
     echo(cut_left(f"python {d.python} ({kind} {d.prefix})", term_width()))
     for gpu in d.gpus:
         echo(
-            f"gpu {gpu['name']}: driver {gpu['driver']}, compute capability "
-            f"{gpu['compute_capability']}, {gpu['memory_free_mib']} of "
-            f"{gpu['memory_total_mib']} MiB free"
+            one_line(
+                f"gpu {gpu['name']}: driver {gpu['driver']}, compute capability "
+                f"{gpu['compute_capability']}, {gpu['memory_free_mib']} of "
+                f"{gpu['memory_total_mib']} MiB free"
+            )
         )
     for f in d.findings:
         echo(f"{f.severity.value:<7} ", fg=_SEVERITY.get(f.severity.value), nl=False)
@@ -124,7 +134,8 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
         if f.fix:
             echo(wrap(f"fix: {f.fix}", "        ", "          "))
     if d.environment:
-        echo("environment: " + ", ".join(f"{k}={v}" for k, v in d.environment.items()))
+        shown = ", ".join(f"{k}={v}" for k, v in d.environment.items())
+        echo(wrap(f"environment: {shown}", "", "  "))
     errors = sum(1 for f in d.findings if f.severity == "error")
     if errors:
         echo(f"{errors} error(s) found.", fg="red", bold=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from envkit.errors import BadInput
 from envkit.findings import Finding
 from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
+from envkit.io.escaping import shell_command
 from envkit.serving.shapes import (
     DTYPE_BYTES,
     Shapes,
@@ -380,36 +380,5 @@ def serve_args(rec: Recommendation, kv_cache_dtype: str = "auto") -> list[str]:
 
 
 def serve_command(model: str, rec: Recommendation, kv_cache_dtype: str = "auto") -> str:
-    return " ".join(
-        ["vllm", "serve", *(_quote(a) for a in [model, *serve_args(rec, kv_cache_dtype)])]
-    )
-
-
-def _quote(text: str) -> str:
-    return text if re.fullmatch(r"[\w./:@+-]+", text) else "'" + text.replace("'", "'\\''") + "'"
-
-
-def compose(model: str, rec: Recommendation, vllm_version: str, kv: str = "auto") -> str:
-    """A docker-compose service running the recommended command (vLLM's OpenAI image)."""
-    args = ["--model", model, *serve_args(rec, kv)]
-    image = f"vllm/vllm-openai:v{vllm_version}" if vllm_version else "vllm/vllm-openai:latest"
-    lines = [
-        "services:",
-        "  vllm:",
-        f"    image: {image}",
-        "    ports:",
-        '      - "8000:8000"',
-        "    ipc: host",
-        "    environment:",
-        "      - HF_TOKEN  # passed through, never written",
-        "    command:",
-        *(f"      - {json.dumps(a)}" for a in args),
-        "    deploy:",
-        "      resources:",
-        "        reservations:",
-        "          devices:",
-        "            - driver: nvidia",
-        "              count: 1",
-        "              capabilities: [gpu]",
-    ]
-    return "\n".join(lines) + "\n"
+    """The ``vllm serve`` line, each word quoted for a shell (``shlex.quote``)."""
+    return shell_command(["vllm", "serve", model, *serve_args(rec, kv_cache_dtype)])

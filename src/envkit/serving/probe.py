@@ -70,7 +70,7 @@ class ProbeResult:
 
 def candidates(given: str) -> list[str]:
     """The URL as given, then the usual mistakes corrected, without repeats."""
-    parse_url(given)  # BadInput unless an http(s) URL with a usable host and port
+    parse_url(given, "BASE_URL")  # BadInput unless an http(s) URL with a usable host and port
     parts = urlsplit(given.strip())
     path = parts.path.rstrip("/")
     for endpoint in _ENDPOINTS:
@@ -173,10 +173,29 @@ def _explain(status: int, body: Any) -> str:
 
 
 def _reply(body: Any) -> str:
-    try:
-        return str(body["choices"][0]["message"]["content"])[:200]
-    except (KeyError, IndexError, TypeError):
-        return ""
+    message = _message(body)
+    return str(message.get("content") or "")[:200] if isinstance(message, dict) else ""
+
+
+def _message(body: Any) -> dict[str, Any] | str:
+    """``choices[0].message`` of a chat answer, or why there is none usable (a string)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices:
+        return "HTTP 200 without choices: not an OpenAI-compatible answer"
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        return (
+            "HTTP 200, but choices[0] holds no message object: not an OpenAI-compatible chat answer"
+        )
+    content = message.get("content", 0)  # null is allowed (a reply that is a tool call)
+    if content is not None and not isinstance(content, str):
+        return (
+            "HTTP 200, but choices[0].message.content is "
+            + ("missing" if "content" not in message else f"a {type(content).__name__}")
+            + ", not a string: not an OpenAI-compatible chat answer"
+        )
+    return message
 
 
 def probe(given: str, *, model: str | None, key_env: str | None, timeout: float) -> ProbeResult:
@@ -241,13 +260,10 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
             "messages": [{"role": "user", "content": "Say OK."}],
         },
     )
-    if chat.status == 200 and not (isinstance(chat.body, dict) and chat.body.get("choices")):
+    usable = _message(chat.body) if chat.status == 200 else None
+    if isinstance(usable, str):
         chat = Answer(
-            url=chat.url,
-            status=chat.status,
-            body=chat.body,
-            seconds=chat.seconds,
-            problem="HTTP 200 without choices: not an OpenAI-compatible answer",
+            url=chat.url, status=chat.status, body=chat.body, seconds=chat.seconds, problem=usable
         )
     return ProbeResult(
         given=redact(given),
