@@ -170,7 +170,7 @@ def test_four_publishers_at_once_keep_every_profile(four: Path) -> None:
 
 
 def test_a_killed_holder_never_leaves_the_lock_held(four: Path) -> None:
-    killed = start(four, "publish", "m1", fault="index-read=KILL")
+    killed = start(four, "publish", "m1", fault="index-read=9")  # a signal by its number
     assert finish(killed)[0] == -signal.SIGKILL
     started = time.monotonic()
     assert run_cli("--envs", str(four / "envs"), "publish", "m2").code == 0
@@ -471,12 +471,6 @@ def test_envkit_fault_parses_or_refuses_anything(text: str) -> None:
         assert "ENVKIT_FAULT=" in exc.message
     else:
         assert all(isinstance(f.signal, signal.Signals) for f in faults)
-
-
-def test_a_fault_by_number_stops_a_real_process(four: Path) -> None:
-    code, err = finish(start(four, "publish", "m1", fault="atomic-written=15"))
-    assert code == 130 and "Traceback" not in err, err
-    assert not (four / "constraints" / "index.json").exists()  # the rename never happened
 
 
 # -- plan: every config value's type, impossible sizes ---------------------------------------
