@@ -3,6 +3,7 @@ served with HTTP range requests (like the real index), with a count of bytes sen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -25,12 +26,38 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.status:
             self.send_error(self.server.status)
             return
-        if self.path.startswith("/simple/"):
+        if self.path.rstrip("/") == "/simple":
+            self._root()
+        elif self.path.startswith("/simple/"):
             self._project(self.path.strip("/").split("/")[1])
         elif self.path.startswith("/files/"):
             self._file(self.server.root / self.path.split("/", 2)[2])
         else:
             self.send_error(404)
+
+    def do_HEAD(self) -> None:  # uv asks a file's size before reading its metadata by range
+        path = self.server.root / self.path.split("/", 2)[-1]
+        if not self.path.startswith("/files/") or not path.is_file() or self.server.status:
+            self.send_error(self.server.status or 404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(path.stat().st_size))
+        if self.server.ranges:
+            self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+
+    def _root(self) -> None:
+        names = sorted({_project_of(p.name) for p in self.server.root.iterdir()} - {""})
+        projects = [{"name": name} for name in names]
+        self._json({"meta": {"api-version": "1.1"}, "projects": projects})
+
+    def _json(self, data: object) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _project(self, name: str) -> None:
         files = [
@@ -38,7 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "filename": p.name,
                 "url": f"/files/{p.name}",
                 "size": p.stat().st_size,
-                "hashes": {},
+                "hashes": {"sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+                if self.server.hashes
+                else {},
                 "upload-time": self.server.upload_times.get(p.name, "2025-01-01T00:00:00Z"),
             }
             for p in sorted(self.server.root.iterdir())
@@ -47,12 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not files:
             self.send_error(404)
             return
-        body = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": files}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self._json({"meta": {"api-version": "1.1"}, "name": name, "files": files})
 
     def _file(self, path: Path) -> None:
         if not path.is_file():
@@ -94,6 +118,7 @@ class _Server(ThreadingHTTPServer):
     ranges: bool
     status: int
     upload_times: dict[str, str]
+    hashes: bool  # sha256 in the pages, as the real index gives them (uv then needs no download)
 
 
 @contextmanager
@@ -101,6 +126,7 @@ def serve(root: Path, *, ranges: bool = True) -> Iterator[_Server]:
     server = _Server(("127.0.0.1", 0), _Handler)
     server.root, server.paths, server.sent = root, [], 0
     server.ranges, server.status, server.upload_times = ranges, 0, {}
+    server.hashes = False
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

@@ -179,27 +179,100 @@ def test_a_kill_at_any_step_leaves_one_working_venv(
     state_is_clean(built_copy)
 
 
-@pytest.mark.parametrize("absolute", [False, True])
-@pytest.mark.parametrize("step", SWAP_STEPS)
-def test_a_symlinked_venv_survives_a_kill_at_every_swap_step(
-    built_copy: Path, indexes: Indexes, step: str, absolute: bool
-) -> None:
-    real = built_copy / "envs-store" / "proj"
+def symlinked(project: Path, *, absolute: bool) -> tuple[Path, Path, str]:
+    """Move the project's .venv to envs-store/proj and link .venv to it, as people point
+    .venv at a bigger disk. Returns the link, its target and what the link says."""
+    real = project / "envs-store" / "proj"
     real.parent.mkdir()
-    (built_copy / ".venv").rename(real)
-    link = built_copy / ".venv"
+    (project / ".venv").rename(real)
+    link = project / ".venv"
     link.symlink_to(real if absolute else Path("envs-store") / "proj")
-    target = os.readlink(link)
+    return link, real, os.readlink(link)
+
+
+# before the swap nothing at the target is touched: the first and the last of those steps
+@pytest.mark.parametrize("step", ["venv-created", "verified", *SWAP_STEPS, "old-removed"])
+def test_a_symlinked_venv_stays_a_link_through_a_kill_at_every_step(
+    built_copy: Path, indexes: Indexes, step: str
+) -> None:
+    """The rebuild happens beside the link's target and is swapped in place of it; the link
+    is never replaced by a folder, and after the next command it leads to a working venv
+    (the old one, or the new one) with nothing orphaned beside either."""
+    link, real, target = symlinked(built_copy, absolute=step in ("verified", "swap-new-moved"))
+    before = build_id(real)
     done = faulty_build(built_copy, indexes, f"{step}=KILL")
     assert done.returncode == -9
+    assert link.is_symlink() and os.readlink(link) == target
     again = envkit("verify", "good", cwd=built_copy)
     assert again.code == 0, again.err
-    if step in ("swap-journaled", "swap-old-moved"):
-        assert link.is_symlink() and os.readlink(link) == target  # the link, as it was
-    else:
-        assert not link.is_symlink() and build_id(link)  # the new build replaced the link
-    assert build_id(real)  # the link's target is never entered or deleted
-    state_is_clean(built_copy)
+    assert link.is_symlink() and os.readlink(link) == target  # the link, as it was
+    swapped = step in ("swap-new-moved", "swap-committed", "old-removed")
+    assert (build_id(real) != before) is swapped
+    assert sorted(p.name for p in real.parent.iterdir()) == [".envkit", "proj"]  # no orphan
+    state_is_clean(real.parent, "proj")
+    state_is_clean(built_copy)  # nothing was staged beside the link
+
+
+def test_a_signal_during_the_swap_of_a_symlinked_venv_says_where_it_is(
+    built_copy: Path, indexes: Indexes
+) -> None:
+    """SIGTERM with the target moved aside waits for the new build to be in its place."""
+    link, real, target = symlinked(built_copy, absolute=False)
+    before = build_id(real)
+    done = faulty_build(built_copy, indexes, "swap-old-moved=TERM")
+    assert done.returncode == 130, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"The new, verified environment is at {link}." in last
+    assert link.is_symlink() and os.readlink(link) == target and build_id(real) != before
+    assert (real.parent / ".envkit" / "proj" / "old").exists()  # beside the target
+    again = envkit("verify", "good", cwd=built_copy)
+    assert again.code == 0 and "removed the environment replaced" in again.err
+    state_is_clean(real.parent, "proj")
+
+
+def test_a_link_to_nothing_is_built_into_and_stays_a_link(
+    project: Path, indexes: Indexes, tmp_path: Path
+) -> None:
+    """A link whose target does not exist yet, in a folder that does: the build lands at
+    the target, and the link is left as it was."""
+    disk = tmp_path / "bigdisk"
+    disk.mkdir()
+    link = project / ".venv"
+    link.symlink_to(disk / "proj-venv")
+    res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
+    assert res.code == 0, res.err
+    assert res.json()["venv"] == str(link)
+    assert link.is_symlink() and os.readlink(link) == str(disk / "proj-venv")
+    assert build_id(disk / "proj-venv")
+    assert sorted(p.name for p in disk.iterdir()) == [".envkit", "proj-venv"]
+    state_is_clean(disk, "proj-venv")
+    assert not (project / ".envkit").exists()  # nothing beside the link
+
+
+def test_links_envkit_cannot_build_through_are_refused(
+    project: Path, indexes: Indexes, tmp_path: Path
+) -> None:
+    """A link into a folder that does not exist (a disk not mounted), a loop, and a link to
+    a folder that holds more than a venv: refused, nothing created anywhere."""
+    link = project / ".venv"
+    link.symlink_to(tmp_path / "unmounted" / "proj-venv")
+    res = envkit("build", "good", *build_args(indexes.default), cwd=project)
+    assert res.code == 2 and "whose folder does not exist" in res.err, res.err
+    assert not (tmp_path / "unmounted").exists() and not (project / ".envkit").exists()
+    link.unlink()
+    link.symlink_to(project / "loop")
+    (project / "loop").symlink_to(link)
+    res = envkit("build", "good", *build_args(indexes.default), cwd=project)
+    assert res.code == 2 and "(a loop)" in res.err, res.err
+    link.unlink()
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    link.symlink_to(work)
+    res = envkit("build", "good", *build_args(indexes.default), cwd=project)
+    assert res.code == 2 and f"{link} -> {work}" in res.err and "src" in res.err, res.err
+    assert sorted(p.name for p in work.iterdir()) == ["pyvenv.cfg", "src"]
+    assert link.is_symlink() and not (tmp_path / ".envkit").exists()
 
 
 # -- no litter -------------------------------------------------------------------------------

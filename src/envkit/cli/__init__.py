@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     restore = process.install_signal_handlers()
     sweep_temporary_folders()  # what killed envkit processes left in the temporary folder
     try:
+        process.check_faults()  # a malformed ENVKIT_FAULT is refused before anything runs
         code = cli.main(args=args, obj=state, standalone_mode=False, prog_name="envkit")
         return int(code) if isinstance(code, int) else EXIT_OK
     except Interrupted as exc:

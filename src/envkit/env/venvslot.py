@@ -4,13 +4,19 @@
 one it made (its marker, ``envkit-build.json``, is written into every venv at creation and
 kept through swaps) or a folder whose top level holds nothing but what a virtual environment
 holds (:data:`VENV_ENTRIES`). Anything else is refused, naming the entries it did not expect,
-before anything is created or touched. A venv that is a symlink is replaced as a link: the
-link moves, its target is never entered or deleted. The venv envkit itself runs from is never
-replaced.
+before anything is created or touched. The venv envkit itself runs from is never replaced.
 
-**Swaps.** A build happens aside, in ``<parent>/.envkit/<name>/new``, and only a verified build
-is swapped in. A journal written before every step lets the next envkit command on that venv
-finish or undo whatever a killed process left:
+**Symlinked venvs stay links.** A venv path that is a symlink (``.venv`` pointing at a bigger
+disk) is never moved, replaced or deleted: the slot is the folder the link leads to (its
+real path, :attr:`VenvSlot.path`), judged by the rules above, and everything below happens
+there, beside it and on its file system (``<target's parent>/.envkit/<target's name>/``).
+A link to nothing in an existing folder is built into; a link into a missing folder (an
+unmounted disk), a loop, or a link to a file is refused.
+
+**Swaps.** A build happens aside, in ``<parent>/.envkit/<name>/new`` (``parent`` and ``name``
+of the slot's real path), and only a verified build is swapped in. A journal written before
+every step lets the next envkit command on that venv finish or undo whatever a killed process
+left:
 
 =========== ===============================================================================
 phase       what recovery does
@@ -23,7 +29,8 @@ cleanup     remove ``old`` (the swap is complete)
 From the journal's ``swapping`` to its ``cleanup``, Ctrl-C and SIGTERM are deferred, so the two
 renames happen as one step; deleting the old venv comes after and resumes after a kill.
 Recovery touches only ``new`` and ``old`` inside the state folder, never through a symlink.
-One file lock per venv serialises builds and verifications of the same venv.
+One file lock per slot (in its state folder) serialises builds and verifications of the same
+venv, whichever link they name it by.
 """
 
 from __future__ import annotations
@@ -80,7 +87,8 @@ def _read_json(path: Path) -> dict[str, object] | None:
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    # envkit's own files (journal, marker): never written through a link planted there
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n", own=True)
 
 
 def is_venv(path: Path) -> bool:
@@ -116,9 +124,12 @@ class VenvSlot:
     """The venv at one path, with its lock, journal and scratch folders."""
 
     def __init__(self, venv: Path) -> None:
-        self.venv = Path(os.path.abspath(venv))
-        self.state_root = self.venv.parent / STATE_FOLDER
-        self.state = self.state_root / self.venv.name
+        self.venv = Path(os.path.abspath(venv))  # as the user named it: what messages show
+        self.linked = self.venv.is_symlink()
+        # where the environment lives and is swapped: the link's target for a symlink
+        self.path = Path(os.path.realpath(self.venv)) if self.linked else self.venv
+        self.state_root = self.path.parent / STATE_FOLDER
+        self.state = self.state_root / self.path.name
         self.journal = self.state / "journal.json"
         self.staging = self.state / "new"
         self.backup = self.state / "old"
@@ -127,20 +138,23 @@ class VenvSlot:
     def check_replaceable(self) -> None:
         """Refuse (BadInput, exit 2) unless the venv path holds nothing envkit may not
         replace. Touches nothing."""
-        venv = self.venv
+        venv = self.path
         here = Path(os.path.realpath(sys.prefix))
         if _exists(venv) and Path(os.path.realpath(venv)) == here:
             raise BadInput(
-                f"{str(venv)!r} is the environment envkit itself is running from; replacing "
-                "it would pull the floor from under this build.",
+                f"{str(self.venv)!r} is the environment envkit itself is running from; "
+                "replacing it would pull the floor from under this build.",
                 "Install envkit elsewhere (pipx, or another venv) and build into --venv "
                 "from there, or choose another --venv.",
             )
-        if not _exists(venv) or venv.is_symlink():
-            return  # nothing there, or a link: the link is replaced, its target never touched
+        if self.linked:
+            self._check_link_target()
+        if not _exists(venv):
+            return
         if not venv.is_dir():
             raise BadInput(
-                f"{str(venv)!r} is a file, not a virtual environment; envkit will not replace it.",
+                f"{self._named()!r} is a file, not a virtual environment; envkit will "
+                "not replace it.",
                 "Move it away or choose another --venv.",
             )
         try:
@@ -155,11 +169,30 @@ class VenvSlot:
             what = "holds more than a virtual environment"
         shown = ", ".join(extra[:10]) + (f" and {len(extra) - 10} more" if len(extra) > 10 else "")
         raise BadInput(
-            f"{str(venv)!r} {what}: it holds {shown}. envkit replaces only environments it "
-            "made or folders holding nothing but a virtual environment; nothing was touched.",
+            f"{self._named()!r} {what}: it holds {shown}. envkit replaces only "
+            "environments it made or folders holding nothing but a virtual environment; "
+            "nothing was touched.",
             "Choose another --venv (a folder of its own, such as .venv), or move those "
             "entries away.",
         )
+
+    def _named(self) -> str:
+        """The venv as messages name it: the link and where it leads, for a symlink."""
+        return f"{self.venv} -> {self.path}" if self.linked else str(self.venv)
+
+    def _check_link_target(self) -> None:
+        """A symlinked venv must lead to a folder, or to nothing in a folder that exists."""
+        if self.path.is_symlink():  # realpath stops where a loop begins
+            raise BadInput(
+                f"--venv {str(self.venv)!r} is a symlink that never reaches a folder (a loop).",
+                "Point the link at the environment's folder, or remove it.",
+            )
+        if not self.path.parent.is_dir():
+            raise BadInput(
+                f"--venv {str(self.venv)!r} is a symlink to {str(self.path)!r}, whose folder "
+                "does not exist (a disk that is not mounted?); nothing was touched.",
+                "Mount or create that folder, or point the link elsewhere.",
+            )
 
     def _check_state_folder(self) -> None:
         for folder in (self.state_root, self.state):
@@ -179,8 +212,8 @@ class VenvSlot:
         ``existing``: the command works on a venv that is there (verify); when neither it nor
         envkit's state beside it exists, BadInput, and nothing is created."""
         self._check_state_folder()
-        if existing and not self.state.is_dir() and not is_venv(self.venv):
-            what = "does not exist" if not _exists(self.venv) else "is not a virtual environment"
+        if existing and not self.state.is_dir() and not is_venv(self.path):
+            what = "does not exist" if not _exists(self.path) else "is not a virtual environment"
             raise BadInput(
                 f"{str(self.venv)!r} {what} (no pyvenv.cfg), so there is no environment to check.",
                 "Build it first (envkit build PROFILE --venv PATH), or pass the venv's folder.",
@@ -215,8 +248,8 @@ class VenvSlot:
         build_id = str(journal.get("build_id", "")) if journal else ""
         if phase == "swapping" and self._venv_build_id() == build_id:
             phase = "cleanup"
-        if phase == "swapping" and not _exists(self.venv) and _exists(self.backup):
-            os.rename(self.backup, self.venv)
+        if phase == "swapping" and not _exists(self.path) and _exists(self.backup):
+            os.rename(self.backup, self.path)
             done.append(f"restored the previous environment at {self.venv}")
         if phase == "cleanup" and _exists(self.backup):
             self._remove_disposable(self.backup)
@@ -228,8 +261,8 @@ class VenvSlot:
             # No journal explains it: never delete an environment we cannot account for.
             raise EnvironmentBroken(
                 f"Found an environment at {str(self.backup)!r} that no envkit journal accounts "
-                f"for, next to {str(self.venv)!r}.",
-                f"Inspect both; keep the one you want at {self.venv} and delete the other, "
+                f"for, next to {str(self.path)!r}.",
+                f"Inspect both; keep the one you want at {self.path} and delete the other, "
                 "then run envkit again.",
             )
         if journal is not None or _exists(self.journal):
@@ -253,9 +286,9 @@ class VenvSlot:
         )
 
     def _venv_build_id(self) -> str:
-        if self.venv.is_symlink():
+        if self.path.is_symlink():
             return ""
-        marker = _read_json(self.venv / MARKER)
+        marker = _read_json(self.path / MARKER)
         return str(marker.get("build_id", "")) if marker else ""
 
     def begin(self, build_id: str) -> Path:
@@ -281,11 +314,11 @@ class VenvSlot:
                 self.journal, {"phase": "swapping", "build_id": build_id, "pid": os.getpid()}
             )
             process.fault_point("swap-journaled")
-            replaced = _exists(self.venv)
+            replaced = _exists(self.path)
             if replaced:
-                os.rename(self.venv, self.backup)
+                os.rename(self.path, self.backup)
             process.fault_point("swap-old-moved")
-            os.rename(self.staging, self.venv)
+            os.rename(self.staging, self.path)
             process.fault_point("swap-new-moved")
             _write_json(
                 self.journal, {"phase": "cleanup", "build_id": build_id, "pid": os.getpid()}
@@ -312,7 +345,7 @@ class VenvSlot:
                     "this venv finishes it."
                 )
             return text
-        if _exists(self.venv):
+        if _exists(self.path):
             text = f"The environment you had at {self.venv} is unchanged."
         else:
             text = f"Nothing was at {self.venv}, and nothing is."

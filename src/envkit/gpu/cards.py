@@ -4,6 +4,7 @@ capabilities. Each is checked where it enters: BadInput naming the option and th
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from envkit.errors import BadInput
 
@@ -30,18 +31,21 @@ def parse_size(text: str, what: str = "size", *, allow_zero: bool = False) -> in
     """``8GiB``, ``6.98GiB``, ``24GB``, ``512MiB``: a number and a unit (a bare number is
     refused: ``--gpu-memory 8`` would silently mean 8 bytes)."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt](?:ib|b)?|b)?\s*", text.lower())
+    shown = text if len(text) <= 40 else text[:37] + "..."
     if not match or not match.group(2):
         raise BadInput(
-            f"{what} {text!r} is not a size with a unit.",
+            f"{what} {shown!r} is not a size with a unit.",
             "Write it like 8GiB, 7.5G, 6.98GiB, 24GB or 512MiB (GiB = 1024^3 bytes, GB = 1000^3).",
         )
-    value = int(float(match.group(1)) * _UNITS[match.group(2)])
-    if value > MAX_SIZE or (value <= 0 and not allow_zero):
+    # exact decimal arithmetic: a float of 400 nines is infinity, and int() of it a crash
+    digits = match.group(1)
+    size = Decimal(digits) * _UNITS[match.group(2)] if len(digits) <= 40 else Decimal(MAX_SIZE + 1)
+    if size > MAX_SIZE or (size < 1 and not (allow_zero and size == 0)):
         raise BadInput(
-            f"{what} {text!r} is out of range.",
+            f"{what} {shown!r} is out of range.",
             "Give the size of a real GPU (above 0, below 1 PiB), e.g. 8GiB.",
         )
-    return value
+    return int(size)
 
 
 # Common cards: memory and compute capability (facts from the vendor's tables). Names are

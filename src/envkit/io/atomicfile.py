@@ -3,19 +3,25 @@
 A reader (or a later envkit after a kill) sees the old file or the new one. Every file
 envkit publishes or relies on (profiles, locks, journals, caches) is written here. The file
 written aside is named after the writing process (``.NAME.PID.tmp``), so a later write of the
-same file sweeps what a killed writer left.
+same file sweeps what a killed writer left. A symlinked file stays a link (the file it leads
+to is replaced) and a file keeps its permission bits. Files several processes read, change
+and write back (``index.json``, ``lock.json``) are changed under :func:`held`, a file lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from envkit.errors import FileSystemError
+from filelock import FileLock, Timeout
+
+from envkit.errors import BadInput, FileSystemError
 from envkit.io.process import fault_point
 
 
@@ -54,29 +60,123 @@ def sweep_temporaries(folder: Path, name: str = "") -> None:
                 pass
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename; the temporary file never outlives us.
+def write_atomic(path: Path, data: str | bytes, *, own: bool = False) -> None:
+    """Replace the file at ``path`` with ``data`` in one rename; the temporary file never
+    outlives us.
 
-    Raises FileSystemError (exit 2) when the folder cannot be written or the disk is full;
-    the previous file is then untouched.
+    A symlink stays a symlink: the file it leads to is replaced, written aside in that file's
+    own folder (a rename never crosses file systems), so a profile linked from a shared
+    folder is the one updated. ``own``: a file only envkit writes (a journal, a build
+    marker), which is never written through a link: a link there is replaced. The file keeps
+    its permission bits (a 0600 profile stays 0600) and, where allowed, its owner and group;
+    a new file gets the usual ones (0666 less the umask). Nothing else can read the data
+    before it has the file's own bits.
+
+    Raises FileSystemError (exit 2) when the folder cannot be written or the disk is full,
+    BadInput when ``path`` (or what it links to) is not a regular file, is a link loop or a
+    link into a folder that does not exist; the previous file is then untouched.
     """
-    sweep_temporaries(path.parent, path.name)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as fh:
+        target = path if own else write_target(path)
+    except OSError as exc:
+        raise FileSystemError(path, exc) from None
+    sweep_temporaries(target.parent, target.name)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        kept = None if own else _existing(target)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o600 if kept is not None else 0o666)
+        with open(fd, "wb") as fh:
+            if kept is not None:
+                _keep_mode_and_owner(fd, kept)
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
         fault_point("atomic-written")
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as exc:
         raise FileSystemError(path, exc) from None
     finally:
         try:
-            if tmp.exists():
+            if os.path.lexists(tmp):
                 tmp.unlink()
         except OSError:
             pass
+
+
+def write_target(path: Path) -> Path:
+    """The file a write of ``path`` replaces: ``path`` itself, or the file its symlinks
+    lead to. BadInput for a link loop, a link into a missing folder, or anything there
+    that is not a regular file (a folder, a FIFO, a device)."""
+    target = path
+    if os.path.islink(path):
+        target = Path(os.path.realpath(path))
+        if os.path.islink(target):  # realpath stops where a loop begins
+            raise BadInput(
+                f"{str(path)!r} is a symlink that never reaches a file (a loop); nothing "
+                "was written.",
+                "Point the link at the file it stands for, or replace it with the file.",
+            )
+        if not target.parent.is_dir():
+            raise BadInput(
+                f"{str(path)!r} is a symlink to {str(target)!r}, whose folder does not "
+                "exist; nothing was written.",
+                "Mount or create that folder, or point the link elsewhere.",
+            )
+    found = _existing(target)
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        raise BadInput(
+            f"{str(path)!r} is not a regular file; envkit writes only regular files.",
+            "Move it away or choose another path.",
+        )
+    return target
+
+
+def _existing(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _keep_mode_and_owner(fd: int, was: os.stat_result) -> None:
+    """Give the file written aside the replaced file's permission bits, and its owner and
+    group where this process may (root rewriting a user's file; a setgid folder's group)."""
+    os.fchmod(fd, stat.S_IMODE(was.st_mode))
+    now = os.fstat(fd)
+    if (now.st_uid, now.st_gid) != (was.st_uid, was.st_gid):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, was.st_uid, was.st_gid)
+
+
+@contextmanager
+def held(path: Path, *, wait: float = 120.0) -> Iterator[None]:
+    """Hold the file lock of the shared file ``path`` across a read-modify-write of it
+    (``index.json``, ``lock.json``): another envkit process doing the same waits, so no
+    writer's changes are lost. The lock file is ``.NAME.lock`` beside the file (beside the
+    file a symlink leads to), kept for the next writer; the kernel releases it when a
+    holder dies, so a kill never leaves it held.
+
+    Raises BadInput when another process holds it for more than ``wait`` seconds, and
+    FileSystemError when the lock file cannot be made (a read-only folder).
+    """
+    real = Path(os.path.realpath(path))
+    lock_path = real.with_name(f".{real.name}.lock")
+    lock = FileLock(str(lock_path))
+    fault_point("file-lock")
+    try:
+        lock.acquire(timeout=wait)
+    except Timeout:
+        raise BadInput(
+            f"Another envkit process has been writing {str(path)!r} for over {wait:.0f} s.",
+            "Let it finish (or end it), then run the command again.",
+        ) from None
+    except OSError as exc:
+        raise FileSystemError(lock_path, exc, "lock") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 _TEMP_PREFIX = "envkit-"

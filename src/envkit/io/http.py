@@ -41,6 +41,7 @@ MAX_REDIRECTS = 10
 MiB = 1024 * 1024
 DEFAULT_MAX_BYTES = 32 * MiB
 DEFAULT_DEADLINE = 60.0
+REACH_BYTES = 64 * 1024  # what a reachability probe reads of an index page, at most
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
@@ -173,6 +174,24 @@ class Http:
             seconds,
             lambda: _deadline_error(url, seconds),
         )
+
+    def reach(self, url: str) -> None:
+        """Whether a server answers at ``url`` at all (a lock that names an index must reach
+        it, whatever uv's cache could answer): NetworkError ``Cannot reach URL`` when nothing
+        answers within the deadline or the server fails (HTTP 5xx). Any other status is an
+        answer; at most :data:`REACH_BYTES` of the body are read."""
+        try:
+            answer = self.request("GET", url, max_bytes=REACH_BYTES)
+        except TooLarge:
+            return  # it answered, with more than a probe reads
+        if answer.status >= 500:
+            raise NetworkError(
+                f"Cannot reach {redact(url)}: it answered HTTP {answer.status}.",
+                "The index is failing; try again later or use another one. Nothing was changed.",
+                url=redact(url),
+                status=answer.status,
+                kind="unreachable",
+            )
 
     def get_range(self, url: str, start: int, end: int) -> tuple[bytes, int | None]:
         """Bytes ``start`` to ``end`` inclusive (``start`` < 0: the last -start bytes), and the

@@ -26,6 +26,8 @@ from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
 from envkit.io.atomicfile import write_atomic
 from envkit.profiles.profile import Profile
 
+MAX_MANIFEST_BYTES = 16 * 2**20  # lock.json of a matrix far larger than any real one
+
 
 class CellStatus(str, Enum):
     LOCKED = "locked"  # resolved, wheels for every package
@@ -263,6 +265,8 @@ class Manifest:
     def read(cls, path: Path) -> Manifest | None:
         """The manifest at ``path``; None when missing or not one envkit wrote."""
         try:
+            if not path.is_file() or path.stat().st_size > MAX_MANIFEST_BYTES:
+                return None  # a FIFO or a device is never read (it could block or not end)
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             return None

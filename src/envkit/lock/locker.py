@@ -26,10 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from envkit.errors import BadInput, CommandFailed, FileSystemError, NetworkError, WheelError
 from envkit.io import process
-from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
 from envkit.io.redaction import redact
@@ -72,6 +74,7 @@ class Locker:
     note: Callable[[str], None] = lambda _m: None  # said whether or not on a terminal
     _uv_version: str = field(default="", init=False)
     _http: Http = field(default_factory=Http, init=False)
+    _reached: dict[str, NetworkError | None] = field(default_factory=dict, init=False)
 
     def uv_version(self) -> str:
         if not self._uv_version:
@@ -100,6 +103,15 @@ class Locker:
             for p, c in every
             if p.name in refused
         ]
+        # An index this run names must answer before uv is asked: uv's cache could answer
+        # for a dead one, and the lock would then name a mirror that was never reached.
+        out_of_reach = {c.backend: e for _p, c in todo if (e := self.reach(c.backend))}
+        refusals += [
+            CellState(cell=c, status=CellStatus.UNREACHABLE, reason=str(out_of_reach[c.backend]))
+            for _p, c in todo
+            if c.backend in out_of_reach
+        ]
+        todo = [(p, c) for p, c in todo if c.backend not in out_of_reach]
         if not todo:
             return refusals
         self.uv_version()
@@ -116,6 +128,22 @@ class Locker:
             mine = [r for r in results if r.cell.profile == profile.name]
             self._write_manifest(profile, digests[profile.name], mine)
         return results + refusals
+
+    def reach(self, backend: str, torch: TorchIndex | None = None) -> NetworkError | None:
+        """Why an index this run names for ``backend`` cannot be reached (``--index-url``,
+        the torch mirror), or None when each answers. Each is asked once per run: a GET of
+        the index root or of the mirror's torch page, read 64 KiB at most; a local index
+        must be a folder."""
+        torch = torch or self.options.torch_index
+        named = [(self.options.index_url, "")] if self.options.index_url else []
+        if torch.origin is TorchOrigin.MIRROR:
+            named.append((torch.mirror_url(backend), "torch/"))
+        for url, page in named:
+            if url not in self._reached:
+                self._reached[url] = _probe(url, page, self._http)
+            if self._reached[url] is not None:
+                return self._reached[url]
+        return None
 
     def resolve(
         self, profile: Profile, cell: Cell, folder: Path, torch: TorchIndex | None = None
@@ -299,20 +327,25 @@ class Locker:
         except OSError as exc:
             raise FileSystemError(folder, exc, "create") from None
         path = folder / "lock.json"
-        previous = Manifest.read(path)
-        known = dict(previous.cells) if previous and previous.digest == profile_digest else {}
-        for r in learnt:
-            known[r.cell.name] = ManifestEntry(
-                state=r.status,
-                reason=r.reason,
-                source_only=r.source_only,
-                files=tuple(f.name for f in r.files),
-                torch=r.torch,
-                cell=r.cell.to_dict(),
-            )
-        Manifest(
-            profile=profile.name, digest=profile_digest, uv=self.uv_version(), cells=known
-        ).write(path)
+        # another lock of this profile (other cells, another terminal) merges its cells too:
+        # read, merge and write under the file's lock, or one run's cells are lost
+        with held(path):
+            previous = Manifest.read(path)
+            process.fault_point("manifest-read")
+            same = previous is not None and previous.digest == profile_digest
+            known = dict(previous.cells) if previous is not None and same else {}
+            for r in learnt:
+                known[r.cell.name] = ManifestEntry(
+                    state=r.status,
+                    reason=r.reason,
+                    source_only=r.source_only,
+                    files=tuple(f.name for f in r.files),
+                    torch=r.torch,
+                    cell=r.cell.to_dict(),
+                )
+            Manifest(
+                profile=profile.name, digest=profile_digest, uv=self.uv_version(), cells=known
+            ).write(path)
 
 
 def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
@@ -328,6 +361,37 @@ def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
             continue  # nothing there, or not a file envkit wrote
         except OSError as exc:
             raise FileSystemError(path, exc, "remove") from None
+
+
+_UNREACHED = (
+    "A lock must reach every index it names (uv's cache does not answer for one that is "
+    "gone): check the network and the URL (--index-url, --torch-index). Nothing was changed."
+)
+
+
+def _probe(url: str, page: str, http: Http) -> NetworkError | None:
+    """Whether the index at ``url`` answers (``page`` below it, for an http(s) index)."""
+    if url.lower().startswith(("http://", "https://")):
+        try:
+            http.reach(url.rstrip("/") + "/" + page)
+        except NetworkError as exc:
+            return NetworkError(
+                exc.message,
+                _UNREACHED,
+                url=exc.url,
+                status=exc.status,
+                kind=exc.kind or "unreachable",
+            )
+        return None
+    local = url2pathname(urlsplit(url).path) if url.lower().startswith("file:") else url
+    if os.path.isdir(local):
+        return None
+    return NetworkError(
+        f"Cannot reach {redact(url)}: no such folder.",
+        _UNREACHED,
+        url=redact(url),
+        kind="unreachable",
+    )
 
 
 def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:

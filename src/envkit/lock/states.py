@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks
-from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.io import process
+from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command
 from envkit.lock import pylocks
 from envkit.lock.cells import (
@@ -33,6 +36,8 @@ from envkit.lock.cells import (
 from envkit.lock.locker import Locker
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
+
+MAX_INDEX_BYTES = 64 * 2**20  # an index.json of every cell of a few hundred profiles
 
 
 def states(
@@ -107,6 +112,9 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
                 "whose URL is not recorded.",
                 "Pass it with --torch-index URL to check this cell.",
             )
+    out_of_reach = locker.reach(state.cell.backend, torch)
+    if out_of_reach is not None:
+        raise out_of_reach  # the cache must not answer for an index that is gone
     with temporary_folder("check") as tmp:
         again = locker.resolve(profile, state.cell, Path(tmp), torch)
         if again.status in (CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE):
@@ -129,12 +137,64 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
 
 
 def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> dict[str, Any]:
-    """Write ``index.json`` (and, with ``to``, copies of every locked file) atomically."""
+    """Write ``index.json`` (and, with ``to``, copies of every locked file) atomically.
+
+    index.json is read, merged and written under its file lock, so publishers running at
+    once each keep the others' profiles. With ``to``, every file it would write is checked
+    before the first is written (:func:`_check_destination`). Raises StaleLocks for cells
+    that are not current, BadInput for a destination it must not write over."""
+    published = list(profiles)
+    entries, sources, source_roots = _published_files(published, root)
+    if len(source_roots) > 1 and to is None:
+        raise EnvkitError(
+            "The profiles' constraints live in different folders.",
+            "Publish them one folder at a time, or pass --to DIR.",
+        )
+    target = to or next(iter(source_roots), Path("constraints"))
+    if to is not None:  # checked before anything is made there (the lock file included)
+        if _exists(target) and not target.is_dir():
+            raise BadInput(f"--to {str(target)!r} is a file, not a folder.", "Give a folder.")
+        _index_entries(target / "index.json")
+        _check_destination(target, entries)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FileSystemError(target, exc, "create") from None
+    # One publisher at a time reads, merges and writes index.json: four at once would
+    # otherwise each write back what they read, and all but one lose their profiles.
+    with held(target / "index.json"):
+        previous = _index_entries(target / "index.json")
+        process.fault_point("index-read")
+        copies = list(zip(entries, sources, strict=True)) if to is not None else []
+        if copies:  # again, now that no other publisher can change it
+            _check_destination(target, entries)
+        for entry, source in copies:
+            dest = target / entry["file"]
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise FileSystemError(dest.parent, exc, "create") from None
+            write_atomic(dest, source.read_bytes())
+        # the profiles published now replace their own entries; every other profile's stay
+        names = {entry["profile"] for entry in entries} | {p.name for p in published}
+        kept = [e for e in previous if e["profile"] not in names]
+        index = {
+            "format": 1,
+            "files": sorted([*kept, *entries], key=lambda e: (e["profile"], e["file"])),
+        }
+        write_atomic(target / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
+    return {"ok": True, "to": str(target), "files": index["files"]}
+
+
+def _published_files(
+    published: list[Profile], root: str | None
+) -> tuple[list[dict[str, Any]], list[Path], set[Path]]:
+    """index.json's entries for every usable cell, the files they name, and the folders
+    those live in; StaleLocks naming every cell that is stale or missing."""
     entries: list[dict[str, Any]] = []
     sources: list[Path] = []
     stale: list[str] = []
     source_roots: set[Path] = set()
-    published = list(profiles)
     for profile in published:
         source_roots.add(constraints_root(profile, root))
         current = digest(profile)
@@ -162,39 +222,71 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
             "Lock them first: envkit lock --all (add --torch-index default where the PyTorch "
             "index is out of reach).",
         )
-    if len(source_roots) > 1 and to is None:
-        raise EnvkitError(
-            "The profiles' constraints live in different folders.",
-            "Publish them one folder at a time, or pass --to DIR.",
-        )
-    target = to or next(iter(source_roots), Path("constraints"))
-    for entry, source in zip(entries, sources, strict=True) if to is not None else []:
-        dest = target / entry["file"]
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(dest, source.read_bytes())
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FileSystemError(target, exc, "create") from None
-    # the profiles published now replace their own entries; every other profile's stay
-    names = {entry["profile"] for entry in entries} | {p.name for p in published}
-    kept = [e for e in _index_entries(target / "index.json") if e["profile"] not in names]
-    index = {
-        "format": 1,
-        "files": sorted([*kept, *entries], key=lambda e: (e["profile"], e["file"])),
-    }
-    write_atomic(target / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
-    return {"ok": True, "to": str(target), "files": index["files"]}
+    return entries, sources, source_roots
+
+
+def _exists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _check_destination(target: Path, entries: list[dict[str, Any]]) -> None:
+    """Every file ``publish --to`` would write, checked before any is written: each must
+    be missing or a lock file envkit wrote for that profile and cell, inside ``target``
+    (no symlink leading out of it, no folder or other file in the way). BadInput naming
+    the first one that is not, and what to do; nothing is then written."""
+    root = Path(os.path.realpath(target))
+    paths = [target / "index.json", *(target / e["file"] for e in entries)]
+    for path in paths:
+        if not Path(os.path.realpath(path)).is_relative_to(root):
+            raise BadInput(
+                f"{str(path)!r} leads out of --to {str(target)!r} (a symlink); nothing was "
+                "published.",
+                "Remove the link, or publish into another folder.",
+            )
+        if path.parent != target and _exists(path.parent) and not path.parent.is_dir():
+            raise BadInput(
+                f"{str(path.parent)!r} is a file where publish writes a folder; nothing "
+                "was published.",
+                "Move it away, or publish into another folder.",
+            )
+    for entry, path in zip(entries, paths[1:], strict=True):
+        if not _exists(path):
+            continue
+        mine = f"# envkit lock: profile {entry['profile']}, cell {entry['cell']}\n"
+        try:
+            ours = path.is_file() and not path.is_symlink() and _first_line(path) == mine
+        except OSError:
+            ours = False
+        if not ours:
+            raise BadInput(
+                f"{str(path)!r} is not a lock file envkit wrote for {entry['profile']} / "
+                f"{entry['cell']}; publish --to will not write over it, and nothing was "
+                "published.",
+                "Move it away (or publish into another folder), then publish again.",
+            )
+
+
+def _first_line(path: Path) -> str:
+    with path.open("rb") as handle:
+        return handle.readline(512).decode("utf-8", "replace")
 
 
 def _index_entries(path: Path) -> list[dict[str, Any]]:
     """The entries of an existing index.json; BadInput when it exists but is not one."""
     try:
+        found = path.stat()
+        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_INDEX_BYTES:
+            raise BadInput(
+                f"{str(path)!r} is not an index.json written by envkit publish (not a "
+                f"regular file of at most {MAX_INDEX_BYTES // 2**20} MiB).",
+                "Move it away (or restore it from version control), then publish again.",
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise BadInput(f"Cannot read {str(path)!r} ({exc.strerror}).") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        raise BadInput(f"Cannot read {str(path)!r} ({why}).") from None
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):

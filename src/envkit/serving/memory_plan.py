@@ -33,13 +33,14 @@ from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
 from envkit.io.escaping import shell_command
 from envkit.serving.shapes import (
     DTYPE_BYTES,
+    MAX_COUNT,
     Shapes,
     Vision,
+    inner_config,
     json_object,
     kv_bytes_per_token,
     parameters_from_shapes,
     shapes,
-    text_config,
     vision,
     whole,
 )
@@ -257,7 +258,7 @@ def _images(image: Vision | None) -> tuple[Images | None, dict[str, int] | None]
 def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInput) -> Plan:
     """The memory plan. Problems are about the settings as asked; recommendations fix them."""
     s = shapes(config)
-    if not 0 < inp.utilization <= 1:
+    if not 0 < inp.utilization <= 1:  # NaN too
         raise BadInput(f"--gpu-memory-utilization {inp.utilization} must be in (0, 1].")
     free = inp.free if inp.free is not None else inp.gpu_memory
     if free > inp.gpu_memory:
@@ -271,10 +272,16 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     )
     weights, weights_source = _weights(model, config, s, serve_bytes)
     per_token = kv_bytes_per_token(s, kv_bytes)
-    text = text_config(config)
+    inner_key, inner = inner_config(config)
+    in_text = inner_key + "." if inner.get("max_position_embeddings") is not None else ""
     length = inp.max_model_len or whole(
-        text, "max_position_embeddings", "config.json", default=4096
+        {**config, **inner}, "max_position_embeddings", "config.json", default=4096, path=in_text
     )
+    if not 0 < length <= MAX_COUNT:
+        raise BadInput(
+            f"--max-model-len {str(length)[:20]} is out of range.",
+            f"Give a context length from 1 to {MAX_COUNT:,} tokens.",
+        )
     # what the profile cannot load comes first: no memory setting fixes it
     problems: list[Finding] = [*inp.load_problems, *dtype_problems]
     requested = int(inp.utilization * inp.gpu_memory)

@@ -26,9 +26,49 @@ DTYPE_BYTES = {
 MAX_COUNT = 2**31  # the largest layer count, width or vocabulary a config.json may state
 
 
-def text_config(config: dict[str, Any]) -> dict[str, Any]:
-    inner = config.get("text_config") or config.get("llm_config")
-    return {**config, **inner} if isinstance(inner, dict) else config
+_FIX = "Fix the file, or use the checkpoint's own one."
+
+
+def shown(value: Any) -> str:
+    """A value from a model file as a message shows it: JSON, cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def table(config: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    """The object at ``key`` ({} when missing or null); BadInput naming the file, the
+    field's path and its value when it is anything else (``text_config: "oops"``)."""
+    value = config.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInput(f"{source}: {key} is {shown(value)}, not an object.", _FIX)
+    return value
+
+
+def inner_config(config: dict[str, Any], source: str = "config.json") -> tuple[str, dict[str, Any]]:
+    """The text model's own settings of a multimodal config (``text_config``, or
+    InternVL's ``llm_config``) and their key; ("", {}) when it has none."""
+    for key in ("text_config", "llm_config"):
+        found = table(config, key, source)
+        if found:
+            return key, found
+    return "", {}
+
+
+def layer_kinds(text: dict[str, Any], source: str, path: str = "") -> tuple[str, ...]:
+    """``layer_types`` (hybrid models: which layers are full attention), checked: a list
+    of names; () when missing."""
+    kinds = text.get("layer_types")
+    if kinds is None:
+        return ()
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise BadInput(
+            f"{source}: {path}layer_types is {shown(kinds)}, not a list of layer kinds "
+            '(such as "full_attention").',
+            _FIX,
+        )
+    return tuple(kinds)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +95,7 @@ _ALIASES = {
     "num_key_value_heads": ("num_kv_heads", "n_head_kv", "multi_query_group_num"),
     "intermediate_size": ("ffn_dim", "n_inner", "ffn_hidden_size"),
 }
+_EXPERTS = ("n_routed_experts", "num_local_experts")
 
 
 def whole(
@@ -66,55 +107,67 @@ def whole(
     minimum: int = 1,
     maximum: int = MAX_COUNT,
     names: tuple[str, ...] = (),
+    path: str = "",
 ) -> int:
     """A whole number from a model file, checked where it enters: BadInput naming the file,
-    field and value when it is missing, not a whole number, or out of range."""
+    the field's path (``path``, e.g. ``text_config.``) and value when it is missing, not a
+    whole number, or out of range."""
     found = next(((k, table[k]) for k in (key, *names) if table.get(k) is not None), None)
     if found is None:
         if default is not None:
             return default
-        raise BadInput(f"{source} has no usable {key!r} for the memory plan.")
+        raise BadInput(f"{source} has no usable {path}{key!r} for the memory plan.")
     field, value = found
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise BadInput(
-            f"{source}: {field} is {json.dumps(value)[:60]}, not a whole number.",
-            "Fix the file, or use the checkpoint's own one.",
-        )
+        raise BadInput(f"{source}: {path}{field} is {shown(value)}, not a whole number.", _FIX)
     if not minimum <= value <= maximum:
         raise BadInput(
-            f"{source}: {field} is {value}; it must be a whole number from {minimum} "
-            f"to {maximum:,}.",
-            "Fix the file, or use the checkpoint's own one.",
+            f"{source}: {path}{field} is {shown(value)}; it must be a whole number from "
+            f"{minimum} to {maximum:,}.",
+            _FIX,
         )
     return value
 
 
 def shapes(config: dict[str, Any], source: str = "config.json") -> Shapes:
-    text = text_config(config)
+    """The shapes the memory plan needs, every value's type and range checked: BadInput
+    naming the file, the field's path and its value."""
+    inner_key, inner = inner_config(config, source)
+    text = {**config, **inner} if inner else config
+
+    def where(*keys: str) -> str:
+        """The path prefix of the first of ``keys`` the config sets: inside text_config?"""
+        return f"{inner_key}." if any(inner.get(k) is not None for k in keys) else ""
 
     def num(key: str, default: int | None = None, minimum: int = 1) -> int:
         # GPT-2/Falcon/T5-style configs name the same shapes differently
+        names = _ALIASES.get(key, ())
         return whole(
-            text, key, source, default=default, minimum=minimum, names=_ALIASES.get(key, ())
-        )
+            text, key, source, default=default, minimum=minimum, names=names,
+            path=where(key, *names),
+        )  # fmt: skip
 
     layers = num("num_hidden_layers")
     heads = num("num_attention_heads")
     hidden = num("hidden_size")
-    kinds = text.get("layer_types")
-    full = (
-        sum(1 for k in kinds if "full" in str(k) or k == "attention")
-        if isinstance(kinds, list) and kinds
-        else layers
-    )
-    dtype = text.get("dtype") or text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16"
+    kinds = layer_kinds(text, source, where("layer_types"))
+    full = sum(1 for k in kinds if "full" in k or k == "attention") if kinds else layers
+    dtype_key = next((k for k in ("dtype", "torch_dtype") if text.get(k)), "torch_dtype")
+    dtype = text.get(dtype_key) or "bfloat16"
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise BadInput(
-            f"{source}: torch_dtype {json.dumps(dtype)[:40]} is not a dtype vLLM serves "
-            "(float16, bfloat16, float32).",
+            f"{source}: {where(dtype_key)}{dtype_key} {shown(dtype)} is not a dtype vLLM "
+            "serves (float16, bfloat16, float32).",
             "Fix the file, or pass --dtype float16 or bfloat16.",
+        )
+    tied = text.get("tie_word_embeddings", True)
+    if not isinstance(tied, bool):
+        raise BadInput(
+            f"{source}: {where('tie_word_embeddings')}tie_word_embeddings is {shown(tied)}, "
+            "not true or false.",
+            _FIX,
         )
     mla = 0
     if text.get("kv_lora_rank") is not None:
@@ -135,7 +188,7 @@ def shapes(config: dict[str, Any], source: str = "config.json") -> Shapes:
         head_dim=head_dim,
         vocab=num("vocab_size"),
         intermediate=num("intermediate_size", 4 * hidden),
-        tied=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", True))),
+        tied=tied,
         mla_width=mla,
         experts=whole(
             text,
@@ -143,7 +196,8 @@ def shapes(config: dict[str, Any], source: str = "config.json") -> Shapes:
             source,
             default=0,
             minimum=0,
-            names=("n_routed_experts", "num_local_experts"),
+            names=_EXPERTS,
+            path=where("num_experts", *_EXPERTS),
         ),
         moe_intermediate=num("moe_intermediate_size", 0, minimum=0),
         dtype=dtype,
@@ -187,23 +241,25 @@ class Vision:
 
 def vision(model: Path, config: dict[str, Any]) -> Vision | None:
     """The largest image vLLM profiles with, from preprocessor_config.json / vision_config."""
-    vc = config.get("vision_config")
+    present = config.get("vision_config") is not None
+    vc = table(config, "vision_config", "config.json")
     pre: dict[str, Any] = {}
     pre_path = model / "preprocessor_config.json"
     if pre_path.is_file():
         pre = json_object(pre_path)
-    if not isinstance(vc, dict) and not pre:
+    if not present and not pre:
         return None
-    vc = vc if isinstance(vc, dict) else {}
-    where, cfg = str(pre_path), "config.json vision_config"
-    patch = whole(pre, "patch_size", where, default=0) or whole(vc, "patch_size", cfg, default=14)
+    where, cfg, in_vc = str(pre_path), "config.json", "vision_config."
+    patch = whole(pre, "patch_size", where, default=0) or whole(
+        vc, "patch_size", cfg, default=14, path=in_vc
+    )
     merge = whole(pre, "merge_size", where, default=0) or whole(
-        vc, "spatial_merge_size", cfg, default=2
+        vc, "spatial_merge_size", cfg, default=2, path=in_vc
     )
     per_token = (patch * merge) ** 2
-    size: dict[str, Any] = pre["size"] if isinstance(pre.get("size"), dict) else {}
+    size = table(pre, "size", where)
     max_pixels = whole(pre, "max_pixels", where, default=0) or whole(
-        size, "longest_edge", f"{where} size", default=0, names=("max_pixels",)
+        size, "longest_edge", where, default=0, names=("max_pixels",), path="size."
     )
     source = (
         "preprocessor_config.json max_pixels"
