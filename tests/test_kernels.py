@@ -291,17 +291,19 @@ def test_a_hash_chain_that_loops_is_a_damaged_library(tmp_path: Path, style: str
 
 @needs_cxx
 def test_every_package_that_links_torch(tmp_path: Path) -> None:
-    """vLLM, a top-level flash-attn module (named by its RECORD), xformers, and a module
-    that links torch and truly needs none of its symbols (vLLM's cumem_allocator): each
-    package says how many modules and symbols were checked."""
+    """vLLM, a top-level flash-attn module (named by its RECORD), and a module that links
+    torch and truly needs none of its symbols (vLLM's cumem_allocator): each package says
+    how many modules and symbols were checked; a module that names no torch library in
+    NEEDED is not one of them, and a file of a torch-linking package that cannot be read is
+    said as such."""
     lib = torch_lib(tmp_path)
     module(tmp_path / "vllm" / "_C.abi3.so", lib, CHECK_FAIL, SHIMS[0])
     module(tmp_path / "vllm" / "cumem_allocator.abi3.so", lib)
+    (tmp_path / "vllm" / "broken.so").write_bytes(b"\x7fELF" + bytes(100))
     flash = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
     module(tmp_path / flash, lib, *SHIMS, "_ZN3c10missingEv")
     (tmp_path / "flash_attn-2.8.3.dist-info").mkdir()
     (tmp_path / "flash_attn-2.8.3.dist-info" / "RECORD").write_text(f"{flash},sha256=x,1\n")
-    module(tmp_path / "xformers" / "_C.so", lib, SHIMS[2], needs=())  # needs, no NEEDED
     module(tmp_path / "numpy" / "core.so", lib, "memcpy", needs=())  # nothing of torch
     site = site_linkage(tmp_path)
     assert site is not None and not site.links and not site.truncated
@@ -309,7 +311,51 @@ def test_every_package_that_links_torch(tmp_path: Path) -> None:
     assert counted == {
         "flash_attn": ((flash,), 4, ((flash, "_ZN3c10missingEv"),)),
         "vllm": (("vllm/_C.abi3.so", "vllm/cumem_allocator.abi3.so"), 2, ()),
-        "xformers": (("xformers/_C.so",), 1, ()),
     }
+    ((where, why),) = next(p for p in site.packages if p.package == "vllm").unreadable
+    assert where == "vllm/broken.so" and "not a readable ELF file" in why
     assert site.libraries == ("libc10.so", "libtorch_cpu.so")
-    assert site_linkage(tmp_path / "xformers") is None  # no torch/lib there
+    assert site_linkage(tmp_path / "numpy") is None  # no torch/lib there
+
+
+@needs_cxx
+def test_modules_for_another_torch_release_are_set_aside(tmp_path: Path) -> None:
+    """torch-c-dlpack-ext ships one addon per torch release (..._torch24-cpu.so up to
+    _torch29) and loads the installed release's: the others are not checked against it."""
+    lib = torch_lib(tmp_path)
+    (tmp_path / "torch" / "version.py").write_text("__version__ = '2.6.0+cu124'\ncuda = '12.4'\n")
+    pkg = tmp_path / "torch_c_dlpack_ext"
+    module(pkg / "libtorch_c_dlpack_addon_torch24-cpu.so", lib, "_ZN3c10goneEv")
+    module(pkg / "libtorch_c_dlpack_addon_torch26-cpu.so", lib, CHECK_FAIL)
+    site = site_linkage(tmp_path)
+    assert site is not None and site.links
+    (linked,) = site.packages
+    assert linked.modules == ("torch_c_dlpack_ext/libtorch_c_dlpack_addon_torch26-cpu.so",)
+    assert linked.other_torch == (
+        ("torch_c_dlpack_ext/libtorch_c_dlpack_addon_torch24-cpu.so", "2.4"),
+    )
+
+
+@needs_cxx
+def test_a_gnu_hash_whose_chains_no_bucket_reaches_are_left_out(tmp_path: Path) -> None:
+    """torch 2.14's libtorch_global_deps.so: a .gnu.hash of one empty bucket and no chains,
+    though its symbol offset leaves four symbols after it. Valid: nothing is defined."""
+    (tmp_path / "hidden.map").write_text("{ local: *; };\n")
+    lib = compile_plain(
+        'extern "C" void f(); extern "C" void g() { f(); }\n',
+        tmp_path / "torch" / "lib" / "libtorch_global_deps.so",
+        f"-Wl,--version-script={tmp_path / 'hidden.map'}",
+        "-Wl,--hash-style=gnu",
+    )
+    data = bytearray(lib.read_bytes())
+    with lib.open("rb") as handle:
+        table = ELFFile(handle).get_section_by_name(".gnu.hash")
+        assert table is not None
+        at = int(table["sh_offset"])
+    struct.pack_into("<I", data, at + 4, 1)  # symoffset 1: chains for symbols 1.. "missing"
+    lib.write_bytes(bytes(data))
+    (tmp_path / "vllm").mkdir()
+    module(tmp_path / "vllm" / "_C.abi3.so", lib.parent, CHECK_FAIL, needs=())
+    found = linkage(tmp_path / "vllm", lib.parent)
+    assert found is not None and not found.unreadable
+    assert found.missing == (("_C.abi3.so", CHECK_FAIL),)

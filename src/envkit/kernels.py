@@ -76,6 +76,7 @@ class PackageLinkage:
     symbols: int  # distinct torch symbols they need (C++ and stable C ABI)
     missing: tuple[tuple[str, str], ...]  # (module, symbol) no torch library defines
     unreadable: tuple[tuple[str, str], ...] = ()  # (module or library, why)
+    other_torch: tuple[tuple[str, str], ...] = ()  # (module, the torch release it is for)
 
     @property
     def links(self) -> bool:
@@ -120,10 +121,10 @@ def linkage(package: Path, torch_lib: Path, cache: elf.FileCache | None = None) 
     shown = tuple(p.name for p in libraries)
     needs: dict[str, frozenset[str]] = {}
     for name, path in zip(names, extensions, strict=True):
-        facts = cache.get(path, elf.dynamic)
-        if isinstance(facts, elf.Unreadable):
-            return Linkage(names, 0, (), shown, unreadable=str(facts)[:200])
-        needs[name] = frozenset(filter(is_torch_symbol, facts.undefined))
+        symbols = cache.get(path, elf.undefined)
+        if isinstance(symbols, elf.Unreadable):
+            return Linkage(names, 0, (), shown, unreadable=str(symbols)[:200])
+        needs[name] = frozenset(filter(is_torch_symbol, symbols))
     wanted = frozenset().union(*needs.values())
     defined, damaged = _defined(libraries, wanted, cache)
     if damaged:
@@ -135,54 +136,55 @@ def linkage(package: Path, torch_lib: Path, cache: elf.FileCache | None = None) 
     return Linkage(names, len(wanted), missing, shown)
 
 
-def site_linkage(site_packages: Path, cache: elf.FileCache | None = None) -> SiteLinkage | None:
+def site_linkage(
+    site_packages: Path, cache: elf.FileCache | None = None, walk: modules.Walk | None = None
+) -> SiteLinkage | None:
     """Every package under ``site_packages`` with an extension module that links torch
-    (NEEDED libtorch*/libc10*, or needs a torch symbol), each module's torch symbols checked
-    against ``torch/lib``; None when there is no torch/lib there."""
+    (NEEDED libtorch*/libc10*), each such module's torch symbols checked against
+    ``torch/lib``; None when there is no torch/lib there. A package's files that cannot be
+    read, and torch libraries whose tables do not hold together, are its ``unreadable``; a
+    module whose name says it is for another torch release than the installed one
+    (``..._torch24-cpu.so`` beside torch 2.14, loaded only by that release) is set aside in
+    ``other_torch``. ``walk`` is the site's modules when the caller has them already."""
     cache = cache or elf.FileCache()
     torch_lib = site_packages / "torch" / "lib"
     if not torch_lib.is_dir():
         return None
-    walk = modules.extension_modules(site_packages, cache)
+    walk = walk or modules.extension_modules(site_packages, cache)
     libraries = sorted(p for p in torch_lib.glob("*.so*") if p.is_file())
-    by_package: dict[str, list[modules.Module]] = {}
+    linking = {m.package for m in walk.modules if m.links_torch}
+    installed = modules.torch_release(site_packages)
+    members: dict[str, list[str]] = {}
     needs: dict[str, frozenset[str]] = {}
+    unreadable: dict[str, list[tuple[str, str]]] = {}
+    other: dict[str, list[tuple[str, str]]] = {}
     for module in walk.modules:
-        symbols = (
-            frozenset(filter(is_torch_symbol, module.dynamic.undefined))
-            if isinstance(module.dynamic, elf.Dynamic)
-            else frozenset()
-        )
-        if module.links_torch or symbols:
-            by_package.setdefault(module.package, []).append(module)
-            needs[module.relative] = symbols
-    for module in walk.modules:  # unreadable files of packages that link torch: said so
-        if isinstance(module.dynamic, elf.Unreadable) and module.package in by_package:
-            by_package[module.package].append(module)
-            needs[module.relative] = frozenset()
+        if module.package not in linking:
+            continue
+        if tagged := modules.for_other_torch(module.path.name, installed):
+            other.setdefault(module.package, []).append((module.relative, tagged))
+            continue
+        symbols = cache.get(module.path, elf.undefined) if module.links_torch else None
+        if isinstance(module.links, elf.Unreadable) or isinstance(symbols, elf.Unreadable):
+            why = module.links if isinstance(module.links, elf.Unreadable) else symbols
+            unreadable.setdefault(module.package, []).append((module.relative, str(why)))
+        elif symbols is not None:
+            members.setdefault(module.package, []).append(module.relative)
+            needs[module.relative] = frozenset(filter(is_torch_symbol, symbols))
     defined, damaged = _defined(libraries, frozenset().union(*needs.values()), cache)
     packages = []
-    for name, members in sorted(by_package.items()):
-        unreadable = [
-            (m.relative, str(m.dynamic)) for m in members if isinstance(m.dynamic, elf.Unreadable)
-        ]
-        wanted = frozenset().union(*(needs[m.relative] for m in members))
-        missing = (
-            ()
-            if damaged
-            else tuple(
-                (m.relative, symbol)
-                for m in members
-                for symbol in sorted(needs[m.relative] - defined)
-            )
-        )
+    for name in sorted(linking):
+        mine = members.get(name, [])
+        wanted = frozenset().union(*(needs[m] for m in mine))
+        missing = [(m, symbol) for m in mine for symbol in sorted(needs[m] - defined)]
         packages.append(
             PackageLinkage(
                 package=name,
-                modules=tuple(m.relative for m in members),
+                modules=tuple(mine),
                 symbols=len(wanted),
-                missing=missing,
-                unreadable=tuple(unreadable + (damaged if wanted else [])),
+                missing=() if damaged else tuple(missing),
+                unreadable=tuple(unreadable.get(name, []) + (damaged if wanted else [])),
+                other_torch=tuple(other.get(name, [])),
             )
         )
     shown = tuple(p.name for p in libraries)

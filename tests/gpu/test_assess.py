@@ -50,6 +50,8 @@ def site_template() -> Path:
     backend = fatbins.container(*fatbins.sass(80, 90))
     fatbins.with_fatbin(built.ext_c10, backend, vllm / "vllm_flash_attn" / "_vllm_fa2_C.abi3.so")
     shutil.copy(built.ext_stable, site / FLASH)  # links libcudart.so.13: not in this site
+    (site / "flash_attn").mkdir()
+    shutil.copy(built.ext_stable, site / "flash_attn" / "ops.so")
     record = site / "flash_attn-2.8.3.dist-info" / "RECORD"
     record.parent.mkdir()
     record.write_text(f"flash_attn/__init__.py,,\n{FLASH},,\n")
@@ -84,7 +86,7 @@ def test_with_no_target_it_says_which_gpus_the_environment_runs_on(site: Path) -
     assert (
         roles["torch/lib/libtorch_cuda.so"] is Role.CORE and roles["vllm/_C.abi3.so"] is Role.CORE
     )
-    assert roles["vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so"] is Role.BACKEND
+    assert roles["vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so"] is Role.OPTIONAL
     assert roles["nvidia/cuda_runtime/lib/libcudart.so.12"] is Role.LIBRARY
     assert report.packages == ("flash_attn", "nvidia", "torch", "vllm")
 
@@ -115,16 +117,16 @@ def test_a_card_it_runs_on(site: Path) -> None:
 def test_a_module_built_for_another_cuda_runtime(site: Path) -> None:
     report = assess(site, GpuTarget(Capability(8, 6)))
     (mismatch,) = [f for f in report.findings if f.code == "cuda-runtime-mismatch"]
-    assert mismatch.where == FLASH and mismatch.severity is Severity.ERROR
+    assert mismatch.where == "flash_attn/ops.so" and mismatch.severity is Severity.ERROR
     assert "needs libcudart.so.13" in mismatch.message
-    assert "(it has libcudart.so.12 only)" in mismatch.message
+    assert "(it has libcudart.so.12 only) (and 1 more of flash_attn's modules)" in mismatch.message
 
 
 def test_the_linkage_of_every_package_that_links_torch(site: Path) -> None:
     report = assess(site)
     assert report.linkage is not None and report.linkage.links
     counted = {p.package: (len(p.modules), p.symbols) for p in report.linkage.packages}
-    assert counted == {"flash_attn": (1, 3), "vllm": (2, 1)}
+    assert counted == {"flash_attn": (2, 3), "vllm": (2, 1)}
 
 
 def test_a_torch_without_the_stable_abi(tmp_path: Path, site: Path) -> None:
@@ -135,8 +137,9 @@ def test_a_torch_without_the_stable_abi(tmp_path: Path, site: Path) -> None:
     shutil.copy(elfbuild.built().libc10, copy / "torch" / "lib" / "libtorch_cpu.so")
     report = assess(copy)
     (broken,) = [f for f in report.findings if f.code == "kernels-do-not-link"]
-    assert broken.where == FLASH and "aoti_torch_get_device_index and 2 more" in broken.message
-    assert "3 torch symbols checked in 1 modules of flash_attn" in broken.message
+    assert broken.where == "flash_attn/ops.so"
+    assert "aoti_torch_get_device_index and 5 more" in broken.message
+    assert "3 torch symbols checked in 2 modules of flash_attn" in broken.message
 
 
 @pytest.mark.parametrize(

@@ -95,8 +95,8 @@ def test_a_module_built_for_another_cuda_runtime(tmp_path: Path) -> None:
     built = elfbuild.built()
     (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)
     shutil.copy(built.cudart13, tmp_path / "nvidia" / "cu13" / "lib")
-    facts = elf.dynamic(built.ext_c10)
-    assert isinstance(facts, elf.Dynamic) and "libcudart.so.12" in facts.needed
+    facts = elf.links(built.ext_c10)
+    assert isinstance(facts, elf.Links) and "libcudart.so.12" in facts.needed
     env = cudalibs.provided(tmp_path)
     (gone,) = cudalibs.missing("vllm/_C.abi3.so", facts.needed, env)
     assert gone.needed.soname == "libcudart.so.12"
@@ -105,8 +105,8 @@ def test_a_module_built_for_another_cuda_runtime(tmp_path: Path) -> None:
         "vllm/_C.abi3.so needs libcudart.so.12, which nothing in the environment provides "
         "(it has libcudart.so.13 only)"
     )
-    stable = elf.dynamic(built.ext_stable)
-    assert isinstance(stable, elf.Dynamic)
+    stable = elf.links(built.ext_stable)
+    assert isinstance(stable, elf.Links)
     assert cudalibs.missing("vllm/_C_stable_libtorch.abi3.so", stable.needed, env) == ()
 
 

@@ -139,8 +139,8 @@ def provided(site_packages: Path, cache: elf.FileCache | None = None) -> Provide
                 continue
             where = path.relative_to(site_packages).as_posix()
             found.add((lib, where))
-            facts = cache.get(path, elf.dynamic)
-            if isinstance(facts, elf.Dynamic) and facts.soname and facts.soname != path.name:
+            facts = cache.get(path, elf.links)
+            if isinstance(facts, elf.Links) and facts.soname and facts.soname != path.name:
                 named = classify(facts.soname)
                 if named is not None:
                     found.add((named, where))

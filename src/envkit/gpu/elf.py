@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import IO, BinaryIO, TypeVar, cast
 
 from elftools.common.exceptions import ELFError
-from elftools.common.utils import struct_parse
 from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
 
@@ -32,6 +31,7 @@ MAX_NEEDED = 512
 MAX_NAME = 65_536  # the longest mangled torch symbol is about 3,000 characters
 MAX_STEPS = 10_000_000  # hash-chain steps one file's lookups may take in all
 SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
+SHT_NOBITS = 8
 STB_WEAK = 2
 DT_NEEDED, DT_SONAME = 1, 14
 # what pyelftools and the layouts raise on bytes that are not the ELF they claim to be
@@ -85,43 +85,45 @@ class Elf:
             raise
 
     def _read_headers(self, size: int) -> None:
-        """The section headers, by pyelftools' layout of them, one at a time (pyelftools'
-        own section objects parse hash tables whole, whatever counts they claim)."""
+        """pyelftools reads and checks the ELF header; the section headers are then read by
+        their layout, one struct each (pyelftools' own section objects parse hash tables
+        whole, whatever counts they claim)."""
         if self.data[:4] != b"\x7fELF":
             raise DamagedElf(f"{self.path.name} is not an ELF file")
-        image = ELFFile(cast("IO[bytes]", self.data))
-        self.is64 = image.elfclass == 64
-        self.little = image.little_endian
-        offset, entsize = int(image.header["e_shoff"]), int(image.header["e_shentsize"])
-        count, names_at = int(image.header["e_shnum"]), int(image.header["e_shstrndx"])
+        header = ELFFile(cast("IO[bytes]", self.data)).header
+        self.is64 = header["e_ident"]["EI_CLASS"] == "ELFCLASS64"
+        self.little = header["e_ident"]["EI_DATA"] == "ELFDATA2LSB"
+        offset, entsize = int(header["e_shoff"]), int(header["e_shentsize"])
+        count, names_at = int(header["e_shnum"]), int(header["e_shstrndx"])
         if offset == 0:
             return
-        layout = image.structs.Elf_Shdr
-        if entsize != layout.sizeof():
+        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link, sh_info, ...
+        form = ("<" if self.little else ">") + ("IIQQQQIIQQ" if self.is64 else "IIIIIIIIII")
+        if entsize != struct.calcsize(form):
             raise DamagedElf(f"{self.path.name}: section headers of {entsize} bytes")
+        if offset > size - entsize:
+            raise DamagedElf(f"{self.path.name}: the section headers lie past the file's end")
         if count == 0 or names_at == SHN_XINDEX:  # the counts overflowed into section 0
-            first = struct_parse(layout, cast("IO[bytes]", self.data), offset)
-            count = count or int(first["sh_size"])
-            names_at = int(first["sh_link"]) if names_at == SHN_XINDEX else names_at
+            first = struct.unpack_from(form, self.data, offset)
+            count = count or int(first[5])
+            names_at = int(first[6]) if names_at == SHN_XINDEX else names_at
         if count > MAX_SECTIONS or offset + count * entsize > size:
             raise DamagedElf(f"{self.path.name}: {count} section headers do not fit the file")
-        headers = [
-            struct_parse(layout, cast("IO[bytes]", self.data), offset + i * entsize)
-            for i in range(count)
-        ]
-        for header in headers:
-            nobits = header["sh_type"] == "SHT_NOBITS"
-            start, length = int(header["sh_offset"]), int(header["sh_size"])
+        names = []
+        for index in range(count):
+            name, kind, _, _, start, length, link, _, _, item = struct.unpack_from(
+                form, self.data, offset + index * entsize
+            )
+            nobits = kind == SHT_NOBITS
             if not nobits and (start > size or length > size - start):
                 raise DamagedElf(f"{self.path.name}: a section lies past the file's end")
-            self._sections.append(
-                Window(start, length, int(header["sh_entsize"]), int(header["sh_link"]), nobits)
-            )
+            self._sections.append(Window(start, length, item, link, nobits))
+            names.append(name)
         if not 0 < names_at < count:
             return  # no section names: nothing is found by name
         strings = self._sections[names_at]
-        for index, header in enumerate(headers):
-            self._names.setdefault(self.string(strings, int(header["sh_name"])), index)
+        for index, name in enumerate(names):
+            self._names.setdefault(self.string(strings, name), index)
 
     def __enter__(self) -> Elf:
         return self
@@ -212,10 +214,16 @@ class Elf:
         if self.section(".dynsym") is None:
             return frozenset()
         table, strings, count = self._symbols()
+        end = "<" if self.little else ">"
+        size = 24 if self.is64 else 16
+        raw = self.data[table.offset : table.offset + count * size]
         found = set()
-        for index in range(1, count):
-            name, bind, shndx = self._symbol(table, index)
-            if shndx == SHN_UNDEF and bind != STB_WEAK and name:
+        if self.is64:
+            rows = ((n, i, x) for n, i, _, x, _, _ in struct.iter_unpack(end + "IBBHQQ", raw))
+        else:
+            rows = ((n, i, x) for n, _, _, i, _, x in struct.iter_unpack(end + "IIIBBH", raw))
+        for name, info, shndx in rows:
+            if shndx == SHN_UNDEF and info >> 4 != STB_WEAK and name:
                 found.add(self.string(strings, name))
         return frozenset(found)
 
@@ -264,12 +272,14 @@ class _GnuHash:
         self.bloom = at + 16
         self.buckets = self.bloom + self.bloom_size * self.bloom_word
         self.chains = self.buckets + 4 * self.nbuckets
-        chained = max(count - self.symoffset, 0)
+        self.end = window.offset + window.size
+        # the chains are checked as they are walked: linkers (and patchelf) leave out the
+        # ones no bucket reaches (torch 2.14's libtorch_global_deps.so has none at all)
         if (
             self.nbuckets == 0
             or self.bloom_size == 0
             or self.symoffset > count
-            or self.chains + 4 * chained > window.offset + window.size
+            or self.chains > self.end
         ):
             raise DamagedElf(f"{image.path.name}: .gnu.hash does not fit its section")
 
@@ -292,7 +302,10 @@ class _GnuHash:
             raise DamagedElf(f"{image.path.name}: a .gnu.hash bucket before its symbols")
         while index < self.count:
             image.step()
-            chained = image._word(self.chains + 4 * (index - self.symoffset))
+            at = self.chains + 4 * (index - self.symoffset)
+            if at + 4 > self.end:
+                raise DamagedElf(f"{image.path.name}: a .gnu.hash chain runs past its section")
+            chained = image._word(at)
             if (chained | 1) == (h | 1) and name_at(index) == name:
                 return index
             if chained & 1:
@@ -349,21 +362,30 @@ class Unreadable:
 
 
 @dataclass(frozen=True)
-class Dynamic:
-    """What a shared object says of its links: the libraries it needs, its own soname, and
-    the strong undefined symbols others must define."""
+class Links:
+    """What a shared object says of its links: the libraries it needs and its own soname."""
 
     needed: tuple[str, ...]
     soname: str
-    undefined: frozenset[str]
 
 
-def dynamic(path: Path) -> Dynamic | Unreadable:
-    """NEEDED, SONAME and the strong undefined dynamic symbols of ``path``; never raises."""
+def links(path: Path) -> Links | Unreadable:
+    """The NEEDED entries and the SONAME of ``path``; never raises."""
     try:
         with Elf(path) as image:
-            needed, soname = image.needed()
-            return Dynamic(needed, soname, image.undefined())
+            return Links(*image.needed())
+    except DamagedElf as exc:
+        return Unreadable(str(exc))
+    except READ_ERRORS as exc:
+        return Unreadable(f"{path.name}: {_why(exc)}")
+
+
+def undefined(path: Path) -> frozenset[str] | Unreadable:
+    """The strong undefined dynamic symbols of ``path``: what others must define for it to
+    load; never raises."""
+    try:
+        with Elf(path) as image:
+            return image.undefined()
     except DamagedElf as exc:
         return Unreadable(str(exc))
     except READ_ERRORS as exc:

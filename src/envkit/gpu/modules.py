@@ -1,5 +1,5 @@
 """The compiled modules of an environment: every extension module in its site-packages, the
-package each belongs to, and what each says of its links (NEEDED, undefined symbols).
+package each belongs to, and what each says of its links (NEEDED, SONAME).
 
 Found by walking site-packages (bounded in files and depth, ``__pycache__`` and metadata
 folders skipped); torch's own libraries (``torch/lib``) and NVIDIA's (``nvidia/``) are the
@@ -11,6 +11,7 @@ distribution whose RECORD lists it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,22 +23,26 @@ MAX_DEPTH = 12
 MAX_RECORD = 16 * 1024**2  # torch's RECORD is about 2 MB
 TORCH_LIBRARIES = ("libtorch", "libc10")  # NEEDED entries that make a module link torch
 LIBRARY_PACKAGES = ("torch", "nvidia")  # folders of libraries, not of extension modules
+MAX_VERSION_FILE = 65_536
+# a torch release in a file name: torch-c-dlpack-ext ships libtorch_c_dlpack_addon_torch24
+# to ..._torch29 and loads the one of the torch it runs with
+_TORCH_TAG = re.compile(r"(?<![0-9a-z])torch([0-9])([0-9]{1,2})(?![0-9])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Module:
-    """One compiled file: where it is, whose it is, and what its dynamic section says."""
+    """One compiled file: where it is, whose it is, and what it links (NEEDED, SONAME)."""
 
     path: Path
     relative: str  # to site-packages, with '/'
     package: str  # the top-level package (vllm, flash_attn), or the distribution of a file
-    dynamic: elf.Dynamic | elf.Unreadable
+    links: elf.Links | elf.Unreadable
 
     @property
     def links_torch(self) -> bool:
         """Whether the module names a torch library (libtorch*, libc10*) in NEEDED."""
-        return isinstance(self.dynamic, elf.Dynamic) and any(
-            name.startswith(TORCH_LIBRARIES) for name in self.dynamic.needed
+        return isinstance(self.links, elf.Links) and any(
+            name.startswith(TORCH_LIBRARIES) for name in self.links.needed
         )
 
 
@@ -51,12 +56,12 @@ class Walk:
 
 def extension_modules(site_packages: Path, cache: elf.FileCache | None = None) -> Walk:
     """Every ``*.so`` under ``site_packages`` outside torch's and NVIDIA's library folders,
-    sorted by path, each with its dynamic facts (read through ``cache``)."""
+    sorted by path, each with its links (read through ``cache``)."""
     cache = cache or elf.FileCache()
     found: list[Path] = []
     walked, truncated = 0, ""
     root_depth = len(site_packages.parts)
-    for folder, dirs, files in os.walk(site_packages):
+    for folder, dirs, files in os.walk(site_packages, followlinks=True):
         here = Path(folder)
         depth = len(here.parts) - root_depth
         dirs[:] = sorted(
@@ -75,19 +80,28 @@ def extension_modules(site_packages: Path, cache: elf.FileCache | None = None) -
         if len(found) > MAX_MODULES:
             truncated = f"more than {MAX_MODULES} compiled modules"
             break
-    found = sorted(found)[:MAX_MODULES]
-    owners = _record_owners(site_packages, {p.name for p in found if p.parent == site_packages})
+    found = sorted(p for p in found[:MAX_MODULES] if p.is_file())
+    read = [(path, cache.get(path, elf.links)) for path in found]
+    # a top-level module's package is its distribution's: looked up in the RECORD files
+    # only for the few that link torch or CUDA (the RECORDs of a vLLM venv are 10 MB)
+    top = {p.name for p, links in read if p.parent == site_packages and _links_gpu(links)}
+    owners = _record_owners(site_packages, top)
     modules = tuple(
         Module(
             path=path,
             relative=path.relative_to(site_packages).as_posix(),
             package=_package(site_packages, path, owners),
-            dynamic=cache.get(path, elf.dynamic),
+            links=links,
         )
-        for path in found
-        if path.is_file()
+        for path, links in read
     )
     return Walk(modules, truncated)
+
+
+def _links_gpu(links: elf.Links | elf.Unreadable) -> bool:
+    return isinstance(links, elf.Links) and any(
+        name.startswith((*TORCH_LIBRARIES, "libcu", "libnv")) for name in links.needed
+    )
 
 
 def torch_libraries(site_packages: Path, cache: elf.FileCache | None = None) -> tuple[Module, ...]:
@@ -98,7 +112,7 @@ def torch_libraries(site_packages: Path, cache: elf.FileCache | None = None) -> 
         return ()
     return tuple(
         Module(
-            path, path.relative_to(site_packages).as_posix(), "torch", cache.get(path, elf.dynamic)
+            path, path.relative_to(site_packages).as_posix(), "torch", cache.get(path, elf.links)
         )
         for path in sorted(folder.iterdir())
         if ".so" in path.name and path.is_file()
@@ -130,3 +144,41 @@ def _record_owners(site_packages: Path, names: set[str]) -> dict[str, str]:
             if name in names:
                 owners.setdefault(name, distribution)
     return owners
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    """The installed torch, as ``torch/version.py`` says it ('' for what it does not)."""
+
+    version: str  # 2.14.0+cu130
+    cuda: str  # 13.0
+
+    @property
+    def release(self) -> str:
+        """major.minor: 2.14."""
+        return ".".join(self.version.split("+")[0].split(".")[:2])
+
+
+def torch_release(site_packages: Path) -> TorchRelease:
+    """torch's version and CUDA from ``torch/version.py``'s text (never imported)."""
+    try:
+        with (site_packages / "torch" / "version.py").open("rb") as handle:
+            text = handle.read(MAX_VERSION_FILE).decode("utf-8", "replace")
+    except OSError:
+        return TorchRelease("", "")
+    found = [
+        re.search(rf"^{key}(?:\s*:[^=\n]*)?\s*=\s*['\"]([0-9][0-9a-z.+]{{0,40}})['\"]", text, re.M)
+        for key in ("__version__", "cuda")
+    ]
+    version, cuda = (m.group(1) if m else "" for m in found)
+    return TorchRelease(version, cuda if re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,2}", cuda) else "")
+
+
+def for_other_torch(name: str, installed: TorchRelease) -> str:
+    """The torch release a file's name says it is built for ('2.4' for ..._torch24-cpu.so)
+    when that is not the installed one; '' otherwise."""
+    match = _TORCH_TAG.search(name)
+    if not match or not installed.release:
+        return ""
+    tagged = f"{match.group(1)}.{match.group(2)}"
+    return "" if tagged == installed.release else tagged
