@@ -113,7 +113,7 @@ def linkage(package: Path, torch_lib: Path, cache: elf.FileCache | None = None) 
     None without extension modules. A file that cannot be read, or a torch library whose
     tables do not hold together, is an ``unreadable`` answer."""
     cache = cache or elf.FileCache()
-    extensions = sorted(package.rglob("*.so"))[:MAX_EXTENSIONS]
+    extensions = sorted(p for p in package.rglob("*.so") if p.is_file())[:MAX_EXTENSIONS]
     if not extensions:
         return None
     names = tuple(str(p.relative_to(package)) for p in extensions)

@@ -8,16 +8,17 @@ import shutil
 from functools import cache
 from pathlib import Path
 
-import elfbuild
-import fatbins
 import pytest
-from fatbins import ARCH, PTX, SASS, E
 
 from envkit.findings import Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.assess import GpuReport, GpuTarget, Role, assess
 from envkit.gpu.driver import DriverVersion
 from envkit.gpu.images import Verdict
+
+import elfbuild
+import fatbins
+from fatbins import ARCH, PTX, SASS, E
 
 pytestmark = elfbuild.needs_cxx
 FLASH = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"

@@ -6,11 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import elfbuild
 import pytest
 
 from envkit.gpu import cudalibs, elf
 from envkit.gpu.cudalibs import Family, classify
+
+import elfbuild
 
 
 @pytest.mark.parametrize(

@@ -7,16 +7,17 @@ import struct
 import time
 from pathlib import Path
 
-import elfbuild
-import fatbins
 import pytest
-from fatbins import ARCH, FAMILY, IR, LZ4, PTX, SASS, ZSTD, E
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envkit.gpu import fatbin
 from envkit.gpu.arch import Variant
 from envkit.gpu.fatbin import Compression, Damaged, EntryKind, Fatbin
+
+import elfbuild
+import fatbins
+from fatbins import ARCH, FAMILY, IR, LZ4, PTX, SASS, ZSTD, E
 
 
 def parsed(blob: bytes) -> Fatbin:
@@ -92,11 +93,14 @@ def test_an_entry_that_claims_more_than_its_container_is_damaged() -> None:
     assert isinstance(found, Damaged) and found.offset == 16 and "overruns" in found.reason
 
 
-def test_the_caps_end_the_work() -> None:
-    many = fatbins.container() * (fatbin.MAX_CONTAINERS + 1)
+def test_the_caps_end_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fatbin, "MAX_CONTAINERS", 40)
+    monkeypatch.setattr(fatbin, "MAX_ENTRIES", 100)
     started = time.monotonic()
-    found = fatbin.parse(many)
-    assert isinstance(found, Damaged) and "more than" in found.reason
+    found = fatbin.parse(fatbins.container() * 41)
+    assert isinstance(found, Damaged) and "more than 40 fatbin containers" in found.reason
+    found = fatbin.parse(fatbins.container(*fatbins.sass(*range(80, 90))) * 11)
+    assert isinstance(found, Damaged) and "more than 100 fatbin entries" in found.reason
     assert time.monotonic() - started < 5
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import fatbins
 import pytest
-from fatbins import ARCH, FAMILY, PTX, SASS, E
 
 from envkit.errors import BadInput
 from envkit.gpu import fatbin, images
 from envkit.gpu.arch import Capability, lowest_supported, target, toolkit_targets, toolkits_for
 from envkit.gpu.images import Verdict
+
+import fatbins
+from fatbins import ARCH, FAMILY, PTX, SASS, E
 
 
 def cap(text: str) -> Capability:
