@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.gpu import elf, modules
+from envkit.gpu.filecache import FileCache
 
 from .findings import Finding, Severity
 
@@ -108,11 +109,11 @@ def linkage_on(sys_path: Iterable[object], package: str = "vllm") -> Linkage | N
     return linkage(home / package, torch / "torch" / "lib")
 
 
-def linkage(package: Path, torch_lib: Path, cache: elf.FileCache | None = None) -> Linkage | None:
+def linkage(package: Path, torch_lib: Path, cache: FileCache | None = None) -> Linkage | None:
     """Every extension module under ``package`` against the libraries in ``torch_lib``;
     None without extension modules. A file that cannot be read, or a torch library whose
     tables do not hold together, is an ``unreadable`` answer."""
-    cache = cache or elf.FileCache()
+    cache = cache or FileCache()
     extensions = sorted(p for p in package.rglob("*.so") if p.is_file())[:MAX_EXTENSIONS]
     if not extensions:
         return None
@@ -137,7 +138,7 @@ def linkage(package: Path, torch_lib: Path, cache: elf.FileCache | None = None) 
 
 
 def site_linkage(
-    site_packages: Path, cache: elf.FileCache | None = None, walk: modules.Walk | None = None
+    site_packages: Path, cache: FileCache | None = None, walk: modules.Walk | None = None
 ) -> SiteLinkage | None:
     """Every package under ``site_packages`` with an extension module that links torch
     (NEEDED libtorch*/libc10*), each such module's torch symbols checked against
@@ -146,7 +147,7 @@ def site_linkage(
     module whose name says it is for another torch release than the installed one
     (``..._torch24-cpu.so`` beside torch 2.14, loaded only by that release) is set aside in
     ``other_torch``. ``walk`` is the site's modules when the caller has them already."""
-    cache = cache or elf.FileCache()
+    cache = cache or FileCache()
     torch_lib = site_packages / "torch" / "lib"
     if not torch_lib.is_dir():
         return None
@@ -192,7 +193,7 @@ def site_linkage(
 
 
 def _defined(
-    libraries: list[Path], wanted: frozenset[str], cache: elf.FileCache
+    libraries: list[Path], wanted: frozenset[str], cache: FileCache
 ) -> tuple[set[str], list[tuple[str, str]]]:
     """Which of ``wanted`` the libraries define, and the libraries that could not be read
     (as ``torch/lib/NAME``, why)."""

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envkit.gpu import elf
+from envkit.gpu.filecache import FileCache
 
 import elfbuild
 
@@ -43,10 +44,11 @@ def test_files_that_are_not_elf_libraries(tmp_path: Path) -> None:
         ("empty.so", "0 bytes"),
         ("text.so", "not an ELF file"),
         ("missing.so", "cannot be read"),
+        ("fifo.so", "not a regular file"),
     ]:
         found = elf.links(tmp_path / name)
         assert isinstance(found, elf.Unreadable) and reason in found.reason, found
-    cache = elf.FileCache()
+    cache = FileCache()
     assert cache.get(tmp_path / "text.so", elf.links) is cache.get(tmp_path / "text.so", elf.links)
     assert cache.reads == 1
 

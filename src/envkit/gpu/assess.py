@@ -8,7 +8,7 @@ answers, per package and module, whether its kernels have images for the target 
 (:func:`envkit.kernels.site_linkage`). Without a target it says which compute capabilities
 the environment's core kernels run on. The answer is a :class:`~envkit.gpu.report.GpuReport`
 with its findings (:mod:`envkit.gpu.verdicts`). Each file is read once per run
-(``elf.FileCache``): vLLM 0.8.5's environment (412 files read of 299 compiled modules,
+(``FileCache``): vLLM 0.8.5's environment (412 files read of 299 compiled modules,
 7.6 GB) takes 0.5 s of CPU, vLLM 0.33.0's (535 files) 1.0 s.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from envkit import kernels
 from envkit.gpu import cudalibs, elf, fatbin, modules, verdicts
 from envkit.gpu.arch import KNOWN
+from envkit.gpu.filecache import FileCache
 from envkit.gpu.images import images
 from envkit.gpu.report import GpuReport, GpuTarget, ModuleReport, Role
 
@@ -38,7 +39,7 @@ def assess(site_packages: Path, target: GpuTarget | None = None) -> GpuReport:
     which GPUs it can run on). Never raises on what the files hold: damaged ones become
     findings."""
     started = time.monotonic()
-    cache = elf.FileCache()
+    cache = FileCache()
     env = cudalibs.provided(site_packages, cache)
     walk = modules.extension_modules(site_packages, cache)
     torch_libs = modules.torch_libraries(site_packages, cache)
@@ -85,7 +86,7 @@ def _needs_cuda(module: modules.Module) -> bool:
     return isinstance(facts, elf.Links) and any(cudalibs.classify(n) for n in facts.needed)
 
 
-def _nvidia_libraries(site_packages: Path, cache: elf.FileCache) -> list[modules.Module]:
+def _nvidia_libraries(site_packages: Path, cache: FileCache) -> list[modules.Module]:
     found = []
     for folder in cudalibs.library_folders(site_packages):
         if folder.relative_to(site_packages).parts[0] != "nvidia":
@@ -102,7 +103,7 @@ def _module(
     role: Role,
     env: cudalibs.Provided,
     target: GpuTarget | None,
-    cache: elf.FileCache,
+    cache: FileCache,
 ) -> ModuleReport:
     facts = module.links
     if isinstance(facts, elf.Unreadable):

@@ -18,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 
 from envkit.gpu import elf
+from envkit.gpu.filecache import FileCache
 
 
 class Family(str, Enum):
@@ -123,10 +124,10 @@ def library_folders(site_packages: Path) -> list[Path]:
     return found
 
 
-def provided(site_packages: Path, cache: elf.FileCache | None = None) -> Provided:
+def provided(site_packages: Path, cache: FileCache | None = None) -> Provided:
     """Every CUDA library the environment at ``site_packages`` holds, by file name and, for
     a file whose name is not its soname (``libcudart.so.12.4.127``), by its DT_SONAME."""
-    cache = cache or elf.FileCache()
+    cache = cache or FileCache()
     found: set[tuple[CudaLib, str]] = set()
     looked = 0
     for folder in library_folders(site_packages):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.gpu import elf
+from envkit.gpu.filecache import FileCache
 
 MAX_WALKED = 400_000  # files looked at in one site-packages (a vLLM venv has about 60,000)
 MAX_MODULES = 5_000  # compiled modules read
@@ -54,10 +55,10 @@ class Walk:
     truncated: str = ""  # which cap was reached ('' when none was)
 
 
-def extension_modules(site_packages: Path, cache: elf.FileCache | None = None) -> Walk:
+def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Walk:
     """Every ``*.so`` under ``site_packages`` outside torch's and NVIDIA's library folders,
     sorted by path, each with its links (read through ``cache``)."""
-    cache = cache or elf.FileCache()
+    cache = cache or FileCache()
     found: list[Path] = []
     walked, truncated = 0, ""
     root_depth = len(site_packages.parts)
@@ -104,9 +105,9 @@ def _links_gpu(links: elf.Links | elf.Unreadable) -> bool:
     )
 
 
-def torch_libraries(site_packages: Path, cache: elf.FileCache | None = None) -> tuple[Module, ...]:
+def torch_libraries(site_packages: Path, cache: FileCache | None = None) -> tuple[Module, ...]:
     """torch's own shared libraries (``torch/lib/*.so*``), sorted by name."""
-    cache = cache or elf.FileCache()
+    cache = cache or FileCache()
     folder = site_packages / "torch" / "lib"
     if not folder.is_dir():
         return ()
