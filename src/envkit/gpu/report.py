@@ -1,0 +1,83 @@
+"""What the GPU layer's one look at an environment answers (:func:`envkit.gpu.assess.assess`):
+the target GPU, each compiled module's kernels and missing CUDA libraries, each package's
+linkage against torch, and the findings for people."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from envkit.findings import Finding, Severity
+from envkit.gpu import cudalibs, linkage
+from envkit.gpu.arch import Capability
+from envkit.gpu.driver import DriverVersion, Gpu
+from envkit.gpu.images import Coverage, Images
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """The GPU an environment is checked for (from ``--gpu``, a card, or nvidia-smi)."""
+
+    capability: Capability
+    name: str = ""
+    driver: DriverVersion | None = None
+
+    @classmethod
+    def of(cls, gpu: Gpu) -> GpuTarget:
+        """The target for a GPU nvidia-smi reported (:func:`envkit.gpu.driver.parse_smi`)."""
+        return cls(gpu.capability, gpu.name, gpu.driver)
+
+    def __str__(self) -> str:
+        return f"{self.capability} ({self.name})" if self.name else str(self.capability)
+
+
+class Role(str, Enum):
+    CORE = "core"  # torch's libtorch_cuda, vLLM's _C and _moe_C: without them nothing runs
+    OPTIONAL = "optional"  # kernels for some features or GPUs (flash-attention, FlashMLA,
+    # xformers, torch's linalg): what needs them does not run where they have no image
+    LIBRARY = "library"  # NVIDIA's libraries: their CUDA dependencies are checked
+
+
+@dataclass(frozen=True)
+class ModuleReport:
+    """One compiled file: its kernels and the CUDA libraries it lacks."""
+
+    path: str  # relative to site-packages
+    package: str  # vllm, torch, flash_attn, nvidia...
+    role: Role
+    images: Images | None  # None: no GPU code, or it could not be read (then `damaged`)
+    damaged: str = ""  # why its ELF file or fatbin section could not be read
+    coverage: Coverage | None = None  # on the target GPU, when there is one and kernels
+    missing_cuda: tuple[cudalibs.Missing, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuReport:
+    """What :func:`envkit.gpu.assess.assess` found; ``findings`` are for people (codes:
+    no-kernel-image, backend-without-kernels, no-common-gpu, runs-on, cuda-runtime-mismatch,
+    kernels-do-not-link, kernels-not-checked, driver-too-old, driver-older-than-toolkit,
+    gpu-check-truncated), the rest for programs."""
+
+    site_packages: str
+    target: GpuTarget | None
+    torch_cuda: str  # torch.version.cuda as torch/version.py says it ('' when unknown)
+    modules: tuple[ModuleReport, ...]
+    cuda: cudalibs.Provided  # the CUDA libraries the environment holds
+    linkage: linkage.SiteLinkage | None  # None without torch/lib
+    runs_on: tuple[Capability, ...]  # where every core module has kernel images
+    findings: tuple[Finding, ...]
+    files_read: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """No finding is an error."""
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        return tuple(sorted({m.package for m in self.modules}))
+
+    def of(self, package: str) -> tuple[ModuleReport, ...]:
+        """The modules of one package."""
+        return tuple(m for m in self.modules if m.package == package)
