@@ -11,9 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import EnvironmentBroken
+from envkit.errors import EnvironmentBroken, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder
+from envkit.io.files import MiB, read_small_text
+
+MAX_FACTS = 64 * MiB  # what the probe writes: versions, paths, symbol lists
 
 
 def venv_python(venv: Path) -> Path:
@@ -45,8 +48,9 @@ def collect_facts(
             ) from None
         crashed = done.returncode != 0 or not out_file.exists()
         try:
-            facts = None if crashed else json.loads(out_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+            text = "" if crashed else read_small_text(out_file, MAX_FACTS, what="probe output")
+            facts = json.loads(text) if text else None
+        except (UnreadableFile, ValueError, RecursionError):
             facts = None
         if not isinstance(facts, dict):
             tail = " | ".join((done.stderr or "").strip().splitlines()[-5:])

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks
+from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks, UnreadableFile
 from envkit.io.atomicfile import temporary_folder, write_atomic
+from envkit.io.files import MiB, read_small_text
 from envkit.lock import pylocks
 from envkit.lock.cells import (
     CellState,
@@ -28,10 +29,14 @@ from envkit.lock.cells import (
     constraints_root,
     digest,
     file_digest,
+    read_lock,
+    read_lock_bytes,
 )
 from envkit.lock.locker import Locker
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
+
+MAX_INDEX_BYTES = 16 * MiB  # constraints/index.json: a line per published file
 
 
 def states(
@@ -115,7 +120,7 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
                 files=state.files,
                 reason=f"{said}: {again.reason}",
             )
-        if (Path(tmp) / "cell.txt").read_text() != body(state.files[0]):
+        if read_lock(Path(tmp) / "cell.txt") != body(state.files[0]):
             return CellState(
                 cell=state.cell,
                 status=CellStatus.STALE,
@@ -150,7 +155,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
                         "cell": state.cell.name,
                         "state": state.state,
                         "file": f"{profile.name}/{path.name}",
-                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "sha256": hashlib.sha256(read_lock_bytes(path)).hexdigest(),
                         "digest": current,
                     }
                 )
@@ -169,7 +174,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
     for entry, source in zip(entries, sources, strict=True) if to is not None else []:
         dest = target / entry["file"]
         dest.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(dest, source.read_bytes())
+        write_atomic(dest, read_lock_bytes(source))
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -188,11 +193,11 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
 def _index_entries(path: Path) -> list[dict[str, Any]]:
     """The entries of an existing index.json; BadInput when it exists but is not one."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise BadInput(f"Cannot read {str(path)!r} ({exc.strerror}).") from None
+        text = read_small_text(path, MAX_INDEX_BYTES, what="index.json")
+    except UnreadableFile as exc:
+        if exc.kind == "missing":
+            return []
+        raise
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
