@@ -223,3 +223,40 @@ def test_json_is_written_with_every_character_that_is_not_ascii_escaped() -> Non
         and not (isinstance(node.value, ast.Constant) and node.value.value is True)
     ]
     assert raw == []
+
+
+# files envkit is handed are read through envkit.io.files (a regular file under a cap, checked
+# before reading); writes go through io.atomicfile; env.inside_venv runs inside the checked
+# venv; gpu.linkage streams ELF files through pyelftools. Package data (resources ...
+# .joinpath(...).read_text()) is envkit's own.
+MAY_OPEN = {
+    "envkit.io.files",
+    "envkit.io.atomicfile",
+    "envkit.env.inside_venv",
+    "envkit.gpu.linkage",
+    "envkit.gpu.elf",  # ELF files opened non-blocking, checked regular, read by their layout
+}
+_READS = {"read_text", "read_bytes"}
+
+
+def _reads(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "open":
+            yield f"open() at line {node.lineno}"
+        elif isinstance(func, ast.Attribute):
+            package_data = "joinpath" in ast.dump(func.value)
+            if func.attr in _READS and not package_data:
+                yield f".{func.attr}() at line {node.lineno}"
+            elif func.attr == "open" and ast.unparse(func.value) in ("os", "io", "path"):
+                yield f"{ast.unparse(func)}() at line {node.lineno}"
+            elif func.attr == "open" and any(k.arg == "encoding" for k in node.keywords):
+                yield f"Path.open() at line {node.lineno}"
+
+
+def test_files_are_read_only_through_io_files() -> None:
+    offenders = {n: list(_reads(t)) for n, t in modules().items() if n not in MAY_OPEN}
+    assert {n: r for n, r in offenders.items() if r} == {}, "read files with envkit.io.files"
+    assert len(list(_reads(ast.parse("p.read_text()\nopen(x)\nos.open(x, 0)\n")))) == 3

@@ -181,6 +181,21 @@ class FileSystemError(EnvkitError):
         self.errno = exc.errno
 
 
+class UnreadableFile(BadInput):
+    """A file envkit reads (profile, model file, lock, marker, cache entry) is missing, is not
+    a regular file, is larger than envkit reads, or cannot be read; found before reading.
+    ``kind`` says which: missing, not-regular, symlink, too-large, not-text, unreadable."""
+
+    def __init__(self, path: object, reason: str, kind: str, what: str = "file") -> None:
+        super().__init__(
+            f"The {what} {str(path)!r} {reason}.",
+            "Give a regular file (not a pipe, device or folder) of the expected size.",
+        )
+        self.path = str(path)
+        self.reason = reason
+        self.kind = kind
+
+
 class Interrupted(EnvkitError):
     """Ctrl-C or SIGTERM; the message says truthfully what is where now."""
 

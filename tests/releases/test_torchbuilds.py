@@ -104,22 +104,25 @@ def test_a_wheel_build_is_kept_under_its_hash(tmp_path: Path, scan_cache: Path) 
     import hashlib
 
     from envkit.errors import WheelError
+    from envkit.io.cache import TORCH_BUILDS
     from envkit.io.http import Http
-    from envkit.releases.registry import cache_dir, wheel_cuda
+    from envkit.releases.torchbuilds import wheel_cuda
 
     import wheelhouse
 
     wheel = wheelhouse.torch("2.6.0", cuda="12.4").write(tmp_path)
     sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert wheel_cuda(wheel.as_uri(), Http(), sha256) == "12.4"
-    kept = cache_dir().parent / "torch-builds" / f"{sha256}.json"
+    kept = TORCH_BUILDS.path(sha256)
+    assert kept == scan_cache / "torch-builds" / f"{sha256}.json"  # the name it always had
     assert json.loads(kept.read_text()) == {"cuda": "12.4"}
     url = wheel.as_uri()
     wheel.unlink()
     assert wheel_cuda(url, Http(), sha256) == "12.4"  # from the cache: the file is gone
     kept.write_text('{"cuda": "12.4; rm -rf /"}')
-    with pytest.raises(WheelError):
+    with pytest.raises(WheelError):  # not believed: read again from the (gone) wheel
         wheel_cuda(url, Http(), sha256)
+    assert not kept.exists()  # and the bad entry is gone
 
 
 @pytest.mark.parametrize("said", ["twelve", "12.4; x", "1" * 60])
@@ -128,7 +131,7 @@ def test_a_torch_version_file_that_names_no_cuda_version_is_refused(
 ) -> None:
     from envkit.errors import WheelError
     from envkit.io.http import Http
-    from envkit.releases.registry import wheel_cuda
+    from envkit.releases.torchbuilds import wheel_cuda
 
     import wheelhouse
 

@@ -18,7 +18,6 @@ wide to read) is left out and counted, never guessed. Reports are cached per pai
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import defaultdict
@@ -26,7 +25,6 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -36,12 +34,10 @@ from envkit.compat import apisurface
 from envkit.compat.apisurface import Use
 from envkit.compat.scope import MODELS_DIR, architectures_by_file
 from envkit.compat.transformers_source import TransformersRelease
-from envkit.errors import FileSystemError
 from envkit.index.wheels import RemoteZip, WheelFile, pick_wheel
-from envkit.io.atomicfile import write_atomic
-from envkit.releases.registry import Scanner, cache_dir, index_key, requirements
+from envkit.io.cache import COMPAT, Fields
+from envkit.releases.registry import Scanner, index_key, requirements
 
-FORMAT = 1  # bump when the report's content changes: old cache entries are then ignored
 _BUILTIN_NAMES = frozenset(
     n for kind in (dict, list, str, bytes, set, tuple, int, float, object) for n in dir(kind)
 )
@@ -73,16 +69,17 @@ class Incompatibility:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Incompatibility:
+    def from_entry(cls, f: Fields) -> Incompatibility:
+        """A finding as the cache holds it, every field checked (BadEntry otherwise)."""
         return cls(
-            code=Code(data["code"]),
-            name=str(data["name"]),
-            module=str(data["module"]),
-            file=str(data["file"]),
-            line=int(data["line"]),
-            places=int(data["places"]),
-            removed_in=str(data.get("removed_in") or ""),
-            architectures=tuple(str(a) for a in data["architectures"]),
+            code=Code(f.text("code")),  # ValueError for a code envkit does not know
+            name=f.text("name"),
+            module=f.text("module"),
+            file=f.text("file"),
+            line=f.whole("line"),
+            places=f.whole("places"),
+            removed_in=f.text("removed_in", ""),
+            architectures=f.texts("architectures"),
         )
 
 
@@ -149,49 +146,42 @@ class CompatReport:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CompatReport:
-        cost = data["cost"]
+    def from_entry(cls, f: Fields) -> CompatReport:
+        """A report as the cache holds it, every field checked (BadEntry otherwise)."""
+        cost = f.table("cost")
         return cls(
-            vllm=str(data["vllm"]),
-            transformers=str(data["transformers"]),
-            reference=str(data.get("reference") or ""),
-            findings=tuple(Incompatibility.from_dict(f) for f in data["findings"]),
-            imports_checked=int(data["imports_checked"]),
-            dated=bool(data.get("dated", False)),
-            undecided=tuple(str(u) for u in data["undecided"]),
-            wheels=tuple(str(w) for w in data["wheels"]),
-            wheel_bytes=int(cost["wheel_bytes"]),
-            bytes_read=int(cost["bytes_read"]),
-            requests=int(cost["requests"]),
-            seconds=float(cost["seconds"]),
+            vllm=str(Version(f.text("vllm"))),
+            transformers=str(Version(f.text("transformers"))),
+            reference=f.text("reference", ""),
+            findings=tuple(Incompatibility.from_entry(i) for i in f.tables("findings")),
+            imports_checked=f.whole("imports_checked"),
+            dated=f.flag("dated", False),
+            undecided=f.texts("undecided"),
+            wheels=f.texts("wheels"),
+            wheel_bytes=cost.whole("wheel_bytes"),
+            bytes_read=cost.whole("bytes_read"),
+            requests=cost.whole("requests"),
+            seconds=cost.number("seconds"),
             cached=True,
         )
 
 
-def _cache_file(vllm: Version, transformers: Version, index: str) -> Path:
-    name = f"vllm-{vllm}+transformers-{transformers}.{index_key(index)}.v{FORMAT}.json"
-    return cache_dir().parent / "compat" / name
+def _key(vllm: Version | str, transformers: Version | str, index: str) -> str:
+    return f"vllm-{vllm}+transformers-{transformers}.{index_key(index)}"
 
 
 def load_cached(vllm: Version, transformers: Version, index: str) -> CompatReport | None:
-    path = _cache_file(vllm, transformers, index)
-    try:
-        if path.stat().st_size > 4 * 1024 * 1024:
-            return None
-        report = CompatReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return None
-    same = (report.vllm, report.transformers) == (str(vllm), str(transformers))
+    """The cached report of a pair from ``index``; None when there is none or it is bad."""
+    report = COMPAT.load(_key(vllm, transformers, index), CompatReport.from_entry)
+    same = report is not None and (report.vllm, report.transformers) == (
+        str(vllm),
+        str(transformers),
+    )
     return report if same else None
 
 
 def store(report: CompatReport, index: str) -> None:
-    path = _cache_file(Version(report.vllm), Version(report.transformers), index)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(report.to_dict(), sort_keys=True))
-    except (OSError, FileSystemError):
-        pass  # a cache that cannot be written only costs time
+    COMPAT.store(_key(report.vllm, report.transformers, index), report.to_dict())
 
 
 def reference_release(

@@ -24,11 +24,12 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.env.facts import Installed, TorchFacts, collect_facts, venv_python
 from envkit.env.verify import CompatLookup, Report, Status, assess, facts_request
-from envkit.errors import BadInput
+from envkit.errors import BadInput, UnreadableFile
 from envkit.findings import Finding, Severity
 from envkit.gpu import linkage
 from envkit.io import process
 from envkit.io.escaping import shell_command
+from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable
 from envkit.profiles.profile import Profile
 
@@ -385,8 +386,8 @@ def cuda_findings(
 
 def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
     try:
-        kernel = Path("/proc/version").read_text(encoding="utf-8", errors="replace").lower()
-    except OSError:
+        kernel = read_small(Path("/proc/version"), 64 * 1024).decode("utf-8", "replace").lower()
+    except UnreadableFile:
         kernel = ""
     if not ("microsoft" in kernel or env.get("WSL_DISTRO_NAME") or env.get("WSL_INTEROP")):
         return []

@@ -19,9 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import EnvironmentBroken
+from envkit.errors import EnvironmentBroken, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder
+from envkit.io.files import MiB, read_small_text
+
+MAX_FACTS = 64 * MiB  # what the probe writes: versions, paths, symbol lists
 
 MAX_ANSWER = 64 * 1024 * 1024  # a probe answer larger than this is not facts
 MAX_ITEMS = 100_000  # entries in any one list or table of the answer
@@ -279,10 +282,9 @@ def collect_facts(
             ) from None
         crashed = done.returncode != 0 or not out_file.is_file()
         try:
-            too_big = not crashed and out_file.stat().st_size > MAX_ANSWER
-            answer = None if crashed or too_big else out_file.read_text(encoding="utf-8")
-            data = None if answer is None else json.loads(answer)
-        except (OSError, ValueError, RecursionError):
+            text = "" if crashed else read_small_text(out_file, MAX_ANSWER, what="probe output")
+            data = json.loads(text) if text else None
+        except (UnreadableFile, ValueError, RecursionError):
             data = None
         if not isinstance(data, dict):
             tail = " | ".join((done.stderr or "").strip().splitlines()[-5:])

@@ -46,9 +46,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from envkit.errors import BadInput, EnvironmentBroken, FileSystemError
+from envkit.errors import BadInput, EnvironmentBroken, FileSystemError, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import sweep_temporaries, write_atomic
+from envkit.io.files import read_small_text
 
 MARKER = "envkit-build.json"
 STATE_FOLDER = ".envkit"
@@ -77,11 +78,9 @@ VENV_ENTRIES = frozenset(
 
 
 def _read_json(path: Path) -> dict[str, object] | None:
-    try:
-        if path.is_symlink() or path.stat().st_size > 1024 * 1024:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    try:  # envkit's own marker or journal: never a link, a FIFO or a large file
+        data = json.loads(read_small_text(path, 1024 * 1024, what="marker", follow=False))
+    except (UnreadableFile, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -15,8 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.errors import UnreadableFile
 from envkit.gpu import elf
 from envkit.gpu.filecache import FileCache
+from envkit.io.files import read_small
 
 MAX_WALKED = 400_000  # files looked at in one site-packages (a vLLM venv has about 60,000)
 MAX_MODULES = 5_000  # compiled modules read
@@ -134,10 +136,8 @@ def _record_owners(site_packages: Path, names: set[str]) -> dict[str, str]:
         return owners
     for record in sorted(site_packages.glob("*.dist-info/RECORD")):
         try:
-            if record.stat().st_size > MAX_RECORD:
-                continue
-            text = record.read_text("utf-8", "replace")
-        except OSError:
+            text = read_small(record, MAX_RECORD, what="RECORD").decode("utf-8", "replace")
+        except UnreadableFile:
             continue
         distribution = record.parent.name.split("-")[0]
         for line in text.splitlines():

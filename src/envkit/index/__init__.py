@@ -1,3 +1,3 @@
-"""The package index: index pages and wheels read by range, the index session every reader shares,
-and module-level tables evaluated from a wheel's source.
+"""The package index: index pages within byte and entry caps, wheels read by range, archives
+read within bounds of work, and module-level tables evaluated from a wheel's source.
 """

@@ -11,8 +11,12 @@ from collections.abc import Callable
 
 from packaging.version import Version
 
+from envkit.errors import NetworkError
 from envkit.index.wheels import WheelFile, list_files, list_sdists
 from envkit.io.http import Http
+from envkit.io.redaction import redact
+
+MAX_RELEASES = 1_000  # transformers, the longest history envkit reads, has about 200
 
 
 class IndexSession:
@@ -32,6 +36,7 @@ class IndexSession:
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
         self._sdists: dict[str, dict[Version, WheelFile]] = {}
+        self._by_version: dict[str, dict[Version, list[WheelFile]]] = {}
 
     def files(self, project: str) -> list[WheelFile]:
         """The project's wheels on the index."""
@@ -45,11 +50,30 @@ class IndexSession:
             self._sdists[project] = list_sdists(project, self.index, self.http)
         return self._sdists[project]
 
+    def wheels(self, project: str, version: Version) -> list[WheelFile]:
+        """The wheels of one release (looked up, not searched: a page may list thousands)."""
+        if project not in self._by_version:
+            table: dict[Version, list[WheelFile]] = {}
+            for wheel in self.files(project):
+                table.setdefault(wheel.version, []).append(wheel)
+            self._by_version[project] = table
+        return self._by_version[project].get(version, [])
+
     def releases(self, project: str) -> list[Version]:
-        """Every release with a wheel, oldest first (pre-releases left out)."""
-        return sorted({f.version for f in self.files(project) if not f.version.is_prerelease})
+        """Every release with a wheel, oldest first (pre-releases left out). NetworkError for
+        an index listing more than MAX_RELEASES: each costs a wheel read in history and site."""
+        found = sorted({f.version for f in self.files(project) if not f.version.is_prerelease})
+        if len(found) > MAX_RELEASES:
+            raise NetworkError(
+                f"The index {redact(self.index)} lists {len(found):,} releases of {project}; "
+                f"envkit reads at most {MAX_RELEASES:,} (real projects publish a few hundred).",
+                "Use another index (--index-url): this one is not a release index.",
+                url=redact(self.index),
+                kind="bad-answer",
+            )
+        return found
 
     def upload_time(self, project: str, version: Version) -> str | None:
         """When the release's first file was published, or None when the index does not say."""
-        times = [f.upload_time for f in self.files(project) if f.version == version]
+        times = [f.upload_time for f in self.wheels(project, version)]
         return min((t for t in times if t), default=None)

@@ -3,205 +3,55 @@
 A wheel is a zip file; its table of contents (the central directory) sits at the end. The
 standard library's ``zipfile`` reads it through :class:`RemoteFile`, a seekable view of the
 URL that fetches only the byte ranges zipfile asks for (in blocks, cached): the directory,
-then the few members envkit wants, a few hundred KB out of a 300 MB wheel.
+then the few members envkit wants, a few hundred KB out of a 300 MB wheel. The directory's
+size and entry count are checked (index.archives) before zipfile builds it, every byte
+fetched counts against a budget, and every member is inflated as a stream within a cap.
 
-The package index is chosen as uv chooses it (``--index-url``, then ``$UV_DEFAULT_INDEX``,
-then ``$UV_INDEX_URL``) and read in the JSON simple API (PEP 691) or, from indexes that
-only serve it, the HTML one (PEP 503). Every answer is checked before use: a malformed page
-is a NetworkError naming the URL, never a traceback.
+The index pages that list the wheels are read in index.pages; its names are here too, for
+the modules that read both.
 """
 
 from __future__ import annotations
 
 import io
-import json
-import os
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from html.parser import HTMLParser
-from typing import Any
-from urllib.parse import urldefrag, urljoin, urlsplit
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from packaging.tags import sys_tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
-
-from envkit.errors import NetworkError, WheelError
-from envkit.io.http import Http, MiB, Traffic, status_error
-from envkit.io.redaction import redact
-from envkit.io.urls import check_index
-
-__all__ = ["Http", "RemoteZip", "Traffic", "WheelFile", "index_url", "list_files", "pick_wheel"]
-
-DEFAULT_INDEX = "https://pypi.org/simple"
-_ACCEPT = (
-    "application/vnd.pypi.simple.v1+json, "
-    "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+from envkit.errors import NetworkError, UnreadableFile, WheelError
+from envkit.index.archives import count_entries, zip_directory
+from envkit.index.pages import (
+    WheelFile,
+    html_entries,
+    index_url,
+    list_files,
+    list_sdists,
+    pick_wheel,
 )
-MAX_INDEX_PAGE = 64 * MiB  # the largest real project pages are a few MB
+from envkit.io.files import open_regular
+from envkit.io.http import Http, MiB, Traffic
+from envkit.io.redaction import redact
+
+__all__ = [
+    "Http",
+    "RemoteZip",
+    "Traffic",
+    "WheelFile",
+    "html_entries",
+    "index_url",
+    "list_files",
+    "list_sdists",
+    "pick_wheel",
+]
+
 MAX_MEMBER = 16 * MiB  # inflated size of one source file read; real registries are < 1 MB
 MAX_WHEEL_READ = 64 * MiB  # everything read out of one wheel
 _BLOCK = 64 * 1024
 PARALLEL_RANGES = 4  # range requests in flight at once for one file
-
-
-def index_url(option: str | None = None) -> str:
-    """The index, as uv picks its default one: the option, ``$UV_DEFAULT_INDEX``,
-    ``$UV_INDEX_URL`` (uv's older name), else PyPI."""
-    for value, where in (
-        (option, "--index-url"),
-        (os.environ.get("UV_DEFAULT_INDEX"), "UV_DEFAULT_INDEX"),
-        (os.environ.get("UV_INDEX_URL"), "UV_INDEX_URL"),
-    ):
-        if value and value.strip():
-            return check_index(value, where)
-    return DEFAULT_INDEX
-
-
-@dataclass(frozen=True)
-class WheelFile:
-    filename: str
-    url: str
-    size: int | None
-    version: Version
-    upload_time: str | None
-    requires_python: str | None
-
-
-def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str, Any]], str]:
-    """The file entries of ``project``'s index page, and the page's URL (for relative links)."""
-    url = f"{index}/{canonicalize_name(project)}/"
-    answer = http.request("GET", url, headers={"Accept": _ACCEPT}, max_bytes=MAX_INDEX_PAGE)
-    if answer.status != 200:
-        raise status_error(url, answer.status)
-    kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind.endswith("json") or answer.body.lstrip()[:1] == b"{":
-        return _json_entries(answer.body, url), answer.url
-    return html_entries(answer.text()), answer.url
-
-
-def _files(project: str, index: str, http: Http, suffix: str) -> Iterator[WheelFile]:
-    """The index's files of ``project`` ending in ``suffix`` (yanked ones left out), their
-    version parsed from the name (``name`` -> None to skip a file)."""
-    entries, page = _index_entries(project, index, http)
-    for entry in entries:
-        name, href = entry.get("filename"), entry.get("url")
-        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(suffix):
-            continue
-        version = _version_of(project, name)
-        if version is None or entry.get("yanked") not in (None, False):
-            continue
-        size, upload = entry.get("size"), entry.get("upload-time")
-        requires = entry.get("requires-python")
-        yield WheelFile(
-            name,
-            urljoin(page, href),
-            size if isinstance(size, int) and not isinstance(size, bool) else None,
-            version,
-            upload if isinstance(upload, str) else None,
-            requires if isinstance(requires, str) else None,
-        )
-
-
-def _version_of(project: str, name: str) -> Version | None:
-    try:
-        if name.endswith(".whl"):
-            return parse_wheel_filename(name)[1]
-        base, _dash, text = name[: -len(".tar.gz")].rpartition("-")
-        same = canonicalize_name(base) == canonicalize_name(project)
-        return Version(text) if same else None
-    except (InvalidWheelFilename, InvalidVersion, ValueError):
-        return None
-
-
-def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
-    """The source distribution (``.tar.gz``) of each release, by version."""
-    return {f.version: f for f in _files(project, index, http, ".tar.gz")}
-
-
-def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
-    """Every wheel the index lists for ``project`` (yanked ones left out)."""
-    return list(_files(project, index, http, ".whl"))
-
-
-def _json_entries(body: bytes, url: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        raise _bad_page(url, "is not valid JSON") from None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        raise _bad_page(url, "has no list of files")
-    return [f for f in files if isinstance(f, dict)]
-
-
-def _bad_page(url: str, what: str) -> NetworkError:
-    return NetworkError(
-        f"The index page {redact(url)} {what} (PEP 691 JSON or PEP 503 HTML expected).",
-        "Check --index-url (or UV_DEFAULT_INDEX): it must be a simple-API index.",
-        url=redact(url),
-    )
-
-
-class _Links(HTMLParser):
-    """The anchors of a PEP 503 page: file name, URL, and the data-* attributes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries: list[dict[str, Any]] = []
-        self._open: dict[str, Any] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag != "a":
-            return
-        values = dict(attrs)
-        href = values.get("href")
-        if not href:
-            return
-        link, _fragment = urldefrag(href)
-        self._open = {
-            "url": href,
-            "filename": link.rstrip("/").rpartition("/")[2],
-            "yanked": True if "data-yanked" in values else None,
-            "requires-python": values.get("data-requires-python"),
-        }
-        self.entries.append(self._open)
-
-    def handle_data(self, data: str) -> None:
-        if self._open is not None and data.strip():
-            self._open["filename"] = data.strip()
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a":
-            self._open = None
-
-
-def html_entries(text: str) -> list[dict[str, Any]]:
-    parser = _Links()
-    parser.feed(text)
-    parser.close()
-    return parser.entries
-
-
-def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
-    """One wheel of that version: one for this machine if there is, else a Linux x86_64 one.
-
-    The Python sources scanned are the same in every wheel of a release.
-    """
-    candidates = [f for f in files if f.version == version]
-    if not candidates:
-        raise WheelError(f"No wheel of version {version} is listed.", "Check the version.")
-    ours = {str(t) for t in sys_tags()}
-
-    def rank(f: WheelFile) -> tuple[int, int]:
-        tags = {str(t) for t in parse_wheel_filename(f.filename)[3]}
-        return (0 if tags & ours else 1 if any("x86_64" in t for t in tags) else 2, f.size or 0)
-
-    return sorted(candidates, key=rank)[0]
 
 
 class RemoteFile(io.RawIOBase):
@@ -226,6 +76,14 @@ class RemoteFile(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def tail(self) -> bytes:
+        """The file's last bytes (a block, or all of a smaller file), fetched on opening."""
+        return self._blocks[0][1]
+
+    def read_span(self, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` (one request when not fetched yet), within the budget."""
+        return self._slice(max(0, start), min(end, self.size))
 
     def seekable(self) -> bool:
         return True
@@ -295,6 +153,10 @@ class RemoteZip:
         """The size is the one the server's Content-Range gives, not the index's."""
         self.url = url
         self._file = RemoteFile(url, http, budget=budget)
+        # the directory's size and entry count are checked before zipfile builds it
+        start, length = zip_directory(self._file.tail(), self._file.size, url)
+        if length:
+            count_entries(self._file.read_span(start, start + length), url)
         try:
             self._zip = zipfile.ZipFile(self._file)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
@@ -334,10 +196,24 @@ def read_members(url: str, http: Http, names: Iterable[str]) -> dict[str, bytes]
         return RemoteZip(url, http).read(names)
     path = url2pathname(urlsplit(url).path)
     try:
-        with zipfile.ZipFile(path) as local:
-            return _members(local, url, list(names), MAX_MEMBER)
+        with open_regular(path, what="wheel") as handle:
+            _check_directory(handle, url)
+            with zipfile.ZipFile(handle) as local:
+                return _members(local, url, list(names), MAX_MEMBER)
+    except UnreadableFile as exc:
+        raise WheelError(f"{redact(url)} {exc.reason}.") from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
         raise WheelError(f"{redact(url)} is not a zip file envkit can read ({exc}).") from None
+
+
+def _check_directory(handle: BinaryIO, url: str) -> None:
+    """The caps RemoteZip holds a remote wheel's directory to, for a wheel on disk."""
+    size = handle.seek(0, io.SEEK_END)
+    handle.seek(max(0, size - _BLOCK))
+    start, length = zip_directory(handle.read(_BLOCK), size, url)
+    if length:
+        handle.seek(start)
+        count_entries(handle.read(length), url)
 
 
 def _members(archive: zipfile.ZipFile, url: str, names: list[str], limit: int) -> dict[str, bytes]:

@@ -11,7 +11,9 @@ this module adds is what a tool that holds people's credentials must guarantee:
   carries no credentials but a netrc entry of its own.
 - **Bounded work.** One deadline covers the whole exchange, redirects and body included, even
   against a server that drips a byte at a time; the body is capped (a ``Content-Length``
-  above the cap is refused before anything is read).
+  above the cap is refused before anything is read). One client's requests together have a
+  budget too (``ENVKIT_HTTP_BUDGET``, by default ten deadlines): the time during which any
+  of them is under way, so an index that lists endless releases cannot keep a command busy.
 - **One kind of failure.** DNS, refused connections, timeouts, TLS and protocol errors are all
   :class:`NetworkError` naming the redacted URL; an HTTP error status carries its ``status``.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import netrc
 import os
 import ssl
@@ -33,6 +36,7 @@ from urllib.parse import urljoin
 import httpx
 
 from envkit.errors import BadInput, NetworkError, TooLarge
+from envkit.io.budget import Busy, seconds_setting
 from envkit.io.redaction import redact
 from envkit.io.urls import Target, basic_authorization, parse_url
 
@@ -101,19 +105,12 @@ def _ssl_context() -> ssl.SSLContext | bool:
 def seconds_from_env(name: str, default: float) -> float:
     """A number of seconds from the environment (``ENVKIT_HTTP_TIMEOUT``,
     ``ENVKIT_HTTP_DEADLINE``); BadInput unless a number above 0 and at most an hour."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text) if text.isascii() else float("nan")
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 3600:  # also refuses NaN
-        raise BadInput(
-            f"{name}={text!r} is not a number of seconds from above 0 to 3600.",
-            f"Set {name} to a number of seconds such as 30, or unset it.",
-        )
-    return value
+    return seconds_setting(name, default, 3600)
+
+
+def _budget() -> float:
+    default = 10 * seconds_from_env("ENVKIT_HTTP_DEADLINE", DEFAULT_DEADLINE)
+    return seconds_setting("ENVKIT_HTTP_BUDGET", default, 86400)
 
 
 @dataclass
@@ -126,7 +123,10 @@ class Http:
         default_factory=lambda: seconds_from_env("ENVKIT_HTTP_DEADLINE", DEFAULT_DEADLINE)
     )
     max_bytes: int = DEFAULT_MAX_BYTES
+    # every request of this client together: the time any of them is under way
+    budget: float = field(default_factory=_budget)
     traffic: Traffic = field(default_factory=Traffic)
+    _busy: Busy = field(default_factory=Busy, init=False, repr=False)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     # Credentials given in a URL serve every later URL of the same origin (the wheel files
     # an index page links to), as uv keeps them per realm; never another origin.
@@ -166,14 +166,24 @@ class Http:
         """One exchange, redirects followed under the credential rules. Any status returns;
         NetworkError when there is no usable answer in time or the body is too large."""
         limit = self.max_bytes if max_bytes is None else max_bytes
-        seconds = self.deadline if deadline is None else deadline
-        return within_deadline(
-            lambda: self._exchange(
-                method, url, headers or {}, secret_headers or {}, json_body, limit, seconds
-            ),
-            seconds,
-            lambda: _deadline_error(url, seconds),
-        )
+        asked = self.deadline if deadline is None else deadline
+        left = self.budget - self._busy.spent()
+        if left <= 0:
+            raise _budget_error(url, self.budget)
+        seconds = min(asked, left)
+        try:
+            with self._busy:
+                return within_deadline(
+                    lambda: self._exchange(
+                        method, url, headers or {}, secret_headers or {}, json_body, limit, seconds
+                    ),
+                    seconds,
+                    lambda: _deadline_error(url, seconds),
+                )
+        except NetworkError as exc:
+            if seconds < asked and exc.kind == "timeout":  # the budget ran out, not the server
+                raise _budget_error(url, self.budget) from None
+            raise
 
     def reach(self, url: str) -> None:
         """Whether a server answers at ``url`` at all (a lock that names an index must reach
@@ -288,17 +298,17 @@ class Http:
         declared = answer.headers.get("content-length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise _too_large(url, limit)
-        chunks: list[bytes] = []
+        body = io.BytesIO()  # its value is handed over without a copy: one body in memory
         total = 0
         for chunk in answer.iter_bytes():
             total += len(chunk)
             self.traffic.add(bytes=len(chunk))
             if total > limit:
                 raise _too_large(url, limit)
-            chunks.append(chunk)
+            body.write(chunk)
             if time.monotonic() > ends:
                 raise _deadline_error(url, seconds)
-        return b"".join(chunks)
+        return body.getvalue()
 
 
 _open: list[httpx.Client] = []
@@ -371,6 +381,17 @@ def _deadline_error(url: str, seconds: float) -> NetworkError:
     return NetworkError(
         f"Cannot reach {redact(url)}: no complete answer within {seconds:.0f} s.",
         "The server is too slow or stuck; try again later or use another index.",
+        url=redact(url),
+        kind="timeout",
+    )
+
+
+def _budget_error(url: str, budget: float) -> NetworkError:
+    return NetworkError(
+        f"Stopped before {redact(url)}: this command's requests have taken {budget:.0f} s "
+        "together, its whole budget (ENVKIT_HTTP_BUDGET).",
+        "The index answers too slowly or lists far more than a release index holds; use "
+        "another index, or raise ENVKIT_HTTP_BUDGET.",
         url=redact(url),
         kind="timeout",
     )

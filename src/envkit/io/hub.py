@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from envkit.errors import BadInput, EnvkitError, NetworkError
+from envkit.io.files import read_small
 from envkit.io.http import seconds_from_env, within_deadline
 from envkit.io.redaction import redact, remember_secret
 from envkit.io.urls import parse_url
@@ -42,10 +43,10 @@ def fetch(repo: str, filename: str, revision: str | None = None) -> str:
         found = within_deadline(lambda: _download(repo, filename, revision), deadline, lambda: late)
     except BaseException as exc:
         raise _explain(exc, repo, filename, revision) from None
-    path = Path(found)
-    if path.stat().st_size > MAX_BYTES:
-        raise BadInput(f"{filename} of {repo!r} is larger than a model's {filename} can be.")
-    return path.read_bytes().decode("utf-8", "replace")
+    # the cached copy: a regular file within the cap, checked before it is read
+    return read_small(Path(found), MAX_BYTES, what=f"cached {filename} of {repo}").decode(
+        "utf-8", "replace"
+    )
 
 
 def _download(repo: str, filename: str, revision: str | None) -> str:

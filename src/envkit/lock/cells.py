@@ -22,9 +22,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UnreadableFile
 from envkit.io.atomicfile import write_atomic
-from envkit.profiles.profile import Profile
+from envkit.io.files import MiB, read_small, read_small_text
+from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile
+
+MAX_LOCK_BYTES = 32 * MiB  # a cell's constraints or pylock: real ones are a few hundred KB
+MAX_MANIFEST_BYTES = 4 * MiB  # lock.json
 
 MAX_MANIFEST_BYTES = 16 * 2**20  # lock.json of a matrix far larger than any real one
 
@@ -162,7 +166,8 @@ class CellState:
 
 def digest(profile: Profile) -> str:
     """The profile's content digest: any edit of the file makes its locks stale."""
-    data = profile.path.read_bytes().replace(b"\r\n", b"\n")
+    raw = read_small(profile.path, MAX_PROFILE_BYTES, what="profile")
+    data = raw.replace(b"\r\n", b"\n")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -179,20 +184,31 @@ def cell_folder(profile: Profile, option: str | None = None) -> Path:
 def file_digest(path: Path) -> str:
     """The profile digest a lock file's header names ('' when none)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.startswith("#"):
-                    break
-                if line.startswith("# profile-digest: "):
-                    return line.split(": ", 1)[1].strip()
-    except (OSError, UnicodeDecodeError):
-        pass
+        text = read_lock(path)
+    except UnreadableFile:
+        return ""
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        if line.startswith("# profile-digest: "):
+            return line.split(": ", 1)[1].strip()
     return ""
+
+
+def read_lock(path: Path) -> str:
+    """A lock file's text (constraints or pylock), read within MAX_LOCK_BYTES as a regular
+    file. Raises UnreadableFile."""
+    return read_small_text(path, MAX_LOCK_BYTES, what="lock file")
+
+
+def read_lock_bytes(path: Path) -> bytes:
+    """A lock file's bytes, within the same limits as :func:`read_lock`."""
+    return read_small(path, MAX_LOCK_BYTES, what="lock file")
 
 
 def body(path: Path) -> str:
     """A lock file without its header."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = read_lock(path).splitlines(keepends=True)
     return "".join(
         lines[next((i for i, ln in enumerate(lines) if not ln.startswith("#")), len(lines)) :]
     )
@@ -265,10 +281,9 @@ class Manifest:
     def read(cls, path: Path) -> Manifest | None:
         """The manifest at ``path``; None when missing or not one envkit wrote."""
         try:
-            if not path.is_file() or path.stat().st_size > MAX_MANIFEST_BYTES:
-                return None  # a FIFO or a device is never read (it could block or not end)
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+            text = read_small_text(path, MAX_MANIFEST_BYTES, what="lock manifest")
+            data = json.loads(text)
+        except (UnreadableFile, ValueError, RecursionError):
             return None
         return cls.from_dict(data)
 

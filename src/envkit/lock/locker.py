@@ -29,7 +29,14 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from envkit.errors import BadInput, CommandFailed, FileSystemError, NetworkError, WheelError
+from envkit.errors import (
+    BadInput,
+    CommandFailed,
+    FileSystemError,
+    NetworkError,
+    UnreadableFile,
+    WheelError,
+)
 from envkit.io import process
 from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
@@ -47,10 +54,11 @@ from envkit.lock.cells import (
     cell_folder,
     cells,
     digest,
+    read_lock,
 )
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import PLATFORMS, Profile, cuda_for_backend
-from envkit.releases.registry import wheel_cuda
+from envkit.releases.torchbuilds import wheel_cuda
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -279,8 +287,8 @@ class Locker:
                     raise FileSystemError(out, exc, "create") from None
                 head = self.header(profile, cell, result, profile_digest)
                 # uv keeps index credentials out of its output; redact() makes sure of it
-                txt = redact((tmp / "cell.txt").read_text())
-                pylock = head + pylocks.for_cell(redact((tmp / "pylock.toml").read_text()), cell)
+                txt = redact(read_lock(tmp / "cell.txt"))
+                pylock = head + pylocks.for_cell(redact(read_lock(tmp / "pylock.toml")), cell)
                 # validated as the bytes written: the header is part of what uv will parse
                 pylocks.validate(pylock, f"the pylock of {profile.name} / {cell.name}")
                 write_atomic(out / cell.txt_name, head + txt)
@@ -354,10 +362,9 @@ def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
     mine = f"# envkit lock: profile {profile.name}, cell {cell.name}\n"
     for path in (folder / cell.txt_name, folder / cell.pylock_name):
         try:
-            with path.open(encoding="utf-8") as handle:
-                if handle.readline(len(mine) + 1) == mine:
-                    path.unlink()
-        except (FileNotFoundError, UnicodeDecodeError):
+            if read_lock(path).startswith(mine):
+                path.unlink()
+        except (FileNotFoundError, UnreadableFile):
             continue  # nothing there, or not a file envkit wrote
         except OSError as exc:
             raise FileSystemError(path, exc, "remove") from None
@@ -396,7 +403,7 @@ def _probe(url: str, page: str, http: Http) -> NetworkError | None:
 
 def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
     """torch's version, and the URL and sha256 of its (first) wheel in a cell's pylock."""
-    for package in pylocks.load(pylock.read_text(encoding="utf-8")).get("packages", []):
+    for package in pylocks.load(read_lock(pylock)).get("packages", []):
         if not isinstance(package, dict) or package.get("name") != "torch":
             continue
         wheels = package.get("wheels")
@@ -414,7 +421,7 @@ def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
 
 def source_only(pylock: Path) -> tuple[str, ...]:
     """Packages the resolution takes as a source distribution only (no wheel for the target)."""
-    text = pylock.read_text(encoding="utf-8")
+    text = read_lock(pylock)
     if len(re.findall(r"^wheels = ", text, re.M)) == text.count("[[packages]]"):
         return ()  # every package has wheels: no need to parse (a tenth of a second a matrix)
     doc = pylocks.load(text)

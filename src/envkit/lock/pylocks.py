@@ -16,7 +16,7 @@ from typing import Any
 from packaging.pylock import Pylock, PylockValidationError
 
 from envkit.errors import WheelError
-from envkit.lock.cells import Cell
+from envkit.lock.cells import Cell, read_lock
 
 # Matrix platform -> the PEP 508 marker a machine of that platform satisfies.
 PLATFORM_MARKERS = {
@@ -66,4 +66,4 @@ def validate(text: str, where: str) -> Pylock:
 
 
 def validate_file(path: Path) -> Pylock:
-    return validate(path.read_text(encoding="utf-8"), str(path))
+    return validate(read_lock(path), str(path))

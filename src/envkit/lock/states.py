@@ -11,15 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks
+from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command
+from envkit.io.files import MiB, open_regular, read_small_text
 from envkit.lock import pylocks
 from envkit.lock.cells import (
     CellState,
@@ -32,12 +32,14 @@ from envkit.lock.cells import (
     constraints_root,
     digest,
     file_digest,
+    read_lock,
+    read_lock_bytes,
 )
 from envkit.lock.locker import Locker
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
 
-MAX_INDEX_BYTES = 64 * 2**20  # an index.json of every cell of a few hundred profiles
+MAX_INDEX_BYTES = 16 * MiB  # constraints/index.json: a line per published file
 
 
 def states(
@@ -125,7 +127,7 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
                 files=state.files,
                 reason=f"{said}: {again.reason}",
             )
-        if (Path(tmp) / "cell.txt").read_text() != body(state.files[0]):
+        if read_lock(Path(tmp) / "cell.txt") != body(state.files[0]):
             return CellState(
                 cell=state.cell,
                 status=CellStatus.STALE,
@@ -174,7 +176,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
                 dest.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise FileSystemError(dest.parent, exc, "create") from None
-            write_atomic(dest, source.read_bytes())
+            write_atomic(dest, read_lock_bytes(source))
         # the profiles published now replace their own entries; every other profile's stay
         names = {entry["profile"] for entry in entries} | {p.name for p in published}
         kept = [e for e in previous if e["profile"] not in names]
@@ -212,7 +214,7 @@ def _published_files(
                         "cell": state.cell.name,
                         "state": state.state,
                         "file": f"{profile.name}/{path.name}",
-                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "sha256": hashlib.sha256(read_lock_bytes(path)).hexdigest(),
                         "digest": current,
                     }
                 )
@@ -255,7 +257,7 @@ def _check_destination(target: Path, entries: list[dict[str, Any]]) -> None:
         mine = f"# envkit lock: profile {entry['profile']}, cell {entry['cell']}\n"
         try:
             ours = path.is_file() and not path.is_symlink() and _first_line(path) == mine
-        except OSError:
+        except (OSError, UnreadableFile):
             ours = False
         if not ours:
             raise BadInput(
@@ -267,26 +269,18 @@ def _check_destination(target: Path, entries: list[dict[str, Any]]) -> None:
 
 
 def _first_line(path: Path) -> str:
-    with path.open("rb") as handle:
+    with open_regular(path, what="lock file") as handle:
         return handle.readline(512).decode("utf-8", "replace")
 
 
 def _index_entries(path: Path) -> list[dict[str, Any]]:
     """The entries of an existing index.json; BadInput when it exists but is not one."""
     try:
-        found = path.stat()
-        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_INDEX_BYTES:
-            raise BadInput(
-                f"{str(path)!r} is not an index.json written by envkit publish (not a "
-                f"regular file of at most {MAX_INDEX_BYTES // 2**20} MiB).",
-                "Move it away (or restore it from version control), then publish again.",
-            )
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-        raise BadInput(f"Cannot read {str(path)!r} ({why}).") from None
+        text = read_small_text(path, MAX_INDEX_BYTES, what="index.json")
+    except UnreadableFile as exc:
+        if exc.kind == "missing":
+            return []
+        raise
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):

@@ -24,6 +24,7 @@ from typing import Any
 from envkit.errors import BadInput, NetworkError
 from envkit.findings import Finding
 from envkit.io.escaping import shell_command
+from envkit.io.files import present, read_small_text
 from envkit.io.redaction import redact
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
@@ -68,23 +69,13 @@ def load_model_config(model: str, *, revision: str | None = None) -> ModelConfig
     path = Path(model).expanduser()
     if path.is_dir():
         path = path / "config.json"
-        if not path.is_file():
+        if not present(path):
             raise BadInput(
                 f"{model!r} is a folder without a config.json.",
                 "Pass the model's folder, its config.json, or a repo id (org/name).",
             )
-    if path.is_file():
-        try:
-            if path.stat().st_size > MAX_CONFIG_BYTES:
-                raise BadInput(
-                    f"{str(path)!r} is {path.stat().st_size:,} bytes; a model's config.json is "
-                    f"a few KB (envkit reads at most {MAX_CONFIG_BYTES:,}).",
-                    "Pass the model's own config.json.",
-                )
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"Cannot read {str(path)!r} as UTF-8 text ({exc}).") from None
-        return parse_config(text, str(path))
+    if present(path):  # a FIFO or a device is refused, not read
+        return parse_config(read_model_text(path), str(path))
     if REPO_ID.fullmatch(model) and ".." not in model and not model.startswith("."):
         from envkit.io.hub import fetch
 
@@ -95,6 +86,12 @@ def load_model_config(model: str, *, revision: str | None = None) -> ModelConfig
         "Qwen/Qwen2-VL-2B-Instruct.",
         "Check the path.",
     )
+
+
+def read_model_text(path: Path) -> str:
+    """A model file's text (config.json and its siblings): a regular UTF-8 file of at most
+    MAX_CONFIG_BYTES, checked before reading. BadInput (UnreadableFile) otherwise."""
+    return read_small_text(path, MAX_CONFIG_BYTES, what="model file")
 
 
 def load_json(text: str | bytes, source: str) -> Any:

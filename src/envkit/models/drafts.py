@@ -19,8 +19,9 @@ from tomlkit.items import Array, Table
 from envkit.errors import BadInput
 from envkit.io.atomicfile import write_atomic
 from envkit.io.escaping import shell_command, visible
+from envkit.io.files import read_small_text
 from envkit.profiles.bounds import Bound
-from envkit.profiles.profile import NAME_RE, Models, Profile, load_profile
+from envkit.profiles.profile import MAX_PROFILE_BYTES, NAME_RE, Models, Profile, load_profile
 
 if TYPE_CHECKING:  # read for their types only
     from envkit.compat.checker import Checker
@@ -80,7 +81,7 @@ def update_models(
 ) -> None:
     """Rewrite the values of the profile's ``[models]`` table where it stands, keeping its
     comments and everything else as written (a profile without one gets it at the end)."""
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    doc = tomlkit.parse(read_small_text(path, MAX_PROFILE_BYTES, what="profile"))
     fresh = models_table(vllm, transformers, bounds)
     existing = doc.get("models")
     if isinstance(existing, Table):

@@ -32,9 +32,9 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 from envkit.compat.checker import Checker
 from envkit.errors import BadInput, EnvkitError, WheelError
 from envkit.profiles.profile import minor_fits
-from envkit.releases.registry import ReleaseSpan, Scan, Scanner, torch_cuda
+from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds
-from envkit.releases.torchbuilds import CudaBuilds
+from envkit.releases.torchbuilds import CudaBuilds, torch_cuda
 
 Test = Callable[[Version], str]  # '' when the version passes, else why it does not
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envkit.io.cache import Fields
+
 TOO_OLD = "transformers-too-old"
 TOO_NEW = "transformers-too-new"
 _EXAMPLES_CLASS = "_HfExamplesInfo"
@@ -67,6 +69,22 @@ class Bound:
             reason=str(data.get("reason") or ""),
             example=str(data.get("example") or ""),
         )
+
+    @classmethod
+    def from_entry(cls, architecture: str, f: Fields) -> Bound:
+        """A bound as envkit's cache holds it: versions or '' and texts (BadEntry, or
+        InvalidVersion, otherwise)."""
+        bound = cls(
+            architecture=architecture,
+            minimum=f.text("min", ""),
+            maximum=f.text("max", ""),
+            reason=f.text("reason", ""),
+            example=f.text("example", ""),
+        )
+        for version in (bound.minimum, bound.maximum):
+            if version:
+                Version(version)  # InvalidVersion (a ValueError) refuses the entry
+        return bound
 
 
 def parse_registry(text: str, filename: str = "tests/models/registry.py") -> dict[str, Bound]:

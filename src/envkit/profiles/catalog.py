@@ -19,6 +19,7 @@ from pathlib import Path
 from platformdirs import user_data_path
 
 from envkit.errors import BadInput, ProfileError, ProfileNotFound
+from envkit.io.files import present
 from envkit.profiles.profile import NAME_RE, Profile, load_profile
 
 
@@ -96,7 +97,7 @@ class Catalog:
         """The profile a PROFILE argument names. Raises ProfileNotFound, BadInput, ProfileError."""
         if argument.endswith(".toml"):
             path = Path(argument)
-            if not path.is_file():
+            if not present(path):  # anything else: load_profile says
                 raise ProfileNotFound(
                     f"Profile file {argument!r} does not exist.",
                     "Check the path, or give a profile name from `envkit profiles`.",
@@ -110,8 +111,9 @@ class Catalog:
             )
         folders = self.existing()
         for folder in folders:
-            if (folder / f"{argument}.toml").is_file():
-                return load_profile(folder / f"{argument}.toml")
+            candidate = folder / f"{argument}.toml"
+            if present(candidate):  # a FIFO is refused, not skipped
+                return load_profile(candidate)
         known = sorted({p.stem for f in folders for p in f.glob("*.toml")})
         close = difflib.get_close_matches(argument, known, n=1, cutoff=0.5)
         hint = f"Did you mean '{close[0]}'? " if close else ""

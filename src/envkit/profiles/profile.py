@@ -21,7 +21,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit.errors import Problem, ProfileError
+from envkit.errors import Problem, ProfileError, UnreadableFile
+from envkit.io.files import read_small_text
 from envkit.profiles.bounds import Bound
 from envkit.profiles.tomlfields import (
     KeyLines,
@@ -223,20 +224,11 @@ def cuda_for_backend(backend: str) -> str:
 def load_profile(path: Path, name: str | None = None) -> Profile:
     """Read and validate one profile file. Raises :class:`ProfileError` listing every problem."""
     shown = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ProfileError([Problem(shown, "", "file not found")]) from None
-    except IsADirectoryError:
-        raise ProfileError([Problem(shown, "", "is a directory, not a .toml file")]) from None
-    except OSError as exc:
-        raise ProfileError([Problem(shown, "", f"cannot be read ({exc.strerror})")]) from None
-    if len(raw) > MAX_PROFILE_BYTES:
-        raise ProfileError([Problem(shown, "", f"is {len(raw):,} bytes; a profile is a few KB")])
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProfileError([Problem(shown, "", "is not UTF-8 text (binary file?)")]) from None
+    try:  # a regular file within the cap, checked before reading (never a FIFO or a device)
+        text = read_small_text(path, MAX_PROFILE_BYTES, what="profile")
+    except UnreadableFile as exc:
+        reason = "file not found" if exc.kind == "missing" else exc.reason
+        raise ProfileError([Problem(shown, "", reason)]) from None
     if "\x00" in text:
         raise ProfileError([Problem(shown, "", "contains NUL bytes (binary file?)")])
     return parse_profile(text, path=path, name=name or path.stem)

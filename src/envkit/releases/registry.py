@@ -13,35 +13,25 @@ in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import json
-import os
-import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from email.parser import Parser
-from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from platformdirs import user_cache_path
 
-from envkit.errors import BadInput, FileSystemError, WheelError
+from envkit.errors import BadInput, WheelError
 from envkit.index.asttables import OPAQUE, SourceError, module_tables
 from envkit.index.session import IndexSession
-from envkit.index.wheels import Http, RemoteZip, pick_wheel, read_members
-from envkit.io.atomicfile import write_atomic
-from envkit.io.redaction import redact
+from envkit.index.wheels import Http, RemoteZip, pick_wheel
+from envkit.io.cache import SCANS, BadEntry, Fields
 from envkit.io.urls import parse_url
 from envkit.profiles.bounds import Bound
-
-FORMAT = 2  # bump when the scan's content changes: old cache entries are then ignored
 
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
 VLLM_OLD_REGISTRY = "vllm/model_executor/models/__init__.py"
@@ -87,12 +77,31 @@ class Scan:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Scan:
-        known = set(cls.__dataclass_fields__)
-        values = {k: v for k, v in data.items() if k in known}
-        values["architectures"] = tuple(values.get("architectures", ()))
-        values["model_types"] = tuple(values.get("model_types", ()))
-        return cls(**values)
+    def from_entry(cls, f: Fields) -> Scan:
+        """A scan as the cache holds it, every field checked (BadEntry otherwise)."""
+        project, version = f.text("project"), f.text("version")
+        if project not in SCANNABLE or str(Version(version)) != version:
+            raise BadEntry(f"{project} {version} is not a release envkit scans")
+        bounds = f.table_map("transformers_bounds")
+        return cls(
+            project=project,
+            version=version,
+            architectures=f.texts("architectures", ()),
+            model_types=f.texts("model_types", ()),
+            previously_supported=f.text_map("previously_supported"),
+            out_of_tree=f.text_map("out_of_tree"),
+            requires=f.text_map("requires"),
+            requires_python=f.text("requires_python", ""),
+            transformers_bounds={
+                arch: Bound.from_entry(arch, b).to_dict() for arch, b in bounds.items()
+            },
+            wheel=f.text("wheel", ""),
+            wheel_bytes=f.whole("wheel_bytes", 0),
+            bytes_read=f.whole("bytes_read", 0),
+            requests=f.whole("requests", 0),
+            seconds=f.number("seconds", 0.0),
+            cached=True,
+        )
 
 
 def with_bounds(scan: Scan, bounds: Mapping[str, Bound]) -> Scan:
@@ -120,42 +129,24 @@ def parse_target(text: str) -> tuple[str, Version]:
     return name, version
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("ENVKIT_CACHE_DIR")
-    return (Path(env) if env else user_cache_path("envkit")) / "scans"
-
-
 def index_key(index: str) -> str:
     """The cache key of an index: its URL without credentials (another index, another key)."""
     return hashlib.sha256(parse_url(index).url.rstrip("/").encode()).hexdigest()[:12]
 
 
-def _cache_file(project: str, version: Version, index: str) -> Path:
-    return cache_dir() / f"{project}-{version}.{index_key(index)}.v{FORMAT}.json"
+def _key(project: str, version: Version | str, index: str) -> str:
+    return f"{project}-{version}.{index_key(index)}"
 
 
 def load_cached(project: str, version: Version, index: str) -> Scan | None:
-    try:
-        path = _cache_file(project, version, index)
-        if path.stat().st_size > 16 * 1024 * 1024:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        scan = Scan.from_dict({**data, "cached": True})
-    except (OSError, ValueError, TypeError, RecursionError, AttributeError):
-        return None
-    ok = isinstance(scan.version, str) and all(
-        isinstance(a, str) for a in (*scan.architectures, *scan.model_types)
-    )
-    return scan if ok and scan.project == project and scan.version == str(version) else None
+    """The cached scan of a release from ``index``; None when there is none or it is bad."""
+    scan = SCANS.load(_key(project, version, index), Scan.from_entry)
+    same = scan is not None and (scan.project, scan.version) == (project, str(version))
+    return scan if same else None
 
 
 def _store(scan: Scan, index: str) -> None:
-    path = _cache_file(scan.project, Version(scan.version), index)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(scan.to_dict(), sort_keys=True))
-    except (OSError, FileSystemError):
-        pass  # a cache that cannot be written only costs time
+    SCANS.store(_key(scan.project, scan.version, index), scan.to_dict())
 
 
 class Scanner(IndexSession):
@@ -187,7 +178,7 @@ class Scanner(IndexSession):
         self.progress(f"reading {project} {version} from its wheel")
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
-        wheel = pick_wheel(self.files(project), version)
+        wheel = pick_wheel(self.wheels(project, version), version)
         archive = RemoteZip(wheel.url, self.http)
         meta = next(
             (n for n in archive.members if n.endswith(".dist-info/METADATA") and n.count("/") == 1),
@@ -383,43 +374,3 @@ def _lists(scanner: Scanner, version: Version, architecture: str) -> bool:
         return architecture in scanner.scan("vllm", version).architectures
     except WheelError:
         return False  # a release whose registry cannot be read is not counted
-
-
-def torch_cuda(scanner: Scanner, version: Version) -> str:
-    """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU)."""
-    return wheel_cuda(pick_wheel(scanner.files("torch"), version).url, scanner.http)
-
-
-def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
-    """The CUDA version the torch wheel at ``url`` was built with ('' if CPU), from its
-    ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
-    answer is kept in the cache under that hash (the same bytes always give it)."""
-    kept = cache_dir().parent / "torch-builds" / f"{sha256}.json"
-    cacheable = re.fullmatch(r"[0-9a-f]{64}", sha256) is not None
-    if cacheable:
-        try:
-            known = json.loads(kept.read_text(encoding="utf-8")).get("cuda")
-        except (OSError, ValueError, AttributeError):
-            known = None
-        if isinstance(known, str) and (not known or _CUDA.fullmatch(known)):
-            return known
-    name = redact(url.rsplit("/", 1)[-1])
-    texts = read_members(url, http, ["torch/version.py"])
-    if "torch/version.py" not in texts:
-        raise WheelError(f"{name} has no torch/version.py.")
-    value = _tables(texts["torch/version.py"].decode("utf-8", "replace"), "torch/version.py")
-    found = value.get("cuda")
-    if found is None:
-        found = ""  # a CPU build says cuda = None
-    if not isinstance(found, str) or (found and not _CUDA.fullmatch(found)):
-        raise WheelError(f"torch/version.py in {name} says cuda = {found!r:.40}, not a version.")
-    if cacheable:
-        # a cache that cannot be written is no loss; one writer at a time (lock threads)
-        with _torch_cache, contextlib.suppress(FileSystemError, OSError):
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(kept, json.dumps({"cuda": found}) + "\n")
-    return found
-
-
-_CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
-_torch_cache = threading.Lock()

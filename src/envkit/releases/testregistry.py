@@ -9,52 +9,41 @@ raised, never cached.
 
 from __future__ import annotations
 
-import io
-import json
-import tarfile
-import zlib
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from contextlib import contextmanager
 
 from packaging.version import Version
 
-from envkit.errors import FileSystemError, WheelError
-from envkit.io.atomicfile import write_atomic
+from envkit.errors import WheelError
+from envkit.index.archives import tar_member
+from envkit.io.cache import BOUNDS, Fields
 from envkit.io.http import MiB, status_error
-from envkit.io.redaction import redact
 from envkit.profiles.bounds import Bound, parse_registry
-from envkit.releases.registry import Scanner, cache_dir, index_key
+from envkit.releases.registry import Scanner, index_key
 
-FORMAT = 1
 REGISTRY = "tests/models/registry.py"
 MAX_SDIST = 96 * MiB  # vLLM's are 7-10 MB
 MAX_REGISTRY = 4 * MiB
 
 
-def _cache_file(version: Version, index: str) -> Path:
-    return cache_dir().parent / "bounds" / f"vllm-{version}.{index_key(index)}.v{FORMAT}.json"
+def _key(version: Version, index: str) -> str:
+    return f"vllm-{version}.{index_key(index)}"
+
+
+def _entry(f: Fields) -> dict[str, Bound]:
+    f.text("source")
+    return {arch: Bound.from_entry(arch, b) for arch, b in f.table_map("bounds").items()}
 
 
 def _cached(version: Version, index: str) -> dict[str, Bound] | None:
-    try:
-        path = _cache_file(version, index)
-        if path.stat().st_size > MAX_REGISTRY:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {str(k): Bound.from_dict(str(k), v) for k, v in data["bounds"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return None
+    return BOUNDS.load(_key(version, index), _entry)
 
 
 def _store(version: Version, index: str, found: dict[str, Bound], source: str) -> None:
-    path = _cache_file(version, index)
     data = {"source": source, "bounds": {k: b.to_dict() for k, b in sorted(found.items())}}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(data, sort_keys=True))
-    except (OSError, FileSystemError):
-        pass
+    BOUNDS.store(_key(version, index), data)
 
 
 def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
@@ -70,10 +59,16 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
         _store(version, scanner.index, {}, "no source distribution")
         return {}
     scanner.progress(f"reading vLLM {version}'s test registry from {sdist.filename}")
-    answer = scanner.http.request("GET", sdist.url, max_bytes=MAX_SDIST)
-    if answer.status != 200:
-        raise status_error(sdist.url, answer.status)
-    text = _registry_text(answer.body, sdist.url)
+    # the body is held in memory while it is read: within what the index says it is (with
+    # slack for a mirror's rounding), and only so many bytes of bodies at once across threads
+    declared = sdist.size or MAX_SDIST
+    limit = min(MAX_SDIST, declared + declared // 8 + MiB)
+    with _IN_MEMORY.held(limit):
+        answer = scanner.http.request("GET", sdist.url, max_bytes=limit)
+        if answer.status != 200:
+            raise status_error(sdist.url, answer.status)
+        text = _registry_text(answer.body, sdist.url)
+        del answer
     if text is None:
         _store(version, scanner.index, {}, f"{sdist.filename} has no {REGISTRY}")
         return {}
@@ -88,22 +83,40 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
     return found
 
 
+class _Memory:
+    """Bytes of sdist bodies in memory at once, across the threads reading them."""
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._used = 0
+        self._free = threading.Condition()
+
+    @contextmanager
+    def held(self, size: int) -> Iterator[None]:
+        with self._free:  # one body always fits, however large
+            self._free.wait_for(lambda: self._used == 0 or self._used + size <= self._total)
+            self._used += size
+        try:
+            yield
+        finally:
+            with self._free:
+                self._used -= size
+                self._free.notify_all()
+
+
+_IN_MEMORY = _Memory(2 * MAX_SDIST)  # two bodies of the largest kind: under 300 MB in all
+
+
 def _registry_text(body: bytes, url: str) -> str | None:
-    """The test registry out of a .tar.gz (None when it has none), within the size caps."""
-    try:
-        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
-            for member in archive:
-                parts = member.name.split("/", 1)
-                if len(parts) == 2 and parts[1] == REGISTRY and member.isfile():
-                    if member.size > MAX_REGISTRY:
-                        break
-                    handle = archive.extractfile(member)
-                    return handle.read(MAX_REGISTRY).decode("utf-8", "replace") if handle else None
-    except (tarfile.TarError, zlib.error, EOFError, OSError) as exc:
-        raise WheelError(
-            f"{redact(url)} is not a source archive envkit can read ({exc})."
-        ) from None
-    return None
+    """The test registry out of a .tar.gz (None when it has none), read within the caps on
+    members, sizes, inflated bytes and time (index.archives)."""
+
+    def wanted(name: str) -> bool:
+        parts = name.split("/", 1)
+        return len(parts) == 2 and parts[1] == REGISTRY
+
+    data = tar_member(body, url, wanted, max_wanted=MAX_REGISTRY)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def bounds_for(

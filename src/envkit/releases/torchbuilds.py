@@ -23,16 +23,22 @@ import json
 import os
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, NetworkError, WheelError
-from envkit.index.wheels import html_entries
+from envkit.index.asttables import SourceError, module_tables
+from envkit.index.wheels import html_entries, pick_wheel, read_members
+from envkit.io.atomicfile import write_atomic
+from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields
 from envkit.io.http import Http
-from envkit.releases.registry import Scanner, torch_cuda
+from envkit.io.redaction import redact
+from envkit.releases.registry import Scanner
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 # the CUDA backends PyTorch has published wheels for; asked one page each
@@ -115,7 +121,7 @@ def read_index(index: str, http: Http) -> dict[str, set[str]]:
         if answer.status != 200:
             continue
         versions = set()
-        for entry in html_entries(answer.text()):
+        for entry in html_entries(answer.text(), url):
             match = _WHEEL.match(str(entry.get("filename", "")))
             if match:
                 versions.add(match.group(1))
@@ -143,6 +149,50 @@ def table_from_index(pages: dict[str, set[str]]) -> dict[str, list[str]]:
     return {k: sorted(v, key=_v) for k, v in sorted(series.items(), key=lambda kv: _v(kv[0]))}
 
 
+def torch_cuda(scanner: Scanner, version: Version) -> str:
+    """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU)."""
+    return wheel_cuda(pick_wheel(scanner.files("torch"), version).url, scanner.http)
+
+
+def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
+    """The CUDA version the torch wheel at ``url`` was built with ('' if CPU), from its
+    ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
+    answer is kept in the cache under that hash (the same bytes always give it)."""
+    cacheable = re.fullmatch(r"[0-9a-f]{64}", sha256) is not None
+    if cacheable:
+        known = TORCH_BUILDS.load(sha256, _cuda_entry)
+        if known is not None:
+            return known
+    name = redact(url.rsplit("/", 1)[-1])
+    texts = read_members(url, http, ["torch/version.py"])
+    if "torch/version.py" not in texts:
+        raise WheelError(f"{name} has no torch/version.py.")
+    try:
+        text = texts["torch/version.py"].decode("utf-8", "replace")
+        found = module_tables(text, filename="torch/version.py").get("cuda")
+    except SourceError as exc:
+        raise WheelError(str(exc)) from None
+    if found is None:
+        found = ""  # a CPU build says cuda = None
+    if not isinstance(found, str) or (found and not _CUDA.fullmatch(found)):
+        raise WheelError(f"torch/version.py in {name} says cuda = {found!r:.40}, not a version.")
+    if cacheable:
+        with _torch_cache:  # one writer at a time (the locker's threads)
+            TORCH_BUILDS.store(sha256, {"cuda": found})
+    return found
+
+
+def _cuda_entry(f: Fields) -> str:
+    cuda = f.text("cuda")
+    if cuda and not _CUDA.fullmatch(cuda):
+        raise BadEntry(f"cuda {cuda!r:.40} is not a CUDA version")
+    return cuda
+
+
+_CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
+_torch_cache = threading.Lock()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m envkit.releases.torchbuilds",
@@ -167,8 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     text = json.dumps(table, indent=2) + "\n"
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            write_atomic(Path(args.out), text)
+        except EnvkitError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(text)
     return 0

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from envkit.errors import BadInput
+from envkit.io.files import open_regular
 from envkit.serving.envpins import Installed
 from envkit.serving.fixcontext import Builder, Context, Fix, unknown_fix
 from envkit.serving.fixmemory import BUILDERS as MEMORY
@@ -139,7 +140,7 @@ def open_log(argument: str) -> Iterator[tuple[BinaryIO, str]]:
             f"The log {argument!r} is not a file.",
             "Give the file vLLM's output went to, or - to read standard input.",
         )
-    with path.open("rb") as stream:
+    with open_regular(path, what="log") as stream:
         yield stream, argument
 
 

@@ -148,10 +148,11 @@ def _patch(ctx: Context) -> Patch | None:
     folder = Path(model) if model else None
     if folder is not None and (folder / "config.json").is_file():
         try:
+            from envkit.io.files import MiB, read_small
             from envkit.models.check_model import load_json
             from envkit.serving.shapes import vision
 
-            config = load_json((folder / "config.json").read_bytes()[: 8 << 20], str(folder))
+            config = load_json(read_small(folder / "config.json", 8 * MiB), str(folder))
             seen = vision(folder, config) if isinstance(config, dict) else None
             if seen:
                 side = math.isqrt(seen.pixels_per_token)  # (patch x merge) already

@@ -31,6 +31,7 @@ from envkit.errors import BadInput
 from envkit.findings import Finding
 from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
 from envkit.io.escaping import shell_command
+from envkit.io.files import present
 from envkit.serving.shapes import (
     DTYPE_BYTES,
     MAX_COUNT,
@@ -183,7 +184,7 @@ def _serve_dtype(
 def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -> tuple[int, str]:
     index = model / "model.safetensors.index.json"
     checkpoint_bytes = DTYPE_BYTES.get(s.dtype, 2)
-    if index.is_file():
+    if present(index):
         metadata = json_object(index).get("metadata")
         if not isinstance(metadata, dict):
             raise BadInput(f"{index} has no metadata.total_size.")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import BadInput
+from envkit.io.files import present
 
 DTYPE_BYTES = {
     "float32": 4,
@@ -241,13 +242,13 @@ class Vision:
 
 def vision(model: Path, config: dict[str, Any]) -> Vision | None:
     """The largest image vLLM profiles with, from preprocessor_config.json / vision_config."""
-    present = config.get("vision_config") is not None
+    has_vision_config = config.get("vision_config") is not None
     vc = table(config, "vision_config", "config.json")
     pre: dict[str, Any] = {}
     pre_path = model / "preprocessor_config.json"
-    if pre_path.is_file():
+    if present(pre_path):
         pre = json_object(pre_path)
-    if not present and not pre:
+    if not has_vision_config and not pre:
         return None
     where, cfg, in_vc = str(pre_path), "config.json", "vision_config."
     patch = whole(pre, "patch_size", where, default=0) or whole(
@@ -273,14 +274,9 @@ def vision(model: Path, config: dict[str, Any]) -> Vision | None:
 
 def json_object(path: Path) -> dict[str, Any]:
     """A model file that must hold a JSON object, read within the same limits as config.json."""
-    from envkit.models.check_model import MAX_CONFIG_BYTES, load_json
+    from envkit.models.check_model import load_json, read_model_text
 
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise BadInput(f"{path} is larger than a model's metadata file can be.")
-        data = load_json(path.read_bytes(), str(path))
-    except OSError as exc:
-        raise BadInput(f"Cannot read {str(path)!r} ({exc.strerror}).") from None
+    data = load_json(read_model_text(path), str(path))
     if not isinstance(data, dict):
         raise BadInput(f"{path} holds a JSON {type(data).__name__}, not an object.")
     return data

@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.errors import BadInput, FileSystemError
+from envkit.errors import BadInput, FileSystemError, UnreadableFile
 from envkit.io.atomicfile import write_atomic
+from envkit.io.files import MiB, read_small_text
+from envkit.lock.cells import read_lock_bytes
 from envkit.site import html
 from envkit.site.data import SiteData
 
@@ -47,10 +49,11 @@ def previous_files(out: Path) -> list[str]:
     if not entries:
         return []
     try:
-        listed = json.loads((out / MARKER).read_text(encoding="utf-8"))["files"]
+        text = read_small_text(out / MARKER, 4 * MiB, what="site marker")
+        listed = json.loads(text)["files"]
         if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
             raise ValueError
-    except (OSError, ValueError, KeyError, TypeError):
+    except (UnreadableFile, ValueError, KeyError, TypeError, RecursionError):
         raise BadInput(
             f"--out {str(out)!r} is not empty and is not a site envkit wrote "
             f"(no {MARKER}); its entries: {', '.join(sorted(entries)[:5])}.",
@@ -77,7 +80,7 @@ def write(out: Path, data: SiteData) -> SiteResult:
         name = item.profile.name
         pages[f"profiles/{name}.html"] = html.profile_page(item)
         for path in item.files:
-            pages[f"constraints/{name}/{path.name}"] = path.read_bytes()
+            pages[f"constraints/{name}/{path.name}"] = read_lock_bytes(path)
     try:
         for relative, content in sorted(pages.items()):
             target = out / relative

@@ -11,7 +11,6 @@ byte-for-byte the same from the same caches.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -22,14 +21,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envkit.compat.checker import Checker, CompatReport
-from envkit.errors import EnvkitError, FileSystemError, WheelError
+from envkit.errors import EnvkitError, WheelError
 from envkit.index.wheels import RemoteZip, pick_wheel
-from envkit.io.atomicfile import write_atomic
+from envkit.io.cache import MODEL_TYPES
 from envkit.lock.cells import CellState, cell_folder
 from envkit.lock.states import states
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
-from envkit.releases.registry import Scan, Scanner, cache_dir, index_key
+from envkit.releases.registry import Scan, Scanner, index_key
 from envkit.releases.testregistry import bounds_for
 
 MODELING_AUTO = "transformers/models/auto/modeling_auto.py"
@@ -178,12 +177,10 @@ def _cell(arch: str, scan: Scan | None, bounds: Mapping[str, Bound]) -> tuple[st
 def model_types(scanner: Scanner, version: Version) -> dict[str, tuple[str, ...]]:
     """Architecture -> the model types transformers ``version`` maps to it (its auto model
     tables: ``("llama", "LlamaForCausalLM")`` pairs), cached per release and index."""
-    path = cache_dir().parent / "site" / f"model-types-{version}.{index_key(scanner.index)}.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {str(k): tuple(str(t) for t in v) for k, v in data.items()}
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
+    key = f"model-types-{version}.{index_key(scanner.index)}"
+    known = MODEL_TYPES.load(key, lambda f: {arch: f.texts(arch) for arch in list(f.data)})
+    if known is not None:
+        return known
     wheel = pick_wheel(scanner.files("transformers"), version)
     text = RemoteZip(wheel.url, scanner.http).read([MODELING_AUTO]).get(MODELING_AUTO, b"")
     found: dict[str, set[str]] = {}
@@ -203,11 +200,7 @@ def model_types(scanner: Scanner, version: Version) -> dict[str, tuple[str, ...]
             ):
                 found.setdefault(second.value, set()).add(first.value)
     out = {arch: tuple(sorted(names)) for arch, names in found.items()}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(out, sort_keys=True))
-    except (OSError, FileSystemError):
-        pass
+    MODEL_TYPES.store(key, {arch: list(names) for arch, names in out.items()})
     return out
 
 

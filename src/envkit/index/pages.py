@@ -1,0 +1,226 @@
+"""Package index pages: which files a project publishes, and choosing a wheel among them.
+
+The index is chosen as uv chooses it (``--index-url``, then ``$UV_DEFAULT_INDEX``, then
+``$UV_INDEX_URL``) and read in the JSON simple API (PEP 691) or, from indexes that only serve
+it, the HTML one (PEP 503). Every answer is checked before use: a page is capped in bytes
+and in the files it lists (counted while it is parsed, so a page of a million entries is
+refused before it is built), and a malformed page is a NetworkError naming the URL, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urldefrag, urljoin
+
+from packaging.tags import sys_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from envkit.errors import NetworkError, WheelError
+from envkit.io.http import Http, MiB, status_error
+from envkit.io.redaction import redact
+from envkit.io.urls import check_index
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, "
+    "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+)
+# the largest page envkit reads, torch's, is 420 KB with 987 files
+MAX_INDEX_PAGE = 16 * MiB
+MAX_INDEX_ENTRIES = 20_000  # files one page may list, counted as the page is parsed
+# values (JSON: commas) or tags (HTML: '<') one page may hold, counted before it is parsed;
+# torch's page has 7.3 commas a file, PEP 503 pages 3 tags a link
+MAX_PAGE_ITEMS = 8 * MAX_INDEX_ENTRIES
+
+
+def index_url(option: str | None = None) -> str:
+    """The index, as uv picks its default one: the option, ``$UV_DEFAULT_INDEX``,
+    ``$UV_INDEX_URL`` (uv's older name), else PyPI."""
+    for value, where in (
+        (option, "--index-url"),
+        (os.environ.get("UV_DEFAULT_INDEX"), "UV_DEFAULT_INDEX"),
+        (os.environ.get("UV_INDEX_URL"), "UV_INDEX_URL"),
+    ):
+        if value and value.strip():
+            return check_index(value, where)
+    return DEFAULT_INDEX
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    filename: str
+    url: str
+    size: int | None
+    version: Version
+    upload_time: str | None
+    requires_python: str | None
+
+
+def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str, Any]], str]:
+    """The file entries of ``project``'s index page, and the page's URL (for relative links)."""
+    url = f"{index}/{canonicalize_name(project)}/"
+    answer = http.request("GET", url, headers={"Accept": _ACCEPT}, max_bytes=MAX_INDEX_PAGE)
+    if answer.status != 200:
+        raise status_error(url, answer.status)
+    kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind.endswith("json") or answer.body.lstrip()[:1] == b"{":
+        return _json_entries(answer.body, url), answer.url
+    return html_entries(answer.text(), url), answer.url
+
+
+def _files(project: str, index: str, http: Http, suffix: str) -> Iterator[WheelFile]:
+    """The index's files of ``project`` ending in ``suffix`` (yanked ones left out), their
+    version parsed from the name (``name`` -> None to skip a file)."""
+    entries, page = _index_entries(project, index, http)
+    for entry in entries:
+        name, href = entry.get("filename"), entry.get("url")
+        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(suffix):
+            continue
+        version = _version_of(project, name)
+        if version is None or entry.get("yanked") not in (None, False):
+            continue
+        size, upload = entry.get("size"), entry.get("upload-time")
+        requires = entry.get("requires-python")
+        yield WheelFile(
+            name,
+            urljoin(page, href),
+            size if isinstance(size, int) and not isinstance(size, bool) else None,
+            version,
+            upload if isinstance(upload, str) else None,
+            requires if isinstance(requires, str) else None,
+        )
+
+
+def _version_of(project: str, name: str) -> Version | None:
+    try:
+        if name.endswith(".whl"):
+            return parse_wheel_filename(name)[1]
+        base, _dash, text = name[: -len(".tar.gz")].rpartition("-")
+        same = canonicalize_name(base) == canonicalize_name(project)
+        return Version(text) if same else None
+    except (InvalidWheelFilename, InvalidVersion, ValueError):
+        return None
+
+
+def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
+    """The source distribution (``.tar.gz``) of each release, by version."""
+    return {f.version: f for f in _files(project, index, http, ".tar.gz")}
+
+
+def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
+    """Every wheel the index lists for ``project`` (yanked ones left out)."""
+    return list(_files(project, index, http, ".whl"))
+
+
+def _json_entries(body: bytes, url: str) -> list[dict[str, Any]]:
+    objects = 0
+
+    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal objects  # every object of the page: a file entry, its hashes, its metadata
+        objects += 1
+        if objects > 4 * MAX_INDEX_ENTRIES:
+            raise _TooMany
+        return dict(pairs)
+
+    if body.count(b",") > MAX_PAGE_ITEMS:
+        raise _too_many(url)
+    try:
+        data = json.loads(body, object_pairs_hook=counted)
+    except _TooMany:
+        raise _too_many(url) from None
+    except (ValueError, RecursionError):
+        raise _bad_page(url, "is not valid JSON") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise _bad_page(url, "has no list of files")
+    if len(files) > MAX_INDEX_ENTRIES:
+        raise _too_many(url)
+    return [f for f in files if isinstance(f, dict)]
+
+
+class _TooMany(Exception):
+    """A page lists more files than MAX_INDEX_ENTRIES (raised while it is parsed)."""
+
+
+def _too_many(url: str) -> NetworkError:
+    return _bad_page(url, f"lists more than {MAX_INDEX_ENTRIES:,} files")
+
+
+def _bad_page(url: str, what: str) -> NetworkError:
+    return NetworkError(
+        f"The index page {redact(url)} {what} (PEP 691 JSON or PEP 503 HTML expected).",
+        "Check --index-url (or UV_DEFAULT_INDEX): it must be a simple-API index.",
+        url=redact(url),
+    )
+
+
+class _Links(HTMLParser):
+    """The anchors of a PEP 503 page: file name, URL, and the data-* attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a":
+            return
+        values = dict(attrs)
+        href = values.get("href")
+        if not href:
+            return
+        if len(self.entries) >= MAX_INDEX_ENTRIES:
+            raise _TooMany
+        link, _fragment = urldefrag(href)
+        self._open = {
+            "url": href,
+            "filename": link.rstrip("/").rpartition("/")[2],
+            "yanked": True if "data-yanked" in values else None,
+            "requires-python": values.get("data-requires-python"),
+        }
+        self.entries.append(self._open)
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None and data.strip():
+            self._open["filename"] = data.strip()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._open = None
+
+
+def html_entries(text: str, url: str = "") -> list[dict[str, Any]]:
+    """The anchors of a PEP 503 page; NetworkError past MAX_INDEX_ENTRIES of them."""
+    if text.count("<") > MAX_PAGE_ITEMS:
+        raise _too_many(url)
+    parser = _Links()
+    try:
+        parser.feed(text)
+        parser.close()
+    except _TooMany:
+        raise _too_many(url) from None
+    return parser.entries
+
+
+def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
+    """One wheel of that version: one for this machine if there is, else a Linux x86_64 one.
+
+    The Python sources scanned are the same in every wheel of a release.
+    """
+    candidates = [f for f in files if f.version == version]
+    if not candidates:
+        raise WheelError(f"No wheel of version {version} is listed.", "Check the version.")
+    ours = {str(t) for t in sys_tags()}
+
+    def rank(f: WheelFile) -> tuple[int, int]:
+        tags = {str(t) for t in parse_wheel_filename(f.filename)[3]}
+        return (0 if tags & ours else 1 if any("x86_64" in t for t in tags) else 2, f.size or 0)
+
+    return sorted(candidates, key=rank)[0]

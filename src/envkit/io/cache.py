@@ -1,0 +1,221 @@
+"""envkit's on-disk cache: every kind of entry it keeps, read and written here alone.
+
+The cache lives in ``$ENVKIT_CACHE_DIR`` (else the platform's user cache folder), one folder
+per :class:`Kind`, one JSON file per entry. Each kind has a format number (bumped when what
+its entries hold changes: older entries are then never read) and a size cap.
+
+An entry is input like any other, since anyone who can write that folder can write it: it
+is read only as a regular file (never through a link) within its kind's cap, as plain JSON
+(no NaN, no deep nesting), and then by the kind's own parser, which turns it into frozen
+data field by field (:class:`Fields`: types, ranges, lengths). An entry that fails any of
+it is deleted and reported as absent, so the caller reads the source again and stores a good
+one: never a traceback, never a verdict. A cache that cannot be written only costs time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from platformdirs import user_cache_path
+
+from envkit.errors import EnvkitError, UnreadableFile
+from envkit.io.atomicfile import write_atomic
+from envkit.io.files import KiB, MiB, read_small_text
+
+T = TypeVar("T")
+MAX_ITEMS = 200_000  # entries of one list or table in an entry (a registry has ~500)
+MAX_TEXT = 64 * KiB  # characters of one string in an entry
+# a key is one file name: versions, index keys, hashes (never a path)
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,199}")
+
+
+class BadEntry(ValueError):
+    """A cache entry that is not what its kind holds; the reader discards it."""
+
+
+def root() -> Path:
+    """The cache folder: ``$ENVKIT_CACHE_DIR``, else the platform's user cache."""
+    chosen = os.environ.get("ENVKIT_CACHE_DIR")
+    return Path(chosen) if chosen else user_cache_path("envkit")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of entry: its folder, format number and size cap."""
+
+    folder: str
+    format: int
+    max_bytes: int
+    # False: format 1 entries are named without ".v1", as they were before formats were
+    # numbered (renaming them would throw every cached answer away); a later format is
+    # named ".vN" like the others
+    numbered: bool = True
+
+    def path(self, key: str) -> Path:
+        numbered = self.numbered or self.format != 1
+        return root() / self.folder / (f"{key}.v{self.format}.json" if numbered else f"{key}.json")
+
+    def load(self, key: str, parse: Callable[[Fields], T]) -> T | None:
+        """The entry stored under ``key``, as ``parse`` reads it; None when there is none,
+        or when it is not a valid entry of this kind (it is then deleted)."""
+        if not _KEY.fullmatch(key):
+            return None
+        path = self.path(key)
+        try:
+            text = read_small_text(path, self.max_bytes, what="cache entry", follow=False)
+        except UnreadableFile as exc:
+            if exc.kind != "missing":
+                discard(path)  # a link, a FIFO, a huge file: never read, gone
+            return None
+        try:
+            return parse(Fields(_json(text), self.folder))
+        except (ValueError, TypeError, KeyError, RecursionError):  # BadEntry is a ValueError
+            discard(path)
+            return None
+
+    def store(self, key: str, data: Any) -> None:
+        """Write the entry ``data`` (JSON values) under ``key``, atomically; nothing when it
+        cannot be written or would be larger than the kind reads back."""
+        if not _KEY.fullmatch(key):
+            return
+        path = self.path(key)
+        try:
+            text = json.dumps(data, sort_keys=True, allow_nan=False)
+            if len(text.encode("utf-8")) > self.max_bytes:
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_symlink():
+                discard(path)  # write the entry, never whatever the link points at
+            write_atomic(path, text, own=True)
+        except (OSError, EnvkitError, ValueError, TypeError, RecursionError):
+            pass  # a cache entry that cannot be written only costs time
+
+
+def discard(path: Path) -> None:
+    """Delete a bad entry (a link is removed, never followed); a folder is left alone."""
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _json(text: str) -> Any:
+    def no_constant(name: str) -> Any:
+        raise BadEntry(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=no_constant)
+
+
+class Fields:
+    """One decoded entry (or a table in it), read field by field with its type and range
+    checked: the first wrong one raises :class:`BadEntry`. A default given makes the field
+    optional (absent, or null, reads as the default)."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise BadEntry(f"{where} is a {type(data).__name__}, not an object")
+        if len(data) > MAX_ITEMS:
+            raise BadEntry(f"{where} has too many keys")
+        self.data: dict[str, Any] = data
+        self.where = where
+
+    def _value(self, key: str, optional: bool) -> Any:
+        value = self.data.get(key)
+        if value is None and not optional:
+            raise BadEntry(f"{self.where}.{key} is missing")
+        return value
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self._value(key, default is not None)
+        if value is None and default is not None:
+            return default
+        return _text(value, f"{self.where}.{key}")
+
+    def whole(self, key: str, default: int | None = None, *, high: int = 2**53) -> int:
+        value = self._value(key, default is not None)
+        if value is None and default is not None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            raise BadEntry(f"{self.where}.{key} is not a whole number from 0 to {high}")
+        return value
+
+    def number(self, key: str, default: float | None = None, *, high: float = 1e9) -> float:
+        value = self._value(key, default is not None)
+        if value is None and default is not None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise BadEntry(f"{self.where}.{key} is not a number")
+        if not (math.isfinite(value) and 0 <= value <= high):
+            raise BadEntry(f"{self.where}.{key} is out of range")
+        return float(value)
+
+    def flag(self, key: str, default: bool | None = None) -> bool:
+        value = self._value(key, default is not None)
+        if value is None and default is not None:
+            return default
+        if not isinstance(value, bool):
+            raise BadEntry(f"{self.where}.{key} is not true or false")
+        return value
+
+    def texts(self, key: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        value = self._value(key, default is not None)
+        if value is None and default is not None:
+            return default
+        where = f"{self.where}.{key}"
+        return tuple(_text(v, where) for v in _items(value, where))
+
+    def text_map(self, key: str, *, optional: bool = True) -> dict[str, str]:
+        """An object of strings ({} when absent and ``optional``)."""
+        value = self._value(key, optional)
+        if value is None:
+            return {}
+        where = f"{self.where}.{key}"
+        return {_text(k, where): _text(v, f"{where}.{k}") for k, v in _table(value, where)}
+
+    def tables(self, key: str) -> tuple[Fields, ...]:
+        """A list of objects, each read as Fields."""
+        where = f"{self.where}.{key}"
+        return tuple(Fields(v, where) for v in _items(self._value(key, False), where))
+
+    def table_map(self, key: str, *, optional: bool = True) -> dict[str, Fields]:
+        """An object of objects ({} when absent and ``optional``)."""
+        value = self._value(key, optional)
+        if value is None:
+            return {}
+        where = f"{self.where}.{key}"
+        return {_text(k, where): Fields(v, f"{where}.{k}") for k, v in _table(value, where)}
+
+    def table(self, key: str) -> Fields:
+        return Fields(self._value(key, False), f"{self.where}.{key}")
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise BadEntry(f"{where} is not a string of at most {MAX_TEXT:,} characters")
+    return value
+
+
+def _items(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list) or len(value) > MAX_ITEMS:
+        raise BadEntry(f"{where} is not a list of at most {MAX_ITEMS:,} items")
+    return value
+
+
+def _table(value: Any, where: str) -> list[tuple[Any, Any]]:
+    if not isinstance(value, Mapping) or len(value) > MAX_ITEMS:
+        raise BadEntry(f"{where} is not an object of at most {MAX_ITEMS:,} keys")
+    return list(value.items())
+
+
+# Every kind envkit keeps. Bump a format when what its entries hold changes.
+SCANS = Kind("scans", 2, 16 * MiB)  # what a vLLM / transformers release can load (registry)
+BOUNDS = Kind("bounds", 1, 4 * MiB)  # vLLM's test-registry bounds per release (testregistry)
+COMPAT = Kind("compat", 1, 4 * MiB)  # a vLLM x transformers report (compat.checker)
+MODEL_TYPES = Kind("site", 1, 8 * MiB, numbered=False)  # arch -> model types (site.data)
+TORCH_BUILDS = Kind("torch-builds", 1, 4 * KiB, numbered=False)  # a torch wheel's CUDA
