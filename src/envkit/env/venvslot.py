@@ -95,6 +95,14 @@ def made_by_envkit(path: Path) -> bool:
     return bool(marker and marker.get("build_id"))
 
 
+def built_profile(path: Path) -> str | None:
+    """The profile envkit's marker in the venv at ``path`` says it was built from, or None
+    when there is no readable marker (a venv envkit did not build)."""
+    marker = _read_json(path / MARKER)
+    name = marker.get("profile") if marker else None
+    return name if isinstance(name, str) and name else None
+
+
 def unexpected_entries(path: Path) -> list[str]:
     """The top-level entries of ``path`` that no virtual environment holds."""
     return sorted(entry.name for entry in path.iterdir() if entry.name not in VENV_ENTRIES)
