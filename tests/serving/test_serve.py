@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from envkit.env.venvslot import MARKER
 from envkit.io.pieces import Pieces
@@ -367,3 +369,16 @@ def test_a_streamed_child_is_read_with_a_deadline_and_its_group_stopped() -> Non
     finally:
         child.stop(0)
         child.close()
+
+
+@given(st.lists(st.binary(max_size=40), max_size=30), st.integers(4, 32))
+@settings(max_examples=200, deadline=None)
+def test_pieces_of_any_output_in_any_chunks(chunks: list[bytes], limit: int) -> None:
+    pieces = Pieces(limit)
+    out = [p for c in chunks for p in pieces.feed(c)] + pieces.flush()
+    assert all(len(p) <= limit + 2 and p.endswith((b"\n", b"\r")) for p in out)
+    whole = b"".join(chunks)
+    if pieces.cut == 0:  # nothing was cut: every byte arrives, in order
+        assert b"".join(out) == (
+            whole if whole.endswith((b"\n", b"\r")) or not whole else whole + b"\n"
+        )
