@@ -126,6 +126,13 @@ class EnvironmentBroken(EnvkitError):
     exit_code = EXIT_CHECK_FAILED
 
 
+class ServeRefused(EnvkitError):
+    """``envkit serve`` would not start vLLM: the plan has no command for the model on this
+    GPU, or the port is taken."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
 class NetworkError(EnvkitError):
     """A server (package index, Hub, vLLM) could not be reached, or answered too slowly, too
     much, or in a shape envkit cannot use. ``status`` is the HTTP status when there was one.

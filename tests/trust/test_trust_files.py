@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from envkit.errors import BadInput
 from envkit.io.atomicfile import held, write_atomic
-from envkit.io.process import parse_faults
+from envkit.io.faults import parse_faults
 from envkit.serving.memory_plan import PlanInput, make_plan
 
 import indexserver

@@ -25,7 +25,7 @@ from envkit.errors import (
     EnvkitError,
     Interrupted,
 )
-from envkit.io import process, redaction
+from envkit.io import faults, process, redaction
 from envkit.io.atomicfile import sweep_temporary_folders
 
 for _module in (env, models, locks, serving, site):
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     restore = process.install_signal_handlers()
     sweep_temporary_folders()  # what killed envkit processes left in the temporary folder
     try:
-        process.check_faults()  # a malformed ENVKIT_FAULT is refused before anything runs
+        faults.check_faults()  # a malformed ENVKIT_FAULT is refused before anything runs
         code = cli.main(args=args, obj=state, standalone_mode=False, prog_name="envkit")
         return int(code) if isinstance(code, int) else EXIT_OK
     except Interrupted as exc:

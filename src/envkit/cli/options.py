@@ -17,6 +17,7 @@ from envkit.io.escaping import visible
 
 if TYPE_CHECKING:
     from envkit.env.verify import CompatLookup
+    from envkit.serving.planning import Gpu, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -149,3 +150,103 @@ def compat_lookup(index: str | None) -> CompatLookup:
     from envkit.index.wheels import index_url
 
     return lookup(Checker(index_url(index), progress=render.progress))
+
+
+def plan_options(func: F) -> F:
+    """The GPU and the vLLM settings a memory plan takes (``plan``, ``serve``)."""
+    options = [
+        click.option(
+            "--gpu", "gpu_name", metavar="NAME", help="A known card (rtx-2070, t4, a100-80gb, ...)."
+        ),
+        click.option(
+            "--gpu-memory", metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB."
+        ),
+        click.option(
+            "--compute-capability",
+            metavar="X.Y",
+            help="The card's compute capability (below 8.0: no bfloat16) [or --gpu].",
+        ),
+        click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts."),
+        click.option(
+            "--gpu-memory-utilization",
+            "utilization",
+            type=float,
+            default=0.9,
+            show_default=True,
+            help="vLLM's share of the GPU's total memory.",
+        ),
+        click.option("--max-model-len", type=click.IntRange(1), help="Context length to plan for."),
+        click.option(
+            "--dtype",
+            default="auto",
+            show_default=True,
+            type=click.Choice(["auto", "float16", "half", "bfloat16", "float32"]),
+        ),
+        click.option(
+            "--kv-cache-dtype",
+            default="auto",
+            show_default=True,
+            type=click.Choice(["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]),
+        ),
+        click.option(
+            "--reserve",
+            default="1GiB",
+            show_default=True,
+            metavar="SIZE",
+            help="Activation peak and CUDA graphs, outside weights and KV cache.",
+        ),
+        revision_option,
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What :func:`plan_options` parsed: the GPU (None when no option names one) and the
+    settings, with the names of those the user gave (the rest are defaults)."""
+
+    gpu: Gpu | None
+    settings: Settings
+    given: frozenset[str]
+
+
+PLAN_KEYS = (
+    "gpu_name",
+    "gpu_memory",
+    "compute_capability",
+    "free",
+    "utilization",
+    "max_model_len",
+    "dtype",
+    "kv_cache_dtype",
+    "reserve",
+    "revision",
+)
+
+
+def plan_values(ctx: click.Context, values: dict[str, Any]) -> PlanOptions:
+    """Take :func:`plan_options`' values out of ``values`` (a command's keyword arguments)
+    and check them: sizes, the card, the capability (BadInput naming the option)."""
+    from envkit.gpu.cards import parse_size
+    from envkit.serving.planning import Settings, gpu_from_options
+
+    raw = {key: values.pop(key) for key in PLAN_KEYS}
+    given = frozenset(
+        key
+        for key in PLAN_KEYS
+        if ctx.get_parameter_source(key) is not click.core.ParameterSource.DEFAULT
+    )
+    gpu = gpu_from_options(
+        raw["gpu_name"], raw["gpu_memory"], raw["free"], raw["compute_capability"]
+    )
+    settings = Settings(
+        utilization=finite(raw["utilization"], "--gpu-memory-utilization"),
+        max_model_len=raw["max_model_len"],
+        dtype=raw["dtype"],
+        kv_cache_dtype=raw["kv_cache_dtype"],
+        reserve=parse_size(raw["reserve"], "--reserve", allow_zero=True),
+        revision=raw["revision"],
+    )
+    return PlanOptions(gpu, settings, given)

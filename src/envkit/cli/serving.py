@@ -1,22 +1,30 @@
-"""CLI commands for serving: plan, probe, doctor, explain."""
+"""CLI commands for serving: plan, probe, doctor, explain, serve."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envkit import render
 from envkit.cli.options import (
+    PlanOptions,
     State,
     compat_lookup,
     complete_profiles,
     finite,
     json_option,
-    revision_option,
+    plan_options,
+    plan_values,
 )
-from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
+from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput, ServeRefused
 from envkit.profiles.catalog import Catalog
+
+if TYPE_CHECKING:
+    from envkit.profiles.profile import Profile
+    from envkit.serving.envpins import Installed
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -24,106 +32,31 @@ from envkit.profiles.catalog import Catalog
 @click.command()
 @click.argument("profile", shell_complete=complete_profiles)
 @click.argument("model")
-@click.option(
-    "--gpu", "gpu_name", metavar="NAME", help="A known card (rtx-2070, t4, a100-80gb, ...)."
-)
-@click.option(
-    "--gpu-memory", metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB [or --gpu]."
-)
-@click.option(
-    "--compute-capability",
-    metavar="X.Y",
-    help="The card's compute capability (below 8.0: no bfloat16) [or --gpu].",
-)
-@click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts.")
-@click.option(
-    "--gpu-memory-utilization",
-    "utilization",
-    type=float,
-    default=0.9,
-    show_default=True,
-    help="vLLM's share of the GPU's total memory.",
-)
-@click.option("--max-model-len", type=click.IntRange(1), help="Context length to plan for.")
-@click.option(
-    "--dtype",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "float16", "half", "bfloat16", "float32"]),
-)
-@click.option(
-    "--kv-cache-dtype",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]),
-)
-@click.option(
-    "--reserve",
-    default="1GiB",
-    show_default=True,
-    metavar="SIZE",
-    help="Activation peak and CUDA graphs, outside weights and KV cache.",
-)
+@plan_options
 @click.option("--compose", is_flag=True, help="Also print a docker-compose service.")
-@revision_option
 @json_option
-@click.pass_obj
+@click.pass_context
 def plan(
-    state: State,
-    profile: str,
-    model: str,
-    gpu_name: str | None,
-    gpu_memory: str | None,
-    compute_capability: str | None,
-    free: str | None,
-    utilization: float,
-    max_model_len: int | None,
-    dtype: str,
-    kv_cache_dtype: str,
-    reserve: str,
-    compose: bool,
-    revision: str | None,
-    as_json: bool,
+    ctx: click.Context, /, profile: str, model: str, compose: bool, as_json: bool, **values: Any
 ) -> int:
     """Will MODEL fit this GPU with PROFILE's vLLM? Memory, context, images, command.
 
-    Exit 0 when it fits as asked, 1 when not (with the recommendation), 2 on bad input.
+    Give the GPU with --gpu NAME or --gpu-memory SIZE. Exit 0 when it fits as asked, 1 when
+    not (with the recommendation), 2 on bad input.
     """
-    from envkit.gpu import cards
-    from envkit.models import check_model
-    from envkit.serving import memory_plan as memplan
     from envkit.serving.compose import compose as compose_service
+    from envkit.serving.planning import plan_for
 
-    card_memory, card_capability = cards.gpu(gpu_name) if gpu_name else (0, None)
-    if gpu_memory is None and not card_memory:
+    state: State = ctx.obj
+    asked = plan_values(ctx, values)
+    if asked.gpu is None:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
-    from envkit.index.wheels import index_url
-    from envkit.models.drafts import current_models
-    from envkit.releases.registry import Scanner
-
     loaded = Catalog.from_option(state.envs).resolve(profile)
-    # the verdict from the pinned releases, should the [models] table be stale
-    loaded, _stale = current_models(loaded, Scanner(index_url(), progress=render.progress))
-    config = check_model.load_model_config(model, revision=revision)
-    folder = Path(model) if Path(model).is_dir() else Path(model).parent
-    verdict = check_model.judge(loaded, config)  # the plan obeys it: no command if it cannot load
-    inp = memplan.PlanInput(
-        model=folder,
-        gpu_memory=cards.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
-        free=cards.parse_size(free, "--free") if free else None,
-        utilization=utilization,
-        max_model_len=max_model_len,
-        dtype=dtype,
-        kv_cache_dtype=kv_cache_dtype,
-        reserve=cards.parse_size(reserve, "--reserve", allow_zero=True),
-        compute_capability=cards.compute_capability(compute_capability)
-        if compute_capability
-        else card_capability,
-        load_problems=verdict.problems,
-    )
-    result = memplan.make_plan(config.raw, folder, model, inp)
+    result, loaded, verdict = plan_for(loaded, model, asked.gpu, asked.settings, render.progress)
     extra = (
-        compose_service(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
+        compose_service(
+            model, result.recommended, loaded.models.vllm, asked.settings.kv_cache_dtype
+        )
         if (compose and result.command)
         else ""
     )
@@ -271,4 +204,181 @@ def explain(
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 
-COMMANDS = (plan, probe, doctor, explain)
+@click.command()
+@click.argument("profile", shell_complete=complete_profiles)
+@click.argument("model")
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- VLLM_ARGS...]")
+@click.option(
+    "--venv",
+    type=click.Path(path_type=Path),
+    default=Path(".venv"),
+    show_default=True,
+    help="The venv whose own vllm runs (envkit build made it; it is not verified again).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address vLLM listens on (0.0.0.0: every interface).",
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@plan_options
+@click.option(
+    "--no-plan",
+    is_flag=True,
+    help="No memory plan: vLLM's own defaults, the settings named and the arguments after --.",
+)
+@click.option(
+    "--stall-timeout",
+    type=click.FloatRange(0.1, 86400),
+    callback=lambda _c, _p, v: finite(v, "--stall-timeout"),
+    default=300.0,
+    show_default=True,
+    help="Seconds of silence at a known stall point (encoder cache profiling) before envkit "
+    "stops vLLM.",
+)
+@click.option(
+    "--stop-grace",
+    type=click.FloatRange(0, 600),
+    callback=lambda _c, _p, v: finite(v, "--stop-grace"),
+    default=10.0,
+    show_default=True,
+    help="Seconds vLLM gets to stop after SIGTERM (or a passed-on Ctrl-C) before SIGKILL.",
+)
+@click.option(
+    "--check", is_flag=True, help="Stop vLLM once it serves: exit 0 means this environment serves."
+)
+@click.option(
+    "--api-key-env",
+    metavar="VAR",
+    help="Environment variable holding the API key vLLM is to demand (handed over as "
+    "VLLM_API_KEY, never on the command line or in the log).",
+)
+@json_option
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    /,
+    profile: str,
+    model: str,
+    vllm_args: tuple[str, ...],
+    venv: Path,
+    host: str,
+    port: int,
+    no_plan: bool,
+    stall_timeout: float,
+    stop_grace: float,
+    check: bool,
+    api_key_env: str | None,
+    as_json: bool,
+    **values: Any,
+) -> int:
+    """Start PROFILE's vLLM (the venv's own vllm serve MODEL) with the arguments envkit plan
+    recommends, and watch it: its log goes to the terminal and to .envkit/logs/.
+
+    At a known failure, an exit, or a stall at a known step, vLLM's process group is stopped
+    and the cause and fix are shown (exit 1). Once it is up, envkit probes it (GET
+    /v1/models, a 16-token chat) and says it is ready; with --check it then stops it (exit
+    0), else vLLM runs on and Ctrl-C reaches it (exit 130). Arguments after -- go to vLLM
+    as they are, after envkit's (so they win). The GPU comes from --gpu, --gpu-memory or
+    nvidia-smi; with none known, vLLM keeps its own defaults.
+    """
+    from envkit.serving import launch as start
+    from envkit.serving import serve as core
+    from envkit.serving.knowledge import ShippedKnowledge
+
+    state: State = ctx.obj
+    asked = plan_values(ctx, values)
+    catalog = Catalog.from_option(state.envs)
+    loaded = catalog.resolve(profile)
+    venv = Path(os.path.abspath(venv))
+    program = start.vllm_program(venv)
+    _refuse_owned_args(vllm_args)
+    key = start.api_key(api_key_env)
+    host = start.checked_host(host)
+    start.refuse_busy_port(host, port)
+    planned, notes = _planned_args(loaded, model, asked, no_plan)
+    env, key_env = start.child_env(key, api_key_env)
+    argv = start.command(program, model, host, port, planned, vllm_args)
+    warnings = [w for w in (start.marker_warning(venv, loaded.name),) if w]
+    if any(a.split("=")[0] == "--api-key" for a in vllm_args):
+        warnings.append(
+            "--api-key after -- puts the key on the command line every user's ps shows; "
+            "--api-key-env VAR hands it over in the environment instead"
+        )
+    launch = start.Launch(
+        profile=loaded.name,
+        model=model,
+        venv=venv,
+        argv=argv,
+        shown=start.masked(argv),
+        env=env,
+        key_env=key_env,
+        host=host,
+        port=port,
+        notes=tuple(notes),
+        warnings=tuple(warnings),
+    )
+    render.serve_start(launch)
+    hooks = core.Hooks(output=render.serve_log(as_json), note=render.note, ready=render.serve_ready)
+    options = core.Options(stall_timeout=stall_timeout, check=check, stop_grace=stop_grace)
+    result = core.serve(
+        launch, options, hooks, ShippedKnowledge(catalog), installed=_installed(venv)
+    )
+    render.serve_result(result, as_json)
+    return result.exit_code
+
+
+def _refuse_owned_args(vllm_args: tuple[str, ...]) -> None:
+    for arg in vllm_args:
+        name = arg.split("=")[0]
+        if name in ("--host", "--port", "--model") or arg == "serve":
+            raise BadInput(
+                f"{arg!r} after --: envkit serve sets vLLM's host, port and model itself "
+                "(the probe asks there).",
+                "Give --host, --port and MODEL to envkit serve instead.",
+            )
+
+
+def _planned_args(
+    loaded: Profile, model: str, asked: PlanOptions, no_plan: bool
+) -> tuple[list[str], list[str]]:
+    """The plan's vllm serve arguments and what to say about them."""
+    from envkit.serving.memory_plan import serve_args
+    from envkit.serving.planning import asked_args, gpu_from_nvidia_smi, plan_for
+
+    if no_plan:
+        return asked_args(asked.settings, asked.given), [
+            "--no-plan: vLLM's own defaults, but for the settings named"
+        ]
+    gpu = asked.gpu or gpu_from_nvidia_smi()
+    if gpu is None:
+        return asked_args(asked.settings, asked.given), [
+            "no GPU memory known (no --gpu, --gpu-memory, or nvidia-smi): vLLM's own "
+            "defaults (utilisation 0.9, the model's whole context), but for the settings named"
+        ]
+    result, _profile, _verdict = plan_for(loaded, model, gpu, asked.settings, render.progress)
+    if not result.command:
+        problems = "; ".join(f"{p.code}: {p.message}" for p in result.problems)
+        raise ServeRefused(
+            f"envkit plan has no command for {model} with {loaded.name} on this GPU "
+            f"({gpu.source}): {problems or 'no setting fits'}.",
+            "envkit plan PROFILE MODEL shows the numbers; --no-plan starts vLLM with its own "
+            "defaults anyway.",
+        )
+    args = serve_args(result.recommended, asked.settings.kv_cache_dtype)
+    notes = [f"plan ({gpu.source}): {' '.join(args)}"]
+    notes += [f"plan: {p.code}: {p.message} (so: {p.fix})" for p in result.problems if p.fix]
+    return args, notes
+
+
+def _installed(venv: Path) -> Installed | None:
+    from envkit.serving.envpins import from_venv
+
+    try:
+        return from_venv(venv)
+    except BadInput:  # not a venv envkit can read: the fixes go without its versions
+        return None
+
+
+COMMANDS = (plan, probe, doctor, explain, serve)

@@ -21,7 +21,7 @@ from envkit.env.interpreters import find_interpreter
 from envkit.env.venvslot import VenvSlot, new_build_id
 from envkit.env.verify import CompatLookup, Report, verify
 from envkit.errors import EnvkitError, Interrupted, StaleLock
-from envkit.io import process
+from envkit.io import faults, process
 from envkit.io.redaction import redact
 from envkit.io.uv import Uv
 from envkit.lock.cells import CellStatus, cell_name, digest, machine_platform
@@ -188,7 +188,7 @@ def build(
             progress(f"creating a venv with Python {interpreter.version} ({interpreter.path})")
             uv.create_venv(staging, str(interpreter.path), stream=False)
             slot.mark(build_id, {**marker, "state": "building"})
-            process.fault_point("venv-created")
+            faults.fault_point("venv-created")
             seconds["venv"] = time.monotonic() - start
             constraints = None
             if plan.constraints is not None:
@@ -207,7 +207,7 @@ def build(
                 unset_env=("UV_TORCH_BACKEND",),
             )
             marker = {**marker, "command": [redact(part) for part in ran]}
-            process.fault_point("installed")
+            faults.fault_point("installed")
             seconds["install"] = time.monotonic() - start
             progress("verifying inside the new environment")
             start = time.monotonic()
@@ -215,7 +215,7 @@ def build(
                 profile, staging, shown=slot.venv, torch=source.expected, compat=options.compat
             )
             seconds["verify"] = time.monotonic() - start
-            process.fault_point("verified")
+            faults.fault_point("verified")
             replaced = False
             if report.ok:
                 process.checkpoint()

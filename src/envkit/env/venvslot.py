@@ -47,7 +47,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from envkit.errors import BadInput, EnvironmentBroken, FileSystemError, UnreadableFile
-from envkit.io import process
+from envkit.io import faults, process
 from envkit.io.atomicfile import sweep_temporaries, write_atomic
 from envkit.io.files import read_small_text
 
@@ -100,6 +100,14 @@ def made_by_envkit(path: Path) -> bool:
         return False
     marker = _read_json(path / MARKER)
     return bool(marker and marker.get("build_id"))
+
+
+def built_profile(path: Path) -> str | None:
+    """The profile envkit's marker in the venv at ``path`` says it was built from, or None
+    when there is no readable marker (a venv envkit did not build)."""
+    marker = _read_json(path / MARKER)
+    name = marker.get("profile") if marker else None
+    return name if isinstance(name, str) and name else None
 
 
 def unexpected_entries(path: Path) -> list[str]:
@@ -312,21 +320,21 @@ class VenvSlot:
             _write_json(
                 self.journal, {"phase": "swapping", "build_id": build_id, "pid": os.getpid()}
             )
-            process.fault_point("swap-journaled")
+            faults.fault_point("swap-journaled")
             replaced = _exists(self.path)
             if replaced:
                 os.rename(self.path, self.backup)
-            process.fault_point("swap-old-moved")
+            faults.fault_point("swap-old-moved")
             os.rename(self.staging, self.path)
-            process.fault_point("swap-new-moved")
+            faults.fault_point("swap-new-moved")
             _write_json(
                 self.journal, {"phase": "cleanup", "build_id": build_id, "pid": os.getpid()}
             )
             self.committed = True
-        process.fault_point("swap-committed")
+        faults.fault_point("swap-committed")
         if replaced:
             self._remove_disposable(self.backup)
-        process.fault_point("old-removed")
+        faults.fault_point("old-removed")
         self.journal.unlink()
         return replaced
 

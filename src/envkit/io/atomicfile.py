@@ -18,11 +18,12 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from filelock import FileLock, Timeout
 
 from envkit.errors import BadInput, FileSystemError
-from envkit.io.process import fault_point
+from envkit.io.faults import fault_point
 
 
 def pid_alive(pid: int) -> bool:
@@ -208,3 +209,14 @@ def sweep_temporary_folders() -> None:
         if pid_alive(int(parts[2])) or entry.is_symlink() or not entry.is_dir():
             continue
         shutil.rmtree(entry, ignore_errors=True)
+
+
+def open_new(path: Path, mode: int = 0o600) -> TextIO | None:
+    """A file that did not exist, created owner-only for streaming text into (a log that
+    grows as a child writes); None when ``path`` already exists. Never opens an existing file,
+    and never follows a link at ``path``."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        return None
+    return open(fd, "w", encoding="utf-8", newline="", buffering=1)

@@ -11,18 +11,24 @@ Two things make this more than ``subprocess.run``:
 
 Work that runs children from several threads at once (the lock matrix) gives its pool
 :func:`one_cpu_per_worker`, so the children do not oversubscribe the cores.
+
+A long-running child whose output is watched as it comes (``envkit serve`` runs vLLM) is
+started with :func:`stream`, in a process group of its own: its output is read with a
+deadline (:class:`Streaming`; ``io.pieces`` cuts it into bounded lines), and
+:meth:`Streaming.stop` ends the whole group, a signal first and SIGKILL after a grace period.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,14 +36,18 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from envkit.errors import BadInput
+from envkit.errors import UnreadableFile
+from envkit.io.files import read_small_text
 
 _requested = threading.Event()
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _deferring = 0  # > 0 inside signals_deferred(): a signal is recorded, raised at its end
+_last_signal = signal.SIGINT
 
 
-def _handler(_signum: int, _frame: FrameType | None) -> None:
+def _handler(signum: int, _frame: FrameType | None) -> None:
+    global _last_signal
+    _last_signal = signal.Signals(signum)
     _requested.set()
     if _deferring:
         return
@@ -57,116 +67,6 @@ def signals_deferred() -> Iterator[None]:
         checkpoint()
 
 
-FAULT_VARIABLE = "ENVKIT_FAULT"
-# the named steps (README: "Fault injection for tests"); a name not here is a typo
-FAULT_STEPS = frozenset(
-    {
-        "venv-created",
-        "installed",
-        "verified",
-        "swap-journaled",
-        "swap-old-moved",
-        "swap-new-moved",
-        "swap-committed",
-        "old-removed",
-        "atomic-written",
-        "file-lock",
-        "index-read",
-        "manifest-read",
-    }
-)
-_reached: dict[str, int] = {}
-_reached_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One ``step[#N]=SIGNAL`` of ``ENVKIT_FAULT``: at the ``nth`` time (0: every time)."""
-
-    step: str
-    nth: int
-    signal: signal.Signals
-
-
-def parse_faults(text: str) -> tuple[Fault, ...]:
-    """``ENVKIT_FAULT`` read where it enters: ``step[#N]=SIGNAL[,...]``, SIGNAL a signal's
-    name with or without ``SIG`` (``SIGTERM``, ``TERM``, ``kill``) or its number (``15``).
-    BadInput (exit 2) naming what is wrong, for anything else."""
-    faults = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        try:
-            faults.append(_fault(item))
-        except ValueError as exc:
-            raise BadInput(
-                f"{FAULT_VARIABLE}={text[:200]!r}: {exc}.",
-                f"Write it as step[#N]=SIGNAL, e.g. {FAULT_VARIABLE}=swap-old-moved=TERM, or "
-                "unset it (it is for tests).",
-            ) from None
-    return tuple(faults)
-
-
-def _fault(item: str) -> Fault:
-    """One ``step[#N]=SIGNAL``; ValueError saying what is wrong with it."""
-    where, _eq, sig = item.partition("=")
-    step, hashed, nth = (part.strip() for part in where.partition("#"))
-    if step not in FAULT_STEPS:
-        raise ValueError(
-            f"{step!r} is not a step envkit stops at ({', '.join(sorted(FAULT_STEPS))})"
-        )
-    if hashed and not (nth.isascii() and nth.isdigit() and 0 < int(nth) < 10**6):
-        raise ValueError(f"{nth!r} after '#' is not a count from 1")
-    chosen = _signal(sig)
-    if chosen is None:
-        raise ValueError(
-            f"{sig.strip()!r} is not a signal (give a name such as TERM or SIGKILL, or a number)"
-        )
-    return Fault(step, int(nth) if hashed else 0, chosen)
-
-
-def _signal(text: str) -> signal.Signals | None:
-    """A signal by name (with or without SIG, any case) or number; None for anything else.
-    An empty SIGNAL means SIGINT (Ctrl-C)."""
-    name = text.strip().upper()
-    if not name:
-        return signal.SIGINT
-    if name.isascii() and name.isdigit():
-        try:
-            return signal.Signals(int(name)) if len(name) < 4 else None
-        except ValueError:
-            return None
-    name = name if name.startswith("SIG") else f"SIG{name}"
-    return signal.Signals.__members__.get(name)
-
-
-@functools.lru_cache(maxsize=4)
-def _faults(text: str) -> tuple[Fault, ...]:
-    return parse_faults(text)
-
-
-def check_faults() -> None:
-    """Refuse a malformed ``ENVKIT_FAULT`` before a command starts (BadInput)."""
-    text = os.environ.get(FAULT_VARIABLE)
-    if text:
-        _faults(text)
-
-
-def fault_point(step: str) -> None:
-    """For tests: ``ENVKIT_FAULT=step[#N]=SIGNAL[,...]`` (e.g. ``swap-old-moved=KILL``,
-    ``atomic-written#3=SIGKILL``, ``verified=15``) sends that signal to envkit itself when
-    it reaches the named step (the Nth time). Costs one dictionary look-up when the
-    variable is unset."""
-    wanted = os.environ.get(FAULT_VARIABLE)
-    if not wanted:
-        return
-    with _reached_lock:
-        _reached[step] = count = _reached.get(step, 0) + 1
-    for fault in _faults(wanted):
-        if fault.step == step and fault.nth in (0, count):
-            os.kill(os.getpid(), fault.signal)
-
-
 def install_signal_handlers() -> Callable[[], None]:
     """Handle SIGINT and SIGTERM; returns a function that restores the previous handlers."""
     _requested.clear()
@@ -177,6 +77,11 @@ def install_signal_handlers() -> Callable[[], None]:
             signal.signal(sig, previous)
 
     return restore
+
+
+def last_signal() -> signal.Signals:
+    """The interrupt that arrived last (SIGINT or SIGTERM): the one to pass on to a child."""
+    return _last_signal
 
 
 def checkpoint() -> None:
@@ -294,3 +199,175 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def _group_child_setup() -> None:  # pragma: no cover - runs in the child, before exec
+    os.setpgid(0, 0)  # a group of its own: envkit signals all of it, and Ctrl-C reaches only us
+    _child_setup()
+
+
+def stream(
+    args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Streaming:
+    """Start a long-running child in a process group of its own, its stdout and stderr
+    merged into one pipe that :meth:`Streaming.read` reads as it is written. The child dies
+    with envkit, as with :func:`run`; its own children are ended by :meth:`Streaming.stop`.
+
+    Raises OSError when the program cannot start.
+    """
+    _load_libc()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        with _signals_held():
+            proc = subprocess.Popen(
+                list(args),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=None if env is None else dict(env),
+                cwd=cwd,
+                bufsize=0,
+                preexec_fn=_group_child_setup if os.name == "posix" else None,
+            )
+    except BaseException:  # an interrupt held during the spawn arrives here
+        if proc is not None:
+            Streaming(proc).stop(1.0)
+        raise
+    return Streaming(proc)
+
+
+READ_SIZE = 64 * 1024
+KILL_WAIT = 5.0  # seconds for the kernel to end a group after SIGKILL
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """How a group was ended: ``signal`` the last one sent ('' when it had ended by
+    itself), after ``seconds``, and the processes of it still alive (none, normally)."""
+
+    signal: str
+    seconds: float
+    left: tuple[int, ...]
+
+
+class Streaming:
+    """A child started by :func:`stream`: read its output with a deadline, ask whether its
+    group still runs, signal the group, stop it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.pgid = proc.pid  # the child leads its group (setpgid before exec)
+        assert proc.stdout is not None
+        self._out = proc.stdout
+        self._eof = False
+
+    def read(self, timeout: float) -> bytes | None:
+        """What the child wrote within ``timeout`` seconds (at most READ_SIZE bytes): None
+        when nothing came, ``b""`` once every writer closed the pipe."""
+        if self._eof:
+            return b""
+        ready, _w, _x = select.select([self._out], [], [], max(0.0, timeout))
+        if not ready:
+            return None
+        data = os.read(self._out.fileno(), READ_SIZE)
+        self._eof = not data
+        return data
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def returncode(self) -> int | None:
+        """The child's exit code once it has ended (it is reaped here), else None."""
+        return self.proc.poll()
+
+    def wait(self, timeout: float) -> int | None:
+        """The child's exit code once it ends within ``timeout`` seconds, else None."""
+        try:
+            return self.proc.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def members(self) -> tuple[int, ...]:
+        """The live processes of the group (zombies do not count: they run nothing)."""
+        self.proc.poll()
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return ()
+        except PermissionError:  # pragma: no cover - a pid reused by another user's group
+            return ()
+        if not Path("/proc/self/stat").exists():  # pragma: no cover - not Linux
+            return (self.pgid,)
+        return tuple(_group_members(self.pgid))
+
+    def send(self, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the whole group; False when no process of it is left."""
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def stop(
+        self,
+        grace: float,
+        *,
+        first: signal.Signals = signal.SIGTERM,
+        drain: Callable[[bytes], None] | None = None,
+    ) -> Stopped:
+        """End the group: ``first`` (SIGTERM, or the interrupt being passed on), then
+        SIGKILL when it still runs after ``grace`` seconds. Output written meanwhile goes to
+        ``drain`` (so a child logging its shutdown never blocks on a full pipe). A
+        KeyboardInterrupt while waiting kills the group at once and is raised again."""
+        start = time.monotonic()
+        if not self.members():
+            self.proc.poll()
+            return Stopped("", 0.0, ())
+        sent = first.name
+        try:
+            self.send(first)
+            if not self._gone_by(start + grace, drain):
+                sent = "SIGKILL"
+                self.send(signal.SIGKILL)
+                self._gone_by(time.monotonic() + KILL_WAIT, drain)
+        except KeyboardInterrupt:
+            self.send(signal.SIGKILL)
+            self._gone_by(time.monotonic() + KILL_WAIT, None)
+            raise
+        return Stopped(sent, time.monotonic() - start, self.members())
+
+    def _gone_by(self, deadline: float, drain: Callable[[bytes], None] | None) -> bool:
+        while True:
+            if not self.members():  # what it wrote on its way out, without waiting for more
+                for _ in range(64 if drain is not None else 0):  # at most 4 MiB
+                    if not (data := self.read(0)) or drain is None:
+                        break
+                    drain(data)
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if self._eof:
+                time.sleep(min(0.02, left))  # bounded by the deadline
+                continue
+            data = self.read(min(0.05, left))
+            if data and drain is not None:
+                drain(data)
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def _group_members(pgid: int) -> Iterator[int]:
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = read_small_text(Path(entry.path, "stat"), 4096, what="process status")
+        except UnreadableFile:  # it ended while we looked
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # after "pid (name)": state ppid pgrp ...
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            yield int(entry.name)

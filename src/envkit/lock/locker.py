@@ -37,7 +37,7 @@ from envkit.errors import (
     UnreadableFile,
     WheelError,
 )
-from envkit.io import process
+from envkit.io import faults, process
 from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
@@ -339,7 +339,7 @@ class Locker:
         # read, merge and write under the file's lock, or one run's cells are lost
         with held(path):
             previous = Manifest.read(path)
-            process.fault_point("manifest-read")
+            faults.fault_point("manifest-read")
             same = previous is not None and previous.digest == profile_digest
             known = dict(previous.cells) if previous is not None and same else {}
             for r in learnt:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks, UnreadableFile
-from envkit.io import process
+from envkit.io import faults
 from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command
 from envkit.io.files import MiB, open_regular, read_small_text
@@ -166,7 +166,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
     # otherwise each write back what they read, and all but one lose their profiles.
     with held(target / "index.json"):
         previous = _index_entries(target / "index.json")
-        process.fault_point("index-read")
+        faults.fault_point("index-read")
         copies = list(zip(entries, sources, strict=True)) if to is not None else []
         if copies:  # again, now that no other publisher can change it
             _check_destination(target, entries)

@@ -12,7 +12,17 @@ from __future__ import annotations
 from envkit.render.env import build, profiles, report, show
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
 from envkit.render.models import compat, drafted, histories, model_report, scans, site
-from envkit.render.serving import diagnosis, explanation, log_diff, plan, probe
+from envkit.render.serving import (
+    diagnosis,
+    explanation,
+    log_diff,
+    plan,
+    probe,
+    serve_log,
+    serve_ready,
+    serve_result,
+    serve_start,
+)
 from envkit.render.term import (
     JSON_VERSION,
     broken_profiles,
@@ -54,6 +64,10 @@ __all__ = [
     "published",
     "report",
     "scans",
+    "serve_log",
+    "serve_ready",
+    "serve_result",
+    "serve_start",
     "set_wide",
     "show",
     "site",

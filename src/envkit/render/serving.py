@@ -1,14 +1,17 @@
-"""What `plan`, `probe`, `doctor` and `explain` print."""
+"""What `plan`, `probe`, `doctor`, `explain` and `serve` print."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from envkit.render import term
 from envkit.render.term import (
     cut_left,
     echo,
     emit_json,
     finding_lines,
+    interrupted,
     one_line,
     table,
     term_width,
@@ -19,9 +22,11 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from envkit.env.doctor import Diagnosis
     from envkit.models.check_model import Verdict
     from envkit.serving.explain import Cause, Explanation
+    from envkit.serving.launch import Launch
     from envkit.serving.logdiff import LogDiff
     from envkit.serving.memory_plan import Plan
     from envkit.serving.probe import ProbeResult
+    from envkit.serving.serve import ServeResult
 
 
 def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
@@ -225,3 +230,75 @@ def log_diff(d: LogDiff, as_json: bool) -> None:
         bold=True,
         fg="red" if d.same_failure else "green",
     )
+
+
+def serve_start(launch: Launch) -> None:
+    """What serve is about to run, and why so (on stderr: stdout carries vLLM's log)."""
+    import shlex
+
+    for warning in launch.warnings:
+        echo("envkit: warning: ", err=True, fg="yellow", nl=False)
+        echo(warning, err=True)
+    for text in launch.notes:
+        term.note(text)
+    term.note(f"running {shlex.join(launch.shown)}")
+
+
+def serve_log(as_json: bool) -> Callable[[str], None]:
+    """vLLM's log as it comes, as it is (masked): stdout, or stderr when --json keeps stdout
+    for the document."""
+
+    def show(text: str) -> None:
+        echo(text, nl=False, err=as_json)
+
+    return show
+
+
+def serve_ready(result: ProbeResult) -> None:
+    chat = result.chat
+    took = f" in {chat.seconds:.2f} s" if chat else ""
+    echo(
+        f"envkit: ready: {result.base} lists {', '.join(result.models) or 'no model'}; "
+        f"a 16-token chat answered{took}",
+        err=True,
+        fg="green",
+        bold=True,
+    )
+
+
+def _stopped(result: ServeResult) -> str:
+    stop = result.stopped
+    if stop.left:
+        return (
+            f"processes {', '.join(map(str, stop.left))} of vLLM's group are STILL RUNNING "
+            f"after {stop.signal} (kill -9 -{result.pid})"
+        )
+    if not stop.signal:
+        return "vLLM had exited; nothing of it is left running"
+    return (
+        f"{stop.signal} to vLLM's process group ({result.pid}), gone after "
+        f"{stop.seconds:.1f} s; nothing of it is left running"
+    )
+
+
+def serve_result(result: ServeResult, as_json: bool) -> None:
+    outcome = result.outcome.value
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        if result.explanation is not None:
+            _cause(result.explanation.cause, "cause")
+            for other in result.explanation.also:
+                _cause(other, "also")
+        if result.probe is not None and not result.probe.ok:
+            probe(result.probe, False)
+        if outcome != "interrupted":
+            good = result.exit_code == 0
+            echo(
+                f"{'vLLM serves' if good else 'vLLM did not serve'}: {result.reason}.",
+                fg="green" if good else "red",
+                bold=True,
+            )
+            echo(wrap(f"{_stopped(result)}. log: {result.log}", "", "  "))
+    if outcome == "interrupted":
+        interrupted(False, f"{result.reason}; {_stopped(result)}. log: {result.log}")

@@ -273,3 +273,11 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
         chat=chat,
         notes=tuple(notes),
     )
+
+
+def answers(base: str, *, key_env: str | None, timeout: float) -> bool:
+    """Whether an HTTP server answers ``GET {base}/models`` within ``timeout`` seconds (any
+    status: a 401 is a server that is up). ``serve`` asks this when the log has not said."""
+    key = os.environ.get(key_env, "").strip() if key_env else ""
+    http = Http(timeout=timeout, deadline=timeout + 1)
+    return _request(base + "/models", key, http).status != 0

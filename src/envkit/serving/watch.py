@@ -181,6 +181,11 @@ class BootWatch:
         causes = [h for hits in self._hits.values() for h in hits if h.role is Role.CAUSE]
         return min(causes, key=lambda h: (h.line.number, h.warning), default=None)
 
+    def wrapper(self) -> Hit | None:
+        """The first line that only points up to a cause (the engine's wrapper), or None:
+        whatever the cause, the start has failed."""
+        return self._wrappers[0] if self._wrappers else None
+
     def stall_point(self) -> Hit | None:
         """The known stall point vLLM printed last, with no progress, failure or healthy
         start after it (whether it is hanging is the caller's clock's to say)."""

@@ -1,0 +1,196 @@
+"""What ``envkit serve`` starts: the venv's own ``vllm serve MODEL`` with the host, the port,
+the plan's arguments and the user's, the child's environment (the API key in it), the
+masked command shown and kept, the log file under ``.envkit/logs/``, and the checks made
+before anything starts (the console script is there, the marker names the profile, the
+port is free).
+
+The API key goes to vLLM as ``VLLM_API_KEY``, never on the command line that ``ps`` shows:
+every vLLM with a ``vllm`` console script (0.5.2 on) reads it when ``--api-key`` is not
+given (0.3.0 on; read in the wheels of 0.3.0, 0.4.2, 0.8.5, 0.9.2, 0.17.1 and 0.33.0).
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import re
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from envkit.env.venvslot import MARKER, built_profile
+from envkit.errors import BadInput, ServeRefused
+from envkit.io.atomicfile import open_new
+from envkit.io.redaction import mask_secret_shapes, redact, remember_secret
+
+KEY_VARIABLE = "VLLM_API_KEY"
+MIN_KEY = 8  # shorter keys could not be masked reliably (and protect nothing)
+LOGS = Path(".envkit") / "logs"
+_SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One start of vLLM, everything decided before it runs."""
+
+    profile: str
+    model: str
+    venv: Path
+    argv: tuple[str, ...]  # what runs
+    shown: tuple[str, ...]  # argv with secrets masked: what is printed and kept
+    env: Mapping[str, str] = field(repr=False)  # the child's whole environment
+    key_env: str | None  # the variable the probe takes the key from
+    host: str
+    port: int
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def base_url(self) -> str:
+        """Where the probe asks: a wildcard host is asked on loopback."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}/v1"
+
+
+def vllm_program(venv: Path) -> Path:
+    """``<venv>/bin/vllm``; BadInput when it is missing or cannot be run."""
+    program = venv / "bin" / "vllm"
+    if not program.is_file() or not os.access(program, os.X_OK):
+        raise BadInput(
+            f"{program} is not there (or cannot be run): {venv} holds no vLLM to serve with.",
+            "Build the environment first (envkit build PROFILE --venv PATH), or give the "
+            "venv that holds vLLM with --venv.",
+        )
+    return program
+
+
+def marker_warning(venv: Path, profile: str) -> str:
+    """A warning when the venv's envkit marker names another profile, or none ('' else)."""
+    built = built_profile(venv)
+    if built is None:
+        return (
+            f"{venv} has no envkit marker ({MARKER}): envkit did not build it, so nothing "
+            f"says it holds {profile}'s pins (envkit verify {profile} --venv {venv} checks)"
+        )
+    if built != profile:
+        return (
+            f"{venv} was built from profile {built}, not {profile}: the plan and fixes below "
+            f"are {profile}'s (envkit build {profile} --venv {venv} builds it)"
+        )
+    return ""
+
+
+def api_key(variable: str | None) -> str:
+    """The key in ``variable`` (remembered, so it is masked everywhere), '' for none.
+    Raises BadInput when the variable is unset, empty, or too short to mask."""
+    if variable is None:
+        return ""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise BadInput(
+            f"--api-key-env {variable}: no such environment variable is set (or it is empty).",
+            "Export it first; envkit hands the key to vLLM and never prints it.",
+        )
+    if len(value) < MIN_KEY:
+        raise BadInput(
+            f"--api-key-env {variable}: the key is shorter than {MIN_KEY} characters.",
+            "Use a longer key: a short one protects little, and could not be told from "
+            "ordinary words to mask it in the log.",
+        )
+    remember_secret(value)
+    return value
+
+
+def checked_host(host: str) -> str:
+    """A host vLLM can bind and the probe can ask: an IP address or a plain name."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})", host):
+        raise BadInput(f"--host {host!r} is not an IP address or a host name.")
+    return host
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already listens on ``host:port`` (vLLM would fail to bind, and
+    the probe would ask the other server)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise BadInput(f"--host {host}: no interface of this machine has it.") from None
+            raise
+    return False
+
+
+def refuse_busy_port(host: str, port: int) -> None:
+    """Raises ServeRefused when ``host:port`` is taken (the port-in-use fix, beforehand)."""
+    if port_in_use(host, port):
+        raise ServeRefused(
+            f"Port {port} on {host} is already in use: vLLM would fail to bind it "
+            "(port-in-use), and the probe would ask whatever listens there.",
+            f"Stop what listens there (ss -ltnp 'sport = :{port}' names it), or give "
+            f"another port: --port {port + 1}.",
+        )
+
+
+def masked(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command with secrets masked: values after --api-key/--hf-token, known keys,
+    tokens by shape."""
+    out: list[str] = []
+    hide = False
+    for arg in argv:
+        name, eq, _value = arg.partition("=")
+        if hide:
+            out.append("***")
+        elif eq and name in _SECRET_FLAGS:
+            out.append(f"{name}=***")
+        else:
+            out.append(redact(mask_secret_shapes(arg)))
+        hide = arg in _SECRET_FLAGS
+    return tuple(out)
+
+
+def command(
+    program: Path, model: str, host: str, port: int, planned: Sequence[str], extra: Sequence[str]
+) -> tuple[str, ...]:
+    """``vllm serve MODEL --host H --port P`` with the plan's arguments, then the user's
+    (after, so vLLM's parser lets them win)."""
+    return (str(program), "serve", model, "--host", host, "--port", str(port), *planned, *extra)
+
+
+def child_env(key: str, key_env: str | None) -> tuple[dict[str, str], str | None]:
+    """The environment vLLM runs with (ours, the key as VLLM_API_KEY), and the variable
+    the probe reads the key from (VLLM_API_KEY itself when the user exported it)."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # each line as it is printed, not in 8 KiB lumps
+    if key:
+        env[KEY_VARIABLE] = key
+        return env, key_env
+    return env, KEY_VARIABLE if env.get(KEY_VARIABLE, "").strip() else None
+
+
+def open_log(profile: str, root: Path | None = None) -> tuple[Path, TextIO]:
+    """A new log file ``.envkit/logs/<profile>-<UTC time>.log`` (owner-only), never an
+    existing one: a second start in the same second gets ``-2``, ``-3``..."""
+    folder = (root or Path.cwd()) / LOGS
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^\w.+-]", "_", profile) + time.strftime("-%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1, 100):
+        path = folder / (f"{stem}.log" if n == 1 else f"{stem}-{n}.log")
+        log = open_new(path)
+        if log is not None:
+            return path, log
+    raise BadInput(f"{folder} already holds 99 logs of {profile} from this second.")

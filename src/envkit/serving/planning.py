@@ -1,0 +1,151 @@
+"""A memory plan for a profile and a model on a GPU: what ``envkit plan`` prints and what
+``envkit serve`` starts vLLM with. One home for the assembly (the profile's verdict on the
+model, the model's files, :func:`memory_plan.make_plan`), so the two never disagree.
+
+The GPU comes from the user (``--gpu``, ``--gpu-memory``) or, for ``serve``, from
+``nvidia-smi`` (:func:`gpu_from_nvidia_smi`); with none known, ``serve`` leaves vLLM's
+defaults alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envkit.errors import BadInput
+from envkit.gpu import cards
+from envkit.profiles.profile import Profile
+from envkit.serving import memory_plan
+from envkit.serving.memory_plan import Plan, PlanInput
+
+if TYPE_CHECKING:
+    from envkit.models.check_model import Verdict
+
+MIB = 1024**2
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """What the plan knows of the GPU, and where that came from (said to the user)."""
+
+    memory: int
+    free: int | None = None
+    capability: tuple[int, int] | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The vLLM settings asked for (``plan``'s options)."""
+
+    utilization: float = 0.9
+    max_model_len: int | None = None
+    dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    reserve: int = cards.GIB
+    revision: str | None = None
+
+
+def gpu_from_options(
+    name: str | None, memory: str | None, free: str | None, capability: str | None
+) -> Gpu | None:
+    """The GPU the options describe (``--gpu`` and/or ``--gpu-memory``), None when they
+    name none. Raises BadInput for a bad size, card or capability, or ``--free`` alone."""
+    card_memory, card_capability = cards.gpu(name) if name else (0, None)
+    if memory is None and not card_memory:
+        if free is not None:
+            raise BadInput("--free needs the GPU's total memory: --gpu NAME or --gpu-memory SIZE.")
+        return None
+    return Gpu(
+        memory=cards.parse_size(memory, "--gpu-memory") if memory else card_memory,
+        free=cards.parse_size(free, "--free") if free else None,
+        capability=cards.compute_capability(capability) if capability else card_capability,
+        source=f"--gpu {name}" if name and not memory else f"--gpu-memory {memory}",
+    )
+
+
+def gpu_from_nvidia_smi() -> Gpu | None:
+    """The first visible GPU as nvidia-smi reports it (total and free memory, compute
+    capability), or None without nvidia-smi or a GPU it can read."""
+    from envkit.env.doctor import nvidia
+
+    gpus, _cuda = nvidia()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    index = int(visible) if visible.isdigit() else 0
+    if not 0 <= index < len(gpus):
+        return None
+    card = gpus[index]
+    try:
+        total = int(float(card["memory_total_mib"]) * MIB)
+        free = int(float(card["memory_free_mib"]) * MIB)
+        capability = cards.compute_capability(card["compute_capability"])
+    except (ValueError, BadInput):  # "[N/A]" and the like: nothing to plan with
+        return None
+    if not 0 < total <= cards.MAX_SIZE or not 0 <= free <= total:
+        return None
+    return Gpu(
+        memory=total,
+        free=free,
+        capability=capability,
+        source=f"nvidia-smi: {card['name']}, {free / cards.GIB:.2f} of "
+        f"{total / cards.GIB:.2f} GiB free",
+    )
+
+
+def plan_for(
+    profile: Profile,
+    model: str,
+    gpu: Gpu,
+    settings: Settings,
+    progress: Callable[[str], None],
+) -> tuple[Plan, Profile, Verdict]:
+    """The plan for ``model`` with ``profile``'s vLLM on ``gpu``, the profile as judged
+    (its ``[models]`` table rescanned from its pins when stale) and its verdict on the
+    model: a profile that cannot load the model gets a plan without a command.
+
+    Raises BadInput (a bad config.json or setting) and NetworkError (a Hub repo id or a
+    stale table that cannot be read).
+    """
+    from envkit.index.wheels import index_url
+    from envkit.models import check_model
+    from envkit.models.drafts import current_models
+    from envkit.releases.registry import Scanner
+
+    # the verdict from the pinned releases, should the [models] table be stale
+    profile, _stale = current_models(profile, Scanner(index_url(), progress=progress))
+    config = check_model.load_model_config(model, revision=settings.revision)
+    folder = Path(model) if Path(model).is_dir() else Path(model).parent
+    verdict = check_model.judge(profile, config)  # the plan obeys it: no command if it cannot load
+    inp = PlanInput(
+        model=folder,
+        gpu_memory=gpu.memory,
+        free=gpu.free,
+        utilization=settings.utilization,
+        max_model_len=settings.max_model_len,
+        dtype=settings.dtype,
+        kv_cache_dtype=settings.kv_cache_dtype,
+        reserve=settings.reserve,
+        compute_capability=gpu.capability,
+        load_problems=verdict.problems,
+    )
+    return memory_plan.make_plan(config.raw, folder, model, inp), profile, verdict
+
+
+def asked_args(settings: Settings, given: frozenset[str]) -> list[str]:
+    """Without a plan (no GPU known): only the settings the user named (``given`` holds
+    their names), as vllm serve flags; vLLM's own defaults for the rest."""
+    if not 0 < settings.utilization <= 1:
+        raise BadInput(f"--gpu-memory-utilization {settings.utilization} must be in (0, 1].")
+    args: list[str] = []
+    if "dtype" in given and settings.dtype != "auto":
+        args += ["--dtype", settings.dtype]
+    if "utilization" in given:
+        args += ["--gpu-memory-utilization", f"{settings.utilization:.2f}"]
+    if settings.max_model_len is not None:
+        args += ["--max-model-len", str(settings.max_model_len)]
+    if settings.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", settings.kv_cache_dtype]
+    return args

@@ -1,0 +1,128 @@
+"""A stand-in for vLLM's ``vllm`` console script, for the tests of ``envkit serve``: it takes
+``serve MODEL --host H --port P ...`` and, by ``FAKE_VLLM``, prints lines in the shapes
+vLLM prints (our own, from :mod:`bootlogs`) and then
+
+- ``fail``: report 2's UVA error and the engine's wrapper, and exits 1;
+- ``stall``: the encoder cache profiling line of report 3, then hangs (with a second
+  process, as vLLM's engine core is one); ``FAKE_VLLM_STUBBORN=1`` ignores SIGTERM;
+- ``serve``: the start line, then (a moment later, as uvicorn binds after vLLM says it
+  starts) answers the OpenAI API on the loopback port given: GET /v1/models and POST
+  /v1/chat/completions, demanding ``VLLM_API_KEY`` when it is set; on SIGINT it says it
+  shuts down and exits 0.
+
+What it was given and what it did (argv, the key, its pids, the signals) go as JSON lines to
+``FAKE_VLLM_RECORD``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType
+from typing import Any
+
+from bootlogs import FAILURES, NOISE, TAIL, WRAPPER, preamble
+
+ENCODER = (
+    "(EngineCore_DP0 pid={pid}) INFO 05-12 10:01:06 [gpu_model_runner.py:2] Encoder cache will "
+    "be initialized with a budget of 16384 tokens, and profiled with 1 image items of the "
+    "maximum feature size."
+)
+
+
+def record(**facts: Any) -> None:
+    with open(os.environ["FAKE_VLLM_RECORD"], "a", encoding="utf-8") as f:
+        f.write(json.dumps(facts) + "\n")
+
+
+def say(line: str, stream: Any = None) -> None:
+    print(line, file=stream or sys.stdout, flush=True)
+
+
+def engine_core() -> None:
+    """A second process in the group, as vLLM's engine core is."""
+    core = subprocess.Popen(["sleep", "60"])
+    record(core=core.pid)
+
+
+class Api(BaseHTTPRequestHandler):
+    model = ""
+
+    def log_message(self, *args: object) -> None:
+        say(f'INFO:     127.0.0.1:1 - "{self.command} {self.path} HTTP/1.1" 200 OK')
+
+    def _answer(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _allowed(self) -> bool:
+        key = os.environ.get("VLLM_API_KEY")
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._answer(401, {"error": "Unauthorized"})
+            return False
+        return True
+
+    def do_GET(self) -> None:
+        if self._allowed():
+            self._answer(200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        if self._allowed():
+            record(chat=True)
+            self._answer(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+
+
+def interrupted(_signum: int, _frame: FrameType | None) -> None:
+    record(got="SIGINT")
+    say("INFO 05-12 10:02:00 [launcher.py:80] Shutting down FastAPI HTTP server.")
+    os._exit(0)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    mode = os.environ["FAKE_VLLM"]
+    model = args[1]
+    host, port = args[args.index("--host") + 1], int(args[args.index("--port") + 1])
+    key = os.environ.get("VLLM_API_KEY", "")
+    record(argv=args, key=key or None, pid=os.getpid(), pgid=os.getpgid(0))
+    for line in [*preamble(model=model), *NOISE]:
+        say(line)
+    if key:  # a careless log line: envkit must mask it everywhere
+        say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {key}")
+    if mode == "fail":
+        for line in [*WRAPPER[:1], *FAILURES["uva-unavailable"], *WRAPPER[1:]]:
+            say(line)
+        for line in TAIL:
+            say(line, sys.stderr)
+        sys.exit(1)
+    engine_core()
+    if mode == "stall":
+        if os.environ.get("FAKE_VLLM_STUBBORN"):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        say(ENCODER.format(pid=os.getpid()))
+        time.sleep(60)
+        sys.exit(0)
+    signal.signal(signal.SIGINT, interrupted)
+    say(
+        f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
+    )
+    time.sleep(0.15)  # the probe's first try finds nothing listening
+    Api.model = model
+    server = ThreadingHTTPServer((host, port), Api)
+    say("INFO:     Application startup complete.")
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
