@@ -211,7 +211,9 @@ def new_profile(
         path, config, scanner, checker,
         vllm_version=vllm_version, python=python, cuda=driver, force=force,
     )  # fmt: skip
-    render.drafted(profile, found, driver or "", as_json)
+    from envkit.lock.cells import place
+
+    render.drafted(profile, found, driver or "", place(profile).locks, as_json)
     return EXIT_OK
 
 

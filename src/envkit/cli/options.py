@@ -14,7 +14,7 @@ from envkit import render
 from envkit.errors import EXIT_BAD_INPUT
 
 if TYPE_CHECKING:
-    from envkit.env.verify import CompatLookup
+    from envkit.env.checks import CompatLookup
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -192,9 +192,15 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     """
     from envkit.env import doctor as doctor_module
 
-    loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
-    render.progress("inspecting the environment (one run of its interpreter) and this machine")
-    diagnosis = doctor_module.diagnose(venv, loaded, compat=compat_lookup(None))
+    catalog = Catalog.from_option(state.envs)
+    loaded = catalog.resolve(profile) if profile else None
+    try:  # the fixes name the transformers a profile pins for the installed vLLM
+        known = catalog.list().profiles
+    except BadInput:
+        known = ()
+    diagnosis = doctor_module.diagnose(
+        venv, loaded, compat=compat_lookup(None), profiles=known, progress=render.progress
+    )
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
 

@@ -19,10 +19,12 @@ from envkit.render.term import (
     emit_json,
     error,
     exit_codes_help,
+    finish,
     interrupted,
     note,
     progress,
     set_wide,
+    start,
     table,
     usage_error,
 )
@@ -37,6 +39,7 @@ __all__ = [
     "emit_json",
     "error",
     "exit_codes_help",
+    "finish",
     "github_matrix",
     "histories",
     "interrupted",
@@ -55,6 +58,7 @@ __all__ = [
     "set_wide",
     "show",
     "site",
+    "start",
     "table",
     "usage_error",
 ]

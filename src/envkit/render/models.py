@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.render.term import (
@@ -206,12 +207,13 @@ def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -
     echo(f"Open {result.out / 'index.html'} in a browser (no server needed).")
 
 
-def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> None:
+def drafted(profile: Profile, found: Solution, driver: str, locks: Path, as_json: bool) -> None:
     if as_json:
         emit_json(
             {
                 "ok": True,
                 "profile": profile.to_dict(),
+                "locks": str(locks),
                 "architecture": found.architecture,
                 "solution": {
                     "vllm": found.vllm.version,
@@ -237,4 +239,11 @@ def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> No
         echo(wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
     for line in found.rejected:
         echo(wrap(f"rejected {line}", "  ", "    "))
-    echo(f"Review it, then: envkit build {profile.name}")
+    echo(
+        wrap(
+            f"Review it, then, from any folder: envkit lock {profile.name} (its locks go to "
+            f"{locks}), envkit build {profile.name}",
+            "",
+            "  ",
+        )
+    )
