@@ -38,6 +38,8 @@ def add_group_options(command: click.Command) -> None:
         click.Option(["--wide"], is_flag=True, expose_value=False, callback=_wide, help=WIDE_HELP),
     ]
     click.version_option(__version__, prog_name="envkit")(command)
+    if command.help and not command.short_help:  # `envkit --help` lists it whole, not cut
+        command.short_help = " ".join(command.help.split("\n\n")[0].split())
 
 
 @click.group(

@@ -17,8 +17,17 @@ from envkit.cli.options import (
 )
 from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from envkit.profiles.catalog import Catalog
+from envkit.profiles.profile import Profile
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
+
+
+def _known(state: State) -> list[Profile]:
+    """Every profile on the search path (none when there is no profiles folder at all)."""
+    try:
+        return list(Catalog.from_option(state.envs).list().profiles)
+    except BadInput:
+        return []
 
 
 @click.command()
@@ -102,10 +111,15 @@ def plan(
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     # the verdict from the pinned releases, should the [models] table be stale
-    loaded, _stale = current_models(loaded, Scanner(index_url(), progress=render.progress))
+    scanner = Scanner(index_url(), progress=render.progress)
+    loaded, _stale = current_models(loaded, scanner)
     config = check_model.load_model_config(model, revision=revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
-    verdict = check_model.judge(loaded, config)  # the plan obeys it: no command if it cannot load
+    # the plan obeys the verdict (no command if it cannot load); its fixes name the profiles
+    # that can (no release look-up here: new-profile does that)
+    shipped = [current_models(p, scanner)[0] for p in _known(state)]
+    verdict = check_model.report(config, loaded, shipped, None).verdict
+    assert verdict is not None
     inp = memplan.PlanInput(
         model=folder,
         gpu_memory=cards.parse_size(gpu_memory, "--gpu-memory") if gpu_memory else card_memory,
@@ -192,14 +206,9 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     """
     from envkit.env import doctor as doctor_module
 
-    catalog = Catalog.from_option(state.envs)
-    loaded = catalog.resolve(profile) if profile else None
-    try:  # the fixes name the transformers a profile pins for the installed vLLM
-        known = catalog.list().profiles
-    except BadInput:
-        known = ()
-    diagnosis = doctor_module.diagnose(
-        venv, loaded, compat=compat_lookup(None), profiles=known, progress=render.progress
+    loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
+    diagnosis = doctor_module.diagnose(  # the fixes name the transformers a profile pins
+        venv, loaded, compat=compat_lookup(None), profiles=_known(state), progress=render.progress
     )
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED

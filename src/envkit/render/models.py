@@ -20,7 +20,7 @@ from envkit.render.term import (
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.compat.checker import CompatReport
     from envkit.models.check_model import ModelReport
-    from envkit.models.history import History
+    from envkit.models.history import History, TypeHistory
     from envkit.models.solver import Solution
     from envkit.profiles.profile import Profile
     from envkit.releases.registry import Scan
@@ -92,9 +92,8 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
                 echo(wrap(f"fix: {problem.fix}", "    ", "      "))
         for note in verdict.notes:
             echo(wrap(f"note: {note}", "  ", "    "))
-    if rep.verdict is not None or not rep.ok:
-        names = ", ".join(rep.supported_by)
-        echo(f"supported by: {names or 'no shipped profile'}")
+    names = ", ".join(rep.supported_by)
+    echo(wrap(f"supported by: {names or 'no profile envkit knows of'}", "", "  "))
     if rep.releases is not None and rep.releases.listed:
         rel = rep.releases
         echo(
@@ -119,16 +118,26 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
         echo(rep.lookup)
 
 
-def histories(model: str | None, found: Sequence[History], as_json: bool) -> None:
+def histories(
+    model: str | None, found: Sequence[History], as_json: bool, of_type: TypeHistory | None = None
+) -> None:
     if as_json:
+        typed = (
+            {"model_type": of_type.model_type, "serving": list(of_type.architectures),
+             "transformers": of_type.transformers or None}
+            if of_type else {}
+        )  # fmt: skip
         emit_json(
             {
                 "ok": any(h.listed for h in found),
                 "model": model,
+                **typed,
                 "architectures": [h.to_dict() for h in found],
             }
         )
         return
+    if of_type is not None:
+        _type_header(of_type)
     for h in found:
         data = h.to_dict()
         echo(f"{h.architecture}", bold=True, nl=False)
@@ -147,7 +156,7 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
                 runs.append([r.version, r.version, *key])
         rows = [("RELEASES", "STATE", "TRANSFORMERS", "NOTE")]
         rows += [
-            (first if first == last else f"{first} … {last}", state, tf or "-", note)
+            (first if first == last else f"{first} to {last}", state, tf or "-", note)
             for first, last, state, tf, note in runs
         ]
         echo(table(rows))
@@ -157,6 +166,19 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
             echo(wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
         profiles = ", ".join(h.profiles) or "none"
         echo(f"  shipped profiles that load it: {profiles}")
+
+
+def _type_header(typed: TypeHistory) -> None:
+    tables = f"transformers {typed.transformers}'s auto tables" if typed.transformers else ""
+    sources = " and ".join(s for s in (tables, "vLLM's registry names") if s)
+    archs = ", ".join(typed.architectures) or "none"
+    echo(wrap(f"model type {typed.model_type}: served by {archs} (from {sources})", "", "  "))
+    if typed.note:
+        echo(wrap(f"note: {typed.note}", "  ", "    "))
+    listed = {h.architecture for h in typed.histories if h.listed}
+    if listed and set(typed.architectures) - listed:
+        rest = ", ".join(a for a in typed.architectures if a not in listed)
+        echo(wrap(f"listed by no published vLLM release: {rest}", "  ", "    "))
 
 
 def compat(rep: CompatReport, as_json: bool) -> None:
