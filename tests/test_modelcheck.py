@@ -416,8 +416,9 @@ def test_history_of_a_model_type_shows_each_architecture_serving_it(
     code, none = history("nosuchtype")
     assert code == 1 and none["serving"] == [] and none["architectures"] == []
     text = envkit(
-        "--envs", str(envs), "history", "qwen3_5", "--index-url", url(world), cwd=tmp_path
-    ).out
+        "--envs", str(envs), "history", "qwen3_5", "--index-url", url(world), "--wide",
+        cwd=tmp_path,
+    ).out  # fmt: skip
     assert text.startswith(
         "model type qwen3_5: served by Qwen3_5ForConditionalGeneration, Qwen3_5Model (from "
         "transformers 5.24.0's auto tables and vLLM's registry names)\n"
