@@ -100,6 +100,7 @@ def plan(
     """
     from envkit.gpu import cards
     from envkit.models import check_model
+    from envkit.serving import command
     from envkit.serving import memory_plan as memplan
 
     card_memory, card_capability = cards.gpu(gpu_name) if gpu_name else (0, None)
@@ -136,7 +137,7 @@ def plan(
     )
     result = memplan.make_plan(config.raw, folder, model, inp)
     extra = (
-        memplan.compose(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
+        command.compose(model, result.recommended, loaded.models.vllm, kv_cache_dtype)
         if (compose and result.command)
         else ""
     )
