@@ -15,7 +15,7 @@ from helpers import envkit, run_cli
 from registry_world import MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
-HINT = "add --wide to see them whole"
+HINT = "envkit: cells cut (…) to fit the terminal; add --wide to see them whole"
 
 
 @pytest.fixture

@@ -100,7 +100,7 @@ def test_progress_is_a_line_per_step_piped_and_a_live_line_on_a_terminal(
     # on a terminal: a live line (wiped and redrawn in place) with the step's seconds, which
     # becomes the step's line when the next step begins
     assert b"\r\x1b[K" in seen and re.search(
-        rb"envkit: \[ +0\.[0-9] s\] verifying .* \xe2\x80\xa6 [0-9]+ s", seen
+        rb"envkit: \[ +0\.[0-9] s\] verifying .*  \([0-9]+ s\)", seen
     )
     assert b"kernels link against the torch beside them (ELF symbols)\x1b[0m\r\n" in seen
 

@@ -57,8 +57,7 @@ def finish() -> None:
     _steps.stop()
     if SHORTENED and not WIDE:
         echo(
-            "envkit: some cells were shortened (…) to fit the terminal; add --wide to see them "
-            "whole (piped output is never shortened)",
+            "envkit: cells cut (…) to fit the terminal; add --wide to see them whole",
             err=True,
             dim=True,
         )
@@ -224,7 +223,7 @@ class _Steps:
 
     def _draw(self) -> None:
         """The live line, fitted to the terminal (a line that wrapped could not be redrawn)."""
-        head, tail = redact(self._line()), f" … {time.monotonic() - self.began:.0f} s"
+        head, tail = redact(self._line()), f"  ({time.monotonic() - self.began:.0f} s)"
         room = shutil.get_terminal_size((100, 24)).columns - 1 - len(tail)
         if len(head) > room:  # the seconds stay in sight; the step's line is whole later
             head = head[: max(1, room - 1)] + "…"
