@@ -131,3 +131,10 @@ def run_cli(*args: str) -> Result:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(list(args))
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def said(err: str) -> str:
+    """stderr without its progress lines (``envkit: [ 1.2 s] step``, one per long step)."""
+    import re
+
+    return "".join(re.split(r"(?m)^envkit: \[ *[0-9]+\.[0-9] s\] .*\n", err))
