@@ -5,13 +5,16 @@ exclude-newer, torch from the default index), then one import of vllm, transform
 envkit: ``envkit build PROFILE --torch-index default`` (creates aside, installs, verifies,
 swaps). Rounds alternate which goes first. Run by hand (needs the package index, ~8 GB disk):
 
-    python benchmarks/build_vs_hand.py [--profile vllm-0.8.5+qwen2-vl] [--rounds 3]
+    python benchmarks/build_vs_hand.py [--profile vllm-0.8.5+qwen2-vl] [--rounds 3] [--cold]
+
+--cold first times one envkit build on an empty uv cache (the README's set-up figure).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -20,10 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import describe  # benchmarks/machine.py, beside this script
+
 from envkit.env.build import constraints_text
 from envkit.env.interpreters import find_interpreter
 from envkit.io.uv import find_uv
-from envkit.profiles.catalog import resolve_profile
+from envkit.profiles.catalog import Catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,8 +46,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="vllm-0.8.5+qwen2-vl")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cold", action="store_true", help="time a build on an empty uv cache")
     args = parser.parse_args()
-    profile = resolve_profile(args.profile, ROOT / "envs")
+    profile = Catalog.from_option(str(ROOT / "envs")).resolve(args.profile)
     python = str(find_interpreter(profile.python).path)
     uv = find_uv()
     work = Path(tempfile.mkdtemp(prefix="envkit-bench-"))
@@ -81,7 +87,14 @@ def main() -> int:
         ],
         [".venv/bin/python", "-c", f"import {imports}"],
     ]
+    cold_s = None
     try:
+        if args.cold:
+            (work / "cold").mkdir()
+            os.environ["UV_CACHE_DIR"] = str(work / "uv-cache")  # empty: every wheel fetched
+            cold_s = timed(envkit_cmd, work / "cold")
+            shutil.rmtree(work / "cold")
+            print(f"cold:    envkit {cold_s:6.2f} s", file=sys.stderr)
         print("warm-up (fills the uv cache) ...", file=sys.stderr)
         (work / "warm").mkdir()
         timed(hand_cmd, work / "warm")
@@ -99,11 +112,13 @@ def main() -> int:
         envkit_s = statistics.median(results["envkit"])
         hand_s = statistics.median(results["hand"])
         report = {
+            "machine": describe(),
             "profile": profile.name,
             "rounds": args.rounds,
             "envkit_median_s": round(envkit_s, 2),
             "hand_median_s": round(hand_s, 2),
             "ratio": round(envkit_s / hand_s, 3),
+            "cold_envkit_s": round(cold_s, 2) if cold_s is not None else None,
             "target_ratio": 1.25,
             "all": {k: [round(v, 2) for v in vals] for k, vals in results.items()},
         }

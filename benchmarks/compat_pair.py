@@ -5,6 +5,9 @@ Targets (issue 10): cold under 3 s and under 2% of the two wheels' bytes; cached
 Run by hand (needs the package index):
 
     python benchmarks/compat_pair.py [--vllm 0.8.5] [--transformers 5.0.0] [--runs 3]
+                                     [--removed-in]
+
+--removed-in times `compat --removed-in` (the bisection of the releases in between) as well.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from machine import describe  # benchmarks/machine.py, beside this script
 
 
 def run(args: list[str], cache: str) -> tuple[float, dict]:
@@ -37,8 +42,15 @@ def main() -> int:
     parser.add_argument("--vllm", default="0.8.5")
     parser.add_argument("--transformers", default="5.0.0")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--removed-in", action="store_true", help="also time --removed-in")
     args = parser.parse_args()
     pair = [f"vllm=={args.vllm}", f"transformers=={args.transformers}"]
+    if args.removed_in:
+        with tempfile.TemporaryDirectory(prefix="envkit-bench-") as cache:
+            plain = run(pair, cache)[0]
+        with tempfile.TemporaryDirectory(prefix="envkit-bench-") as cache:
+            dated = run([*pair, "--removed-in"], cache)[0]
+        print(f"removed-in: {dated:.2f} s cold, {dated - plain:.2f} s beyond compat's {plain:.2f}")
     cold, warm, share = [], [], []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="envkit-bench-") as cache:
@@ -47,6 +59,7 @@ def main() -> int:
             cost = data["cost"]
             share.append(cost["bytes_read"] / cost["wheel_bytes"])
             warm.append(run(pair, cache)[0])
+    print(f"machine: {describe()}")
     print(
         f"pair:    vLLM {args.vllm} + transformers {args.transformers}: "
         f"{len(data['findings'])} findings, ok={data['ok']}"

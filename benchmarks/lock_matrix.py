@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import describe  # benchmarks/machine.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = "vllm-0.8.5+qwen2-vl"
 
@@ -116,6 +118,7 @@ def main() -> int:
         med = {name: statistics.median(values) for name, values in times.items()}
         seq, par = med["revalidate_sequential"], med["revalidate_parallel"]
         report = {
+            "machine": describe(),
             "cells": len(names),
             "jobs": args.jobs,
             "revalidate": {

@@ -18,6 +18,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from machine import describe  # benchmarks/machine.py, beside this script
 from packaging.version import Version
 
 from envkit.index.wheels import index_url, pick_wheel
@@ -58,6 +59,7 @@ def main() -> int:
 
     assert tuple(full["architectures"]) == result.architectures
     report = {
+        "machine": describe(),
         "vllm": str(version),
         "wheel_bytes": wheel.size,
         "architectures": len(result.architectures),

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import describe  # benchmarks/machine.py, beside this script
+
 
 def run(out: Path, cache: str) -> tuple[float, dict]:
     env = {**os.environ, "ENVKIT_CACHE_DIR": cache}
@@ -39,6 +41,7 @@ def main() -> int:
         cold, data = run(out, cache)
         warm, _ = run(again, cache)
         same = all((out / f).read_bytes() == (again / f).read_bytes() for f in data["files"])
+        print(f"machine: {describe()}")
         print(
             f"site:   {data['architectures']} architectures x {data['releases']} releases, "
             f"{len(data['files'])} files, matrix page {data['matrix_bytes']:,} bytes"

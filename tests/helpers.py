@@ -199,3 +199,10 @@ def output(command: str, text: str) -> dict[str, Any]:
     outputs = schema("outputs")
     jsonschema.validate(data, {**outputs, "$ref": f"#/$defs/{command}"})
     return data
+
+
+def said(err: str) -> str:
+    """stderr without its progress lines (``envkit: [ 1.2 s] step``, one per long step)."""
+    import re
+
+    return "".join(re.split(r"(?m)^envkit: \[ *[0-9]+\.[0-9] s\] .*\n", err))

@@ -32,6 +32,33 @@ VLLM_OLD_REGISTRY = "vllm/model_executor/models/__init__.py"
 VLLM_CONFIG = "vllm/transformers_utils/config.py"
 TF_CONFIG_AUTO = "transformers/models/auto/configuration_auto.py"
 TF_AUTO_MAPPINGS = "transformers/models/auto/auto_mappings.py"
+TF_MODELING_AUTO = "transformers/models/auto/modeling_auto.py"
+
+# transformers' auto model tables in their shape (model type, class name), a few of each
+MODELING_AUTO = """from collections import OrderedDict
+
+MODEL_MAPPING_NAMES = OrderedDict(
+    [
+        ("llama", "LlamaModel"),
+        ("qwen2_vl", "Qwen2VLModel"),
+        ("qwen3_5", "Qwen3_5Model"),
+    ]
+)
+
+MODEL_FOR_CAUSAL_LM_MAPPING_NAMES = OrderedDict(
+    [
+        ("llama", "LlamaForCausalLM"),
+        ("midtype", "Mid003ForCausalLM"),
+    ]
+)
+
+MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES = OrderedDict(
+    [
+        ("qwen2_vl", "Qwen2VLForConditionalGeneration"),
+        ("qwen3_5", "Qwen3_5ForConditionalGeneration"),
+    ]
+)
+"""
 
 NOISE = """import importlib
 import os
@@ -219,6 +246,6 @@ def transformers_5() -> Layout:
         "\nCONFIG_MAPPING = _LazyConfigMapping(CONFIG_MAPPING_NAMES)\n"
     )
     return Layout(
-        {TF_CONFIG_AUTO: auto, TF_AUTO_MAPPINGS: mappings},
+        {TF_CONFIG_AUTO: auto, TF_AUTO_MAPPINGS: mappings, TF_MODELING_AUTO: MODELING_AUTO},
         model_types={*generated, *updated, "gpt-sw3"},
     )

@@ -104,7 +104,7 @@ ORDER = (
     "io", "profiles", "index", "releases", "gpu", "compat", "lock",
     "env", "models", "serving", "site", "render", "cli",
 )  # fmt: skip
-ROOT_MODULES = {"envkit", "envkit.errors", "envkit.findings"}
+ROOT_MODULES = {"envkit", "envkit.errors", "envkit.findings", "envkit.progress"}
 
 
 def package_of(name: str) -> str | None:

@@ -5,6 +5,7 @@ index are ``network`` tests; the others run offline in the default suite."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from pathlib import Path
@@ -49,3 +50,78 @@ def test_a_readme_example_prints_what_the_readme_shows(command: str, expected: l
     assert [_VARIES.sub("N", line) for line in got] == [
         _VARIES.sub("N", line) for line in expected
     ], f"README.md's example of `envkit {command}` no longer matches its output"
+
+
+def _test_functions(pattern: str) -> tuple[int, int]:
+    files = sorted((ROOT / "tests").rglob(pattern))
+    found = sum(
+        1
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test_")
+    )
+    return found, len(files)
+
+
+def _shipped_cells() -> tuple[int]:
+    from envkit.lock.cells import cells
+    from envkit.profiles.catalog import Catalog
+
+    listing = Catalog.from_option(str(ROOT / "envs")).list()
+    return (sum(len(cells(p)) for p in listing.profiles),)
+
+
+# each count the README states, and how the repository counts it
+COUNTS = {
+    r"([0-9]+) test functions in ([0-9]+) files": lambda: _test_functions("test_*.py"),
+    r"([0-9]+) test functions\s+in the ([0-9]+) `tests/\*\*/test_network_\*\.py` files": lambda: (
+        _test_functions("test_network_*.py")
+    ),
+    r"([0-9]+) cells, all current": _shipped_cells,
+}
+
+
+@pytest.mark.parametrize("pattern", list(COUNTS))
+def test_the_readmes_counts_are_the_repositorys(pattern: str) -> None:
+    text = (ROOT / "README.md").read_text()
+    found = re.findall(pattern, text)
+    assert found, f"README.md no longer states {pattern!r}"
+    for match in found:
+        said = tuple(int(n) for n in (match if isinstance(match, tuple) else (match,)))
+        assert said == COUNTS[pattern](), f"README.md says {match!r} for {pattern!r}"
+
+
+_TIMING = re.compile(r"\b[0-9]+(\.[0-9]+)?(-[0-9.]+)? (s|min)\b")
+_NOT_A_MEASUREMENT = re.compile(r"default [0-9]+ s\b|[0-9]+ s\)?, redirects")  # settings
+
+
+def test_every_timing_in_the_readme_is_a_measurement_with_its_benchmark() -> None:
+    """Outside the examples (their output's seconds vary and are not compared), a paragraph
+    that gives a time names where it was measured and how to measure it again: the
+    Benchmarks section (which names the machine, the conditions and the script)."""
+    text = re.sub(r"```.*?```", "", (ROOT / "README.md").read_text(), flags=re.S)
+    benchmarks = text.index("## Benchmarks")
+    bare = []
+    for start, paragraph in _paragraphs(text):
+        prose = re.sub(r"`[^`]*`", "", paragraph)  # inline code: commands, sample lines
+        timed = _TIMING.search(_NOT_A_MEASUREMENT.sub("", prose))
+        if timed and not start >= benchmarks and "Benchmarks" not in paragraph:
+            bare.append(paragraph.strip()[:120])
+    assert bare == [], "timings without their machine and benchmark:\n" + "\n".join(bare)
+    section = text[benchmarks : text.index("## Dependencies")]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    for row in rows[1:]:
+        assert "benchmarks/" in row or "| the same" in row, row
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        if script.name != "machine.py":
+            assert f"benchmarks/{script.name}" in section, script.name
+
+
+def _paragraphs(text: str) -> list[tuple[int, str]]:
+    out, position = [], 0
+    for block in re.split(r"(\n\s*\n)", text):
+        if block.strip():
+            out.append((position, block))
+        position += len(block)
+    return out

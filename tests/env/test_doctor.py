@@ -79,7 +79,8 @@ def test_drift_and_the_known_bad_pair(project: Path, indexes: Indexes) -> None:
     assert "transformers: 5.0.0 (profile: 4.51.3)" in found["drift-version"]["message"]
     bad = found["known-bad-pair"]
     assert "requires transformers>=4.51" in bad["message"] and "5.0.0" in bad["message"]
-    assert "transformers<5" in bad["fix"]
+    # the fix names the pin and the profile that pins it
+    assert "pin transformers==4.51.3, as profile good does" in bad["fix"]
 
 
 def test_the_known_bad_pair_from_compat_findings(
@@ -96,6 +97,8 @@ def test_the_known_bad_pair_from_compat_findings(
     assert "vllm 0.8.5 + transformers 5.0.0 is not compatible" in bad["message"]
     assert "all_special_tokens_extended at vllm/transformers_utils/tokenizer.py" in bad["message"]
     assert "envkit compat vllm==0.8.5 transformers==5.0.0" in bad["fix"]
+    # the fix names the value: the transformers the project's profile pins for vLLM 0.8.5
+    assert bad["fix"].startswith("pin transformers==4.51.3, as profile good does: ")
 
 
 def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path) -> None:

@@ -78,6 +78,12 @@ def test_report_1_models_against_the_old_profile(envs: Path) -> None:
     assert data["supported_by"] == ["new"]
     text = run(envs, "check-model", "old", str(QWEN35))
     assert "CANNOT load" in text.out and "supported by: new" in text.out
+    # the fixes name the profile that can load it, and the command
+    assert {p["fix"] for p in data["problems"]} == {
+        "use a profile whose transformers knows it: new, envkit build new",
+        "use a profile whose vLLM lists it: new, envkit build new",
+    }
+    assert "supported_by)" not in text.out
 
 
 def test_which_puts_loadable_profiles_first(envs: Path) -> None:
@@ -140,6 +146,14 @@ def test_no_profile_can_load_it_names_the_releases(
     assert res.code == 1
     releases = res.json()["releases"]
     assert (releases["first"], releases["newest"]) == ("0.2.7", "0.33.0")
+    # no fix points at the empty supported_by: each names the releases and the command
+    (fix,) = {p["fix"] for v in res.json()["profiles"] for p in v["problems"]}
+    assert fix == (
+        "use a profile whose vLLM lists it; none here can, but vLLM 0.2.7 through 0.33.0 list "
+        f"LlamaForCausalLM: draft one, envkit new-profile NAME --for-model {cfg}"
+    )
+    text = envkit("--envs", str(only), "which", str(cfg), "--index-url", url(world), cwd=tmp_path)
+    assert "supported by: no profile envkit knows of" in text.out
     offline = envkit(
         "--envs",
         str(only),
@@ -153,6 +167,11 @@ def test_no_profile_can_load_it_names_the_releases(
     )
     assert offline.code == 1
     assert "could not look up vLLM releases" in offline.json()["releases_lookup"]
+    (fix,) = {p["fix"] for v in offline.json()["profiles"] for p in v["problems"]}
+    assert fix.endswith(
+        f"none here can: draft one, envkit new-profile NAME --for-model {cfg} "
+        "(it finds the vLLM releases listing it)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -362,6 +381,49 @@ def qwen3_config(folder: Path) -> Path:
     config = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen2", "hidden_size": 64}
     (folder / "config.json").write_text(json.dumps(config))
     return folder
+
+
+def test_history_of_a_model_type_shows_each_architecture_serving_it(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    """A model type (what the site's search takes) maps to the architectures transformers'
+    auto tables give it and those of vLLM's registry named after it; each is shown as for a
+    model folder, those no release lists named apart."""
+
+    def history(model_type: str) -> tuple[int, dict[str, Any]]:
+        res = envkit(
+            "--envs", str(envs), "history", model_type, "--index-url", url(world), "--json",
+            cwd=tmp_path,
+        )  # fmt: skip
+        data: dict[str, Any] = res.json()
+        return res.code, data
+
+    code, qwen = history("qwen3_5")
+    assert code == 0 and qwen["model_type"] == "qwen3_5" and qwen["transformers"] == "5.24.0"
+    assert qwen["serving"] == ["Qwen3_5ForConditionalGeneration", "Qwen3_5Model"]
+    (shown,) = qwen["architectures"]  # Qwen3_5Model: transformers' base class, no release's
+    assert (shown["architecture"], shown["first"], shown["newest"]) == (
+        "Qwen3_5ForConditionalGeneration", "0.33.0", "0.33.0"
+    )  # fmt: skip
+    # from transformers' tables alone (the class is not named after its model type)
+    code, mid = history("midtype")
+    assert code == 0 and [h["architecture"] for h in mid["architectures"]] == ["Mid003ForCausalLM"]
+    # from vLLM's names alone: the world's 4.x transformers has no tables, 5.24.0 no aquila
+    code, aquila = history("aquila")
+    assert code == 0 and aquila["serving"] == ["AquilaForCausalLM", "AquilaModel"]
+    assert all(h["first"] for h in aquila["architectures"])  # only those some release lists
+    code, none = history("nosuchtype")
+    assert code == 1 and none["serving"] == [] and none["architectures"] == []
+    text = envkit(
+        "--envs", str(envs), "history", "qwen3_5", "--index-url", url(world), "--wide",
+        cwd=tmp_path,
+    ).out  # fmt: skip
+    assert text.startswith(
+        "model type qwen3_5: served by Qwen3_5ForConditionalGeneration, Qwen3_5Model (from "
+        "transformers 5.24.0's auto tables and vLLM's registry names)\n"
+        "  listed by no published vLLM release: Qwen3_5Model\n"
+        "Qwen3_5ForConditionalGeneration: vLLM 0.33.0 through 0.33.0"
+    )
 
 
 def test_vllms_own_transformers_bounds_are_read_written_and_obeyed(

@@ -60,3 +60,27 @@ def test_the_newest_set_for_qwen35_locks(tmp_path: Path) -> None:
         "--envs", str(envs), "lock", "q35", "--torch-index", "default", "--json", cwd=tmp_path
     )  # fmt: skip
     assert locked.code == 0, locked.out + locked.err
+
+
+def test_report_1_from_a_folder_of_ones_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk of field report 1 from a folder without envs/: the draft goes to the user's
+    profile folder, and lock, matrix and check-model of it work from where the user is."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    here = tmp_path / "vllm"
+    (here / "models").mkdir(parents=True)
+    model = here / "models" / "Qwen3.5-4B"
+    shutil.copytree(MODELS / "Qwen3.5-9B", model)
+    drafted = envkit("new-profile", "qwen3.5-4b", "--for-model", str(model), cwd=here)
+    assert drafted.code == 0, drafted.err
+    user = tmp_path / "data" / "envkit"
+    assert (user / "envs" / "qwen3.5-4b.toml").is_file() and not (here / "envs").exists()
+    assert "envkit lock qwen3.5-4b" in " ".join(drafted.out.split())
+    locked = envkit("lock", "qwen3.5-4b", "--torch-index", "default", "--json", cwd=here)
+    assert locked.code == 0, locked.out + locked.err
+    assert locked.json()["profiles"][0]["locks"] == str(user / "constraints" / "qwen3.5-4b")
+    matrix = envkit("matrix", "--envs", str(user / "envs"), "qwen3.5-4b", "--json", cwd=here)
+    assert {c["state"] for c in matrix.json()["cells"]} == {"locked"}
+    checked = envkit("check-model", "qwen3.5-4b", str(model), cwd=here)
+    assert checked.code == 0, checked.out

@@ -168,7 +168,8 @@ def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path)
     res = envkit("profiles", cwd=tmp_path / "envs")
     assert res.code == 0 and "vllm-0.8.5+qwen2-vl" in res.out
     res = envkit("lock", "--all", "--check", cwd=tmp_path / "envs")
-    assert res.code == 2 and "Profiles folder 'envs' does not exist" in res.err
+    assert res.code == 2 and "No profiles folder: " in res.err
+    assert "envkit new-profile NAME --for-model MODEL writes into ./envs" in res.err
 
 
 def test_shipped_profiles_and_locks_work_from_any_folder(tmp_path: Path) -> None:

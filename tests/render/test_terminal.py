@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,10 +80,29 @@ def test_no_color_on_a_real_terminal(here: Path) -> None:
     assert b"\x1b[" not in on_a_terminal(["show", "nope"], here, {"NO_COLOR": "1"})
 
 
-def test_progress_only_on_a_terminal(built_copy: Path) -> None:
+def test_progress_is_a_line_per_step_piped_and_a_live_line_on_a_terminal(
+    built_copy: Path,
+) -> None:
     piped = envkit("verify", "good", cwd=built_copy)
-    assert piped.code == 0 and "envkit: checking" not in piped.err
-    assert b"envkit: checking" in on_a_terminal(["verify", "good"], built_copy)
+    assert piped.code == 0
+    steps = [ln for ln in piped.err.splitlines() if ln.startswith("envkit: [")]
+    # one line per step, each with the seconds since the command began: the imports, the
+    # pair against compat (whose wheels are read: the test index is out of reach), kernels
+    assert len(steps) == 4, piped.err
+    assert re.fullmatch(
+        r"envkit: \[ +[0-9]+\.[0-9] s\] verifying .*\.venv: importing vllm, "
+        r"transformers, torch in its interpreter \(one run\)",
+        steps[0],
+    )
+    assert "checking vLLM 0.8.5 + transformers 4.51.3 against compat's findings" in steps[1]
+    assert "vLLM's kernels link against the torch beside them" in steps[3]
+    seen = on_a_terminal(["verify", "good"], built_copy)
+    # on a terminal: a live line (wiped and redrawn in place) with the step's seconds, which
+    # becomes the step's line when the next step begins
+    assert b"\r\x1b[K" in seen and re.search(
+        rb"envkit: \[ +0\.[0-9] s\] verifying .*  \([0-9]+ s\)", seen
+    )
+    assert b"kernels link against the torch beside them (ELF symbols)\x1b[0m\r\n" in seen
 
 
 def test_profile_names_complete(here: Path) -> None:

@@ -10,7 +10,12 @@ import pytest
 from envkit.errors import BadInput
 from envkit.gpu.cards import GIB, parse_size
 from envkit.serving.memory_plan import PlanInput, make_plan
-from envkit.serving.shapes import kv_bytes_per_token, parameters_from_shapes, shapes
+from envkit.serving.shapes import (
+    default_max_len,
+    kv_bytes_per_token,
+    parameters_from_shapes,
+    shapes,
+)
 
 from helpers import ROOT, envkit
 from registry_world import MODELS
@@ -300,10 +305,206 @@ def test_plan_knows_the_card(tmp_path: Path) -> None:
     assert envkit(*args, cwd=tmp_path).code == 2  # no GPU given at all
 
 
-def test_every_line_of_the_text_report_uses_the_recommended_utilisation(tmp_path: Path) -> None:
-    folder = model_dir(tmp_path, QWEN25_15B)
+def test_asked_and_recommended_side_by_side_in_one_table(tmp_path: Path) -> None:
+    """Report 2's 3B model: the problems speak of the utilisation asked, the summary of the
+    recommended one; both columns are in the one table, so no number stands unlabelled."""
+    folder = model_dir(tmp_path, QWEN25_3B)
     res = envkit(
         "--envs", str(ROOT / "envs"), "plan", PROFILE, str(folder), "--gpu-memory", "8GiB",
-        "--free", "6.98GiB", "--max-model-len", "4096", cwd=tmp_path,
+        "--free", "6.98GiB", "--max-model-len", "4096", "--dtype", "float16", cwd=tmp_path,
     )  # fmt: skip
-    assert "vLLM asks  6.88 GiB (utilisation 0.86)" in res.out  # 0.86 x 8 GiB, not 0.9 x 8
+    lines = res.out.splitlines()
+    assert next(ln for ln in lines if "AS ASKED" in ln).split() == [
+        "AS", "ASKED", "RECOMMENDED", "HOW"
+    ]  # fmt: skip
+    rows = {ln.split("  ")[0]: ln.split() for ln in lines if not ln.startswith(" ")}
+    assert rows["utilisation"][1:3] == ["0.90", "0.86"]
+    assert rows["vLLM asks"][2:6] == ["7.20", "GiB", "6.88", "GiB"]  # 0.9 x 8, 0.86 x 8
+    assert rows["KV cache"][2:6] == ["0.45", "GiB", "0.13", "GiB"]  # the two of the issue
+    assert rows["context"][1:5] == ["4096", "tokens", "3840", "tokens"]
+    assert "asked (--max-model-len)" in " ".join(rows["context"])
+    assert "0.9 x 8.00 GiB = 7.20 GiB is more than the 6.98 GiB free" in " ".join(res.out.split())
+
+
+# Real shapes, as the public checkpoints' config.json files give them (transformers writes
+# only what differs from the config class's defaults: Gemma 3's text_config is sparse)
+QWEN25_VL_7B = {
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "model_type": "qwen2_5_vl",
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "vocab_size": 152064,
+    "max_position_embeddings": 128000,
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vision_config": {
+        "depth": 32,
+        "hidden_act": "silu",
+        "hidden_size": 1280,
+        "intermediate_size": 3420,
+        "num_heads": 16,
+        "in_chans": 3,
+        "out_hidden_size": 3584,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "spatial_patch_size": 14,
+        "window_size": 112,
+        "fullatt_block_indexes": [7, 15, 23, 31],
+        "tokens_per_second": 2,
+        "temporal_patch_size": 2,
+    },
+}
+QWEN25_VL_3B = {
+    **QWEN25_VL_7B,
+    "hidden_size": 2048,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+    "vision_config": {**QWEN25_VL_7B["vision_config"], "out_hidden_size": 2048},  # type: ignore[dict-item]
+}
+SIGLIP = {
+    "hidden_size": 1152,
+    "image_size": 896,
+    "intermediate_size": 4304,
+    "model_type": "siglip_vision_model",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 27,
+    "patch_size": 14,
+    "vision_use_head": False,
+}
+
+
+def gemma3(hidden: int, intermediate: int, layers: int, **text: object) -> dict[str, object]:
+    return {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "mm_tokens_per_image": 256,
+        "text_config": {
+            "hidden_size": hidden,
+            "intermediate_size": intermediate,
+            "model_type": "gemma3_text",
+            "num_hidden_layers": layers,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+            "sliding_window": 1024,
+            **text,
+        },
+        "torch_dtype": "bfloat16",
+        "vision_config": SIGLIP,
+    }
+
+
+QWEN2_AUDIO_7B = {
+    "architectures": ["Qwen2AudioForConditionalGeneration"],
+    "model_type": "qwen2_audio",
+    "audio_config": {
+        "model_type": "qwen2_audio_encoder",
+        "d_model": 1280,
+        "encoder_layers": 32,
+        "encoder_attention_heads": 20,
+        "encoder_ffn_dim": 5120,
+        "num_mel_bins": 128,
+        "max_source_positions": 1500,
+    },
+    "text_config": {
+        "model_type": "qwen2",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 156032,
+        "max_position_embeddings": 8192,
+        "tie_word_embeddings": False,
+    },
+    "torch_dtype": "bfloat16",
+}
+
+
+def _config(name: str) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((MODELS / name / "config.json").read_text())
+    return loaded
+
+
+# The published parameter counts of the checkpoints (their model cards' safetensors
+# totals; Qwen3.5-9B's is the fixture index's metadata.total_parameters)
+@pytest.mark.parametrize(
+    ("name", "config", "published"),
+    [
+        ("Qwen2-VL-2B-Instruct", _config("Qwen2-VL-2B-Instruct"), 2_208_985_600),
+        ("Qwen2.5-VL-3B-Instruct", QWEN25_VL_3B, 3_754_622_976),
+        ("Qwen2.5-VL-7B-Instruct", QWEN25_VL_7B, 8_292_166_656),
+        ("gemma-3-4b-it", gemma3(2560, 10240, 34), 4_300_079_472),
+        ("gemma-3-12b-it", gemma3(3840, 15360, 48, num_attention_heads=16,
+                                  num_key_value_heads=8), 12_187_325_040),
+        ("gemma-3-27b-it", gemma3(5376, 21504, 62, num_attention_heads=32,
+                                  num_key_value_heads=16, head_dim=128,
+                                  query_pre_attn_scalar=168), 27_432_406_640),
+        ("Qwen2-Audio-7B-Instruct", QWEN2_AUDIO_7B, 8_397_094_912),
+        ("Qwen3.5-9B", _config("Qwen3.5-9B"), 9_409_813_744),
+    ],
+)  # fmt: skip
+def test_towers_are_counted_within_ten_percent_of_the_checkpoint(
+    tmp_path: Path, name: str, config: dict[str, object], published: int
+) -> None:
+    """Without a safetensors index, the weights are the language model plus every tower
+    config.json describes (vision, audio), at the served dtype: within 10 % of the real
+    checkpoint (these land within 0.1 %)."""
+    folder = model_dir(tmp_path, config, name)  # config.json alone: no index to read
+    plan = plan_for(folder, gpu_memory=parse_size("80GiB"), max_model_len=4096)
+    assert plan.numbers.weights_source.startswith("estimated from config.json shapes: text ")
+    counted = plan.memory.weights // 2  # bfloat16
+    assert abs(counted - published) / published < 0.10, (counted, published)
+    assert abs(counted - published) / published < 0.001, (counted, published)
+    tower = "audio tower" if "audio" in name.lower() else "vision tower"
+    assert tower in plan.numbers.weights_source
+
+
+@pytest.mark.parametrize(
+    ("text", "length", "how"),
+    [
+        ({"max_position_embeddings": 32768}, 32768, "max_position_embeddings of config.json"),
+        ({"max_position_embeddings": 32768, "n_positions": 2048}, 2048, "n_positions"),
+        ({"max_position_embeddings": 8192, "model_max_length": 16384}, 16384, "model_max_length"),
+        ({}, 2048, "vLLM's default when config.json names no length: 2048"),
+        ({"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 2.0}},
+         8192, "x rope factor 2"),
+        ({"max_position_embeddings": 32768, "rope_scaling": {
+            "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}},
+         131072, "original_max_position_embeddings of its yarn rope_scaling x rope factor 4"),
+        ({"max_position_embeddings": 131072, "rope_scaling": {
+            "rope_type": "llama3", "factor": 8.0}}, 131072, "max_position_embeddings"),
+        ({"max_position_embeddings": 128000, "rope_scaling": {
+            "type": "mrope", "mrope_section": [16, 24, 24]}}, 128000, "max_position_embeddings"),
+    ],
+)  # fmt: skip
+def test_vllms_default_context_as_vllm_derives_it(
+    text: dict[str, object], length: int, how: str
+) -> None:
+    found, said = default_max_len({"model_type": "llama", **text})
+    assert found == length and how in said
+
+
+def test_without_max_model_len_the_plan_takes_vllms_default_and_says_so(tmp_path: Path) -> None:
+    gemma = model_dir(tmp_path, gemma3(2560, 10240, 34), "gemma")
+    plan = plan_for(gemma, gpu_memory=parse_size("24GiB"))
+    # Gemma3TextConfig's default length, which vLLM does not scale again by the rope factor
+    assert plan.numbers.max_model_len == 131072
+    assert plan.numbers.max_model_len_source == (
+        "not asked: vLLM's default, max_position_embeddings of config.json"
+    )
+    # the recommendation never exceeds the context vLLM would accept
+    assert plan.recommended.max_model_len <= 131072
+    text = envkit(
+        "--envs", str(ROOT / "envs"), "plan", "vllm-0.33.0", str(MODELS / "Qwen3.5-9B"),
+        "--gpu-memory", "21GiB", cwd=tmp_path,
+    )  # fmt: skip
+    flat = " ".join(text.out.split())
+    assert "context 32768 tokens" in flat and "not asked: vLLM's default" in flat
+    assert "vLLM's default context, 32768 tokens (max_position_embeddings of config.json)" in flat

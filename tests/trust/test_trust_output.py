@@ -41,7 +41,7 @@ from envkit.profiles.profile import Profile, load_profile, parse_profile
 from envkit.releases.registry import Scan
 from envkit.render import term
 from envkit.serving import compose
-from envkit.serving.memory_plan import Recommendation, serve_args, serve_command
+from envkit.serving.command import Recommendation, serve_args, serve_command
 
 import indexserver
 from conftest import Indexes
@@ -164,11 +164,11 @@ def test_notes_progress_errors_tables_and_paragraphs_are_one_line_each() -> None
     assert err.count("\n") == 1 and raw_free(err) and "hint\\n$ rm" in err
     _out, err = captured(term.interrupted, False, fake)
     assert err.count("\n") == 1 and raw_free(err)
-    _out, err = captured(term.usage_error, fake, False)
+    _out, err = captured(term.usage_error, fake, as_json=False)
     assert err.count("\n") == 1 and raw_free(err)
     rows = [("NAME", "NOTE"), (f"a{HOSTILE}", f"b\n{HOSTILE}")]
     laid = term.table(rows)
-    assert laid.count("\n") >= 2 and raw_free(laid)
+    assert laid.count("\n") >= 1 and raw_free(laid)  # the header, then the row (folded or not)
     assert all(line.startswith(("NAME", "a\\x1b", " ")) for line in laid.splitlines())
     assert raw_free(term.columns([HOSTILE, "x\ny"]))
     assert raw_free(term.wrap(f"{HOSTILE} word\nnext", "  ", "    "))

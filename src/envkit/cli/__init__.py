@@ -15,7 +15,7 @@ import click
 
 from envkit import render
 from envkit.cli import env, locks, models, serving, site
-from envkit.cli.group import cli
+from envkit.cli.group import add_group_options, cli
 from envkit.cli.options import State
 from envkit.errors import (
     EXIT_BAD_INPUT,
@@ -30,6 +30,7 @@ from envkit.io.atomicfile import sweep_temporary_folders
 
 for _module in (env, models, locks, serving, site):
     for _command in _module.COMMANDS:
+        add_group_options(_command)
         cli.add_command(_command)
 
 
@@ -37,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (``sys.exit`` happens only in :func:`run`)."""
     args = list(argv) if argv is not None else sys.argv[1:]
     state = State(json="--json" in args)  # usage errors are JSON too when --json was asked
-    render.set_wide(False)  # until --wide says otherwise (main may run many times in-process)
+    render.start()  # nothing wide or cut yet, the progress clock at 0 (main may run many times)
     redaction.forget_secrets()
     redaction.remember_environment_secrets()
     restore = process.install_signal_handlers()
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        render.usage_error(exc.format_message(), state.json)
+        render.usage_error(*_usage(exc), as_json=state.json)
         return EXIT_BAD_INPUT
     except (RecursionError, MemoryError):
         render.error(
@@ -82,9 +83,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_BAD_INPUT
     finally:
+        render.finish()
         if "envkit.io.http" in sys.modules:  # loaded only by commands that use the network
             sys.modules["envkit.io.http"].close_all()
         restore()
+
+
+def _usage(exc: click.ClickException) -> tuple[str, str, str]:
+    """The message, click's usage line of the command it concerns, and where its help is."""
+    ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    if ctx is None:
+        return exc.format_message(), "", ""
+    return (
+        exc.format_message(),
+        ctx.get_usage(),
+        f"`{ctx.command_path} --help` shows its arguments and options.",
+    )
 
 
 def run() -> None:

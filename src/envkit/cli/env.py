@@ -123,11 +123,14 @@ def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
         with slot.locked(render.note, existing=True) as recovered:
             for done in recovered:
                 render.note(f"recovered: {done}")
-            render.progress(f"checking {slot.venv} (one run of its interpreter)")
-            report = run_verify(loaded, slot.venv, compat=compat_lookup(None))
+            report = run_verify(
+                loaded, slot.venv, compat=compat_lookup(None), progress=render.progress
+            )
     except KeyboardInterrupt:
         raise Interrupted(slot.describe()) from None  # the last line says what is there
-    render.report(report, as_json)
+    from envkit.lock.cells import place
+
+    render.report(report, as_json, place(loaded))
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
 

@@ -18,23 +18,30 @@ from envkit.cli.options import (
 from envkit.errors import EXIT_OK, BadInput
 from envkit.io.uv import Uv
 from envkit.lock import states
-from envkit.lock.cells import check_exit_code, lock_exit_code
+from envkit.lock.cells import Place, check_exit_code, lock_exit_code, place
 from envkit.lock.locker import Locker, LockOptions
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.catalog import Catalog
 from envkit.profiles.profile import Profile
 
 
-def _profiles(state: State, names: tuple[str, ...], every: bool) -> list[Profile]:
-    catalog = Catalog.from_option(state.envs).project()  # they write beside its folder
+def _profiles(
+    state: State, names: tuple[str, ...], every: bool, writes: bool = False
+) -> list[Profile]:
+    """The profiles named (looked up as every command looks them up: ./envs, the user's
+    folder, the shipped ones), or with ``every`` those of one folder (catalog.project).
+    ``writes``: locks will be written beside them, which the shipped ones refuse."""
     if every == bool(names):
         raise BadInput("Name the profiles, or pass --all (not both).")
+    catalog = Catalog.from_option(state.envs)
     if every:
-        listing = catalog.list()
+        listing = catalog.project().list()
         state.broken = len(listing.errors)
         render.broken_profiles(listing.errors)  # named, then the others go on
-        return list(listing.profiles)
-    return [catalog.resolve(name) for name in names]
+        chosen = list(listing.profiles)
+    else:
+        chosen = [catalog.resolve(name) for name in names]
+    return [catalog.lockable(p) for p in chosen] if writes else chosen
 
 
 @click.command()
@@ -81,7 +88,7 @@ def lock(
 
     Writes constraints/<profile>/<cell>.txt and a PEP 751 pylock beside it.
     """
-    chosen = _profiles(state, profiles, every)
+    chosen = _profiles(state, profiles, every, writes=not (check or constraints))
     locker = Locker(
         Uv(),
         LockOptions(
@@ -96,14 +103,18 @@ def lock(
     )
     if check:
         found = states.check(chosen, constraints, locker if resolve else None)
-        render.lock_check(found, as_json)
+        render.lock_check(found, _places(chosen, constraints), as_json)
         return state.worst(check_exit_code(s.status for s in found))
     if resolve:
         raise BadInput("--resolve goes with --check.")
     refused = _compat_refusals(chosen, index)
     results = locker.lock(chosen, only=cell, refused=refused)
-    render.lock_results(results, as_json)
+    render.lock_results(results, _places(chosen, constraints), as_json)
     return state.worst(lock_exit_code(r.status for r in results))
+
+
+def _places(profiles: list[Profile], constraints: str | None) -> list[Place]:
+    return [place(p, constraints) for p in profiles]
 
 
 def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, str]:
@@ -139,7 +150,7 @@ def matrix(
     if github:
         render.github_matrix(states.github_matrix(found))
     else:
-        render.matrix(found, as_json)
+        render.matrix(found, _places(chosen, constraints), as_json)
     return state.worst(EXIT_OK)
 
 
@@ -165,8 +176,9 @@ def publish(
     as_json: bool,
 ) -> int:
     """Write the locked cells and constraints/index.json (file, sha256, digest), atomically."""
-    result = states.publish(_profiles(state, profiles, every), constraints, to)
-    render.published(result, as_json)
+    chosen = _profiles(state, profiles, every, writes=not (to or constraints))
+    result = states.publish(chosen, constraints, to)
+    render.published(result, _places(chosen, constraints), as_json)
     return state.worst(EXIT_OK)
 
 

@@ -186,7 +186,8 @@ def new_profile(
     revision: str | None,
     as_json: bool,
 ) -> int:
-    """Draft envs/NAME.toml: the newest vLLM + transformers that load MODEL, solved.
+    """Draft NAME.toml (in ./envs, else your profile folder): the newest vLLM + transformers
+    that load MODEL, solved.
 
     vLLM must list the architecture, accept --python and pin a torch with a CUDA build the
     driver runs (--cuda, or nvidia-smi); transformers must be in vLLM's range, published
@@ -211,7 +212,9 @@ def new_profile(
         path, config, scanner, checker,
         vllm_version=vllm_version, python=python, cuda=driver, force=force,
     )  # fmt: skip
-    render.drafted(profile, found, driver or "", as_json)
+    from envkit.lock.cells import place
+
+    render.drafted(profile, found, driver or "", place(profile).locks, as_json)
     return EXIT_OK
 
 
@@ -225,7 +228,7 @@ ARCH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # a class name, not a p
 
 
 @click.command()
-@click.argument("target", metavar="ARCH|MODEL")
+@click.argument("target", metavar="ARCH|MODEL_TYPE|MODEL")
 @index_url_option
 @revision_option
 @json_option
@@ -233,7 +236,8 @@ ARCH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # a class name, not a p
 def history(
     state: State, target: str, index: str | None, revision: str | None, as_json: bool
 ) -> int:
-    """Every published vLLM release's word on an architecture (or a model's architectures).
+    """Every published vLLM release's word on an architecture (or a model's, or those that
+    serve a model type such as qwen3_5).
 
     Listed or not, dropped, moved to a plugin, the transformers range each release declares,
     and the shipped profiles that can load it. Each release is read once from its wheel and
@@ -242,8 +246,14 @@ def history(
     from envkit.index.wheels import index_url
     from envkit.models import history as hist
     from envkit.models.check_model import load_model_config
+    from envkit.releases.modeltypes import MODEL_TYPE
     from envkit.releases.registry import Scanner
 
+    scanner = Scanner(index_url(index), progress=render.progress)
+    if MODEL_TYPE.fullmatch(target) and not Path(target).exists():  # qwen3_5, not a class
+        typed = hist.of_model_type(target, scanner, _shipped(state))
+        render.histories(None, list(typed.histories), as_json, of_type=typed)
+        return EXIT_OK if any(h.listed for h in typed.histories) else EXIT_CHECK_FAILED
     archs: tuple[str, ...]
     model: str | None
     if ARCH_RE.fullmatch(target) and not Path(target).exists():
@@ -255,7 +265,6 @@ def history(
             raise BadInput(
                 f"{config.source} names no architectures.", "Give one: envkit history ARCH."
             )
-    scanner = Scanner(index_url(index), progress=render.progress)
     shipped = _shipped(state)
     found = [hist.history(arch, scanner, shipped) for arch in archs]
     render.histories(model, found, as_json)

@@ -16,7 +16,7 @@ from envkit.errors import EXIT_BAD_INPUT
 from envkit.io.escaping import visible
 
 if TYPE_CHECKING:
-    from envkit.env.verify import CompatLookup
+    from envkit.env.checks import CompatLookup
     from envkit.serving.planning import Gpu, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -21,12 +21,21 @@ from envkit.cli.options import (
 )
 from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput, ServeRefused
 from envkit.profiles.catalog import Catalog
+from envkit.profiles.profile import Profile
 
 if TYPE_CHECKING:
     from envkit.profiles.profile import Profile
     from envkit.serving.envpins import Installed
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
+
+
+def _known(state: State) -> list[Profile]:
+    """Every profile on the search path (none when there is no profiles folder at all)."""
+    try:
+        return list(Catalog.from_option(state.envs).list().profiles)
+    except BadInput:
+        return []
 
 
 @click.command()
@@ -52,7 +61,9 @@ def plan(
     if asked.gpu is None:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
     loaded = Catalog.from_option(state.envs).resolve(profile)
-    result, loaded, verdict = plan_for(loaded, model, asked.gpu, asked.settings, render.progress)
+    result, loaded, verdict = plan_for(
+        loaded, model, asked.gpu, asked.settings, render.progress, known=_known(state)
+    )
     extra = (
         compose_service(
             model, result.recommended, loaded.models.vllm, asked.settings.kv_cache_dtype
@@ -127,8 +138,9 @@ def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) 
     from envkit.env import doctor as doctor_module
 
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
-    render.progress("inspecting the environment (one run of its interpreter) and this machine")
-    diagnosis = doctor_module.diagnose(venv, loaded, compat=compat_lookup(None))
+    diagnosis = doctor_module.diagnose(  # the fixes name the transformers a profile pins
+        venv, loaded, compat=compat_lookup(None), profiles=_known(state), progress=render.progress
+    )
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
 
@@ -344,7 +356,7 @@ def _planned_args(
     loaded: Profile, model: str, asked: PlanOptions, no_plan: bool
 ) -> tuple[list[str], list[str]]:
     """The plan's vllm serve arguments and what to say about them."""
-    from envkit.serving.memory_plan import serve_args
+    from envkit.serving.command import serve_args
     from envkit.serving.planning import asked_args, gpu_from_nvidia_smi, plan_for
 
     if no_plan:

@@ -16,20 +16,22 @@ from typing import Any
 
 from packaging.version import Version
 
+from envkit.env.checks import CompatLookup, Report
 from envkit.env.facts import venv_python
 from envkit.env.interpreters import find_interpreter
 from envkit.env.venvslot import VenvSlot, new_build_id
-from envkit.env.verify import CompatLookup, Report, verify
+from envkit.env.verify import verify
 from envkit.errors import EnvkitError, Interrupted, StaleLock
 from envkit.io import faults, process
 from envkit.io.redaction import redact
 from envkit.io.uv import Uv
-from envkit.lock.cells import CellStatus, cell_name, digest, machine_platform
+from envkit.lock.cells import CellStatus, Place, cell_name, digest, machine_platform, place
 from envkit.lock.states import states
 from envkit.lock.torchsource import TorchIndex, TorchSource, as_locked, for_build
 from envkit.profiles.profile import Profile
+from envkit.progress import Progress, quiet
 
-Progress = Callable[[str], None]
+Note = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +59,9 @@ class BuildResult:
     seconds: dict[str, float] = field(default_factory=dict)
     report: Report | None = None
     lock: Path | None = None
+    cell: str = ""  # this machine's cell of the profile's lock matrix
+    fresh: str = ""  # why it resolved afresh instead of installing the cell's lock
+    where: Place | None = None  # the profile's file and its locks folder
 
     @property
     def ok(self) -> bool:
@@ -71,6 +76,10 @@ class BuildResult:
             "torch": {"source": self.torch.description, "cuda": self.torch.cuda or None},
             "command": list(self.command),
             "lock": str(self.lock) if self.lock else None,
+            "cell": self.cell,
+            "resolved_afresh": self.fresh or None,
+            "profile_path": str(self.where.path) if self.where else None,
+            "locks": str(self.where.locks) if self.where else None,
             "replaced_previous": self.replaced,
             "kept_previous": not self.ok,
             "recovered": list(self.recovered),
@@ -94,6 +103,8 @@ class Install:
     lock: Path | None
     describe: str
     torch: TorchSource
+    cell: str  # this machine's cell
+    fresh: str = ""  # why not the cell's published lock ('' when installing it)
 
 
 def choose_install(
@@ -112,7 +123,10 @@ def choose_install(
     lock, or one that could not resolve, is resolved afresh.
     """
     cell = cell_name(f"{python.major}.{python.minor}", machine_platform(), source.backend)
+    where = place(profile, options.constraints)
+    fresh = "--no-lock was given"
     if options.use_lock:
+        fresh = f"{profile.name}'s lock matrix has no cell {cell} (this machine's)"
         for state in states(profile, options.constraints, current=profile_digest):
             if state.cell.name != cell:
                 continue
@@ -138,10 +152,17 @@ def choose_install(
                     uv_args=args,
                     constraints=None,
                     lock=locked,
-                    describe=f"installing the published lock {locked.name} (exact, hash-checked;"
-                    f" torch from {torch.description})",
+                    describe=f"installing the published lock of cell {cell}, "
+                    f"{locked.absolute()} (exact, hash-checked; torch from {torch.description})",
                     torch=torch,
+                    cell=cell,
                 )
+            fresh = (
+                f"no lock of cell {cell} in {where.locks} (envkit lock {profile.name} "
+                f"--cell {cell} writes one)"
+                if state.status is CellStatus.MISSING
+                else f"cell {cell} is recorded {state.state}: {state.reason}"
+            )
     extra = list(source.uv_args)
     if options.index_url:
         extra += ["--default-index", options.index_url]
@@ -153,7 +174,10 @@ def choose_install(
         uv_args=tuple(extra),
         constraints=constraints_text(profile),
         lock=None,
-        describe=f"installing {' '.join(profile.requirements)} (torch from {source.description})",
+        describe=f"resolving afresh ({fresh}): installing {' '.join(profile.requirements)} "
+        f"(torch from {source.description})",
+        cell=cell,
+        fresh=fresh,
     )
 
 
@@ -162,8 +186,8 @@ def build(
     options: BuildOptions,
     *,
     uv: Uv | None = None,
-    progress: Progress = lambda _msg: None,
-    note: Progress = lambda _msg: None,
+    progress: Progress = quiet,
+    note: Note = lambda _msg: None,
 ) -> BuildResult:
     """Build ``profile`` into ``options.venv``. Raises EnvkitError subclasses on failure to
     build; a build whose verification fails returns a result with ``ok`` False.
@@ -194,7 +218,7 @@ def build(
             if plan.constraints is not None:
                 constraints = staging / "envkit-constraints.txt"
                 constraints.write_text(plan.constraints, encoding="utf-8")
-            progress(plan.describe)
+            progress(plan.describe, child_draws=options.stream)
             start = time.monotonic()
             ran = uv.pip_install(
                 venv_python(staging),
@@ -209,10 +233,14 @@ def build(
             marker = {**marker, "command": [redact(part) for part in ran]}
             faults.fault_point("installed")
             seconds["install"] = time.monotonic() - start
-            progress("verifying inside the new environment")
             start = time.monotonic()
             report = verify(
-                profile, staging, shown=slot.venv, torch=source.expected, compat=options.compat
+                profile,
+                staging,
+                shown=slot.venv,
+                torch=source.expected,
+                compat=options.compat,
+                progress=progress,
             )
             seconds["verify"] = time.monotonic() - start
             faults.fault_point("verified")
@@ -244,6 +272,9 @@ def build(
         seconds=seconds,
         report=report,
         lock=plan.lock,
+        cell=plan.cell,
+        fresh=plan.fresh,
+        where=place(profile, options.constraints),
     )
 
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envkit.env.checks import CompatLookup, Report, Status
 from envkit.env.facts import Installed, TorchFacts, collect_facts, venv_python
-from envkit.env.verify import CompatLookup, Report, Status, assess, facts_request
+from envkit.env.pairs import known_bad
+from envkit.env.verify import assess, facts_request
 from envkit.errors import BadInput, UnreadableFile
 from envkit.findings import Finding, Severity
 from envkit.gpu import linkage
@@ -32,6 +32,7 @@ from envkit.io.escaping import shell_command
 from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable
 from envkit.profiles.profile import Profile
+from envkit.progress import Progress, quiet
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # a value that holds a credential anywhere: a known token shape, or an option naming one
@@ -109,9 +110,17 @@ def target_python(venv: Path | None) -> tuple[Path, Path | None]:
 
 
 def diagnose(
-    venv: Path | None, profile: Profile | None, compat: CompatLookup | None = None
+    venv: Path | None,
+    profile: Profile | None,
+    compat: CompatLookup | None = None,
+    *,
+    profiles: Sequence[Profile] = (),
+    progress: Progress = quiet,
 ) -> Diagnosis:
+    """Findings about the environment at ``venv`` (or the one found) and this machine;
+    ``profiles`` (the catalog's) give the fixes their pins; ``progress`` hears each step."""
     python, folder = target_python(venv)
+    progress(f"inspecting {python} (one run of its interpreter)")
     spec: dict[str, Any] = {"all_distributions": True, "torch_if_installed": True}
     if profile is not None:
         spec.update(facts_request(profile))
@@ -120,7 +129,9 @@ def diagnose(
     findings: list[Finding] = []
     report = None
     if profile is not None:
-        report = assess(profile, folder or Path(facts.prefix), facts, compat=compat)
+        report = assess(
+            profile, folder or Path(facts.prefix), facts, compat=compat, progress=progress
+        )
         findings += [
             Finding(
                 severity=ERROR,
@@ -136,9 +147,13 @@ def diagnose(
         ]
     dists = facts.distributions
     if profile is None:  # with one, verify's kernels check spoke above
+        progress("checking that vLLM's kernels link against the torch beside them (ELF symbols)")
         findings += linkage.findings(list(facts.sys_path))
     findings += duplicates(dists)
-    findings += known_bad(dists, compat)
+    if profile is None and dists.get("vllm") and dists.get("transformers"):
+        progress("checking the installed vLLM + transformers against compat's findings")
+    findings += known_bad(dists, compat, [*([profile] if profile else []), *profiles])
+    progress("asking nvidia-smi about the GPUs and the driver")
     gpus, driver_cuda = nvidia()
     findings += cuda_findings(facts.torch, gpus, driver_cuda)
     findings += wsl_findings(os.environ)
@@ -205,99 +220,6 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
             )
         )
     return out
-
-
-def known_bad(
-    dists: Mapping[str, Sequence[Installed]], compat: CompatLookup | None = None
-) -> list[Finding]:
-    """vLLM with a transformers its own metadata excludes, or whose API it lacks.
-
-    With ``compat``, the installed pair is looked up in `envkit compat`'s findings (the
-    transformers names and attributes this vLLM uses that this transformers lacks). Without
-    it, or when the wheels cannot be read: a vLLM whose requirement is ``transformers>=4.x``
-    with no upper bound predates transformers 5 (vLLM 0.8 to 0.10) and breaks on it.
-    """
-    vllm, transformers = dists.get("vllm", ()), dists.get("transformers", ())
-    if not vllm or not transformers:
-        return []
-    violated = _requirement_findings(vllm, transformers)
-    if violated or compat is None:
-        return violated or _predates_5(vllm, transformers)
-    found = compat(vllm[0].version, transformers[0].version)
-    if isinstance(found, str):  # no verdict from the wheels: fall back to the rule
-        return _predates_5(vllm, transformers)
-    if found.compatible:
-        return []
-    return [
-        Finding(
-            severity=ERROR,
-            code="known-bad-pair",
-            message=f"vllm {found.vllm} + transformers {found.transformers} is not compatible: "
-            f"{found.summary()}",
-            fix=f"pin the transformers a profile pins for vLLM {found.vllm} (envkit compat "
-            f"vllm=={found.vllm} transformers=={found.transformers} lists what breaks)",
-        )
-    ]
-
-
-def _pair(
-    vllm: Sequence[Installed], transformers: Sequence[Installed]
-) -> tuple[Version, SpecifierSet] | None:
-    """The installed transformers and the range vLLM's metadata declares for it."""
-    try:
-        have = Version(transformers[0].version)
-    except InvalidVersion:
-        return None
-    for line in vllm[0].requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.name.lower() == "transformers" and not (req.marker and "extra" in str(req.marker)):
-            return have, req.specifier
-    return None
-
-
-def _requirement_findings(
-    vllm: Sequence[Installed], transformers: Sequence[Installed]
-) -> list[Finding]:
-    """The installed transformers outside the range vLLM's metadata declares."""
-    pair = _pair(vllm, transformers)
-    if pair is None or pair[0] in pair[1]:
-        return []
-    have, spec = pair
-    return [
-        Finding(
-            severity=ERROR,
-            code="requirement-violated",
-            message=f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed",
-            fix=f"install a transformers that fits: {spec}",
-        )
-    ]
-
-
-def _predates_5(vllm: Sequence[Installed], transformers: Sequence[Installed]) -> list[Finding]:
-    """The rule without the wheels: an uncapped vLLM from before transformers 5, on 5.x."""
-    pair = _pair(vllm, transformers)
-    if pair is None:
-        return []
-    have, spec = pair
-    uncapped = not any(s.operator in ("<", "<=", "==", "~=") for s in spec)
-    predates = all(Version(s.version).major < 5 for s in spec if s.operator in (">=", ">"))
-    if not (have.major >= 5 and uncapped and predates):
-        return []
-    return [
-        Finding(
-            severity=ERROR,
-            code="known-bad-pair",
-            message=(
-                f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed: "
-                "this vLLM predates transformers 5 and breaks on it (tokenizers lost "
-                "all_special_tokens_extended)"
-            ),
-            fix="pin transformers<5 (the profile's pin), e.g. envkit build vllm-0.8.5+qwen2-vl",
-        )
-    ]
 
 
 def nvidia() -> tuple[list[dict[str, str]], str]:

@@ -7,85 +7,27 @@ one-line fix.
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envkit.env.checks import Check, CompatLookup, Report, Status
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
+from envkit.env.pairs import compat_check
 from envkit.errors import BadInput
 from envkit.gpu import linkage
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch
+from envkit.progress import Progress, quiet
 
-if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers through a callable
-    from envkit.compat.checker import CompatReport
-
-# (vllm version, transformers version) -> the compat report, or why it could not be made
-CompatLookup = Callable[[str, str], Union["CompatReport", str]]
 Inside = Callable[[str], bool]  # is this path inside the venv?
 Show = Callable[[str], str]  # the path as the user should see it (after a move)
-
-
-class Status(enum.Enum):
-    PASS = "pass"
-    WARN = "warn"
-    FAIL = "fail"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Check:
-    kind: str  # interpreter | version | import | probe | torch | compat
-    name: str
-    status: Status
-    expected: str = ""
-    found: str = ""
-    detail: str = ""
-    fix: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "status": self.status.value,
-            "ok": self.status is not Status.FAIL,
-            "expected": self.expected,
-            "found": self.found,
-            "detail": self.detail,
-            "fix": self.fix,
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Report:
-    profile: str
-    venv: Path
-    python: str
-    checks: tuple[Check, ...] = field(default_factory=tuple)
-
-    @property
-    def ok(self) -> bool:
-        return all(c.status is not Status.FAIL for c in self.checks)
-
-    @property
-    def failures(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.status is Status.FAIL)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "profile": self.profile,
-            "venv": str(self.venv),
-            "python": self.python,
-            "checks": [c.to_dict() for c in self.checks],
-        }
 
 
 def facts_request(profile: Profile) -> dict[str, Any]:
@@ -119,8 +61,10 @@ def assess(
     *,
     torch: Torch | None = None,
     compat: CompatLookup | None = None,
+    progress: Progress = quiet,
 ) -> Report:
-    """Turn probe facts into checks. ``shown`` is the path to report (after a move)."""
+    """Turn probe facts into checks. ``shown`` is the path to report (after a move);
+    ``progress`` hears the compat look-up and the kernels check begin."""
     prefix = os.path.realpath(venv)
     final = str(shown or venv)
 
@@ -173,37 +117,14 @@ def assess(
         if (copies := facts.copies(name))
     }
     if compat is not None and len(installed) == 2:
-        checks.append(compat_check(installed["vllm"], installed["transformers"], compat))
+        pair = f"vLLM {installed['vllm']} + transformers {installed['transformers']}"
+        progress(f"checking {pair} against compat's findings")
+        checks.append(compat_check(installed["vllm"], installed["transformers"], compat, profile))
+    progress("checking that vLLM's kernels link against the torch beside them (ELF symbols)")
     linked = linkage.linkage_on(list(facts.sys_path))
     if linked is not None:
         checks.append(kernels_check(linked, profile.name))
     return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
-
-
-def compat_check(vllm: str, transformers: str, compat: CompatLookup) -> Check:
-    """The installed pair against `envkit compat`'s findings (a warning when the wheels
-    could not be read: that is no verdict)."""
-    name = f"vllm {vllm} + transformers {transformers}"
-    found = compat(vllm, transformers)
-    if isinstance(found, str):
-        return Check(
-            kind="compat", name=name, status=Status.WARN, expected="compatible",
-            found="not checked", detail=found,
-        )  # fmt: skip
-    scoped = found.broken_architectures
-    if not found.compatible:
-        return Check(
-            kind="compat", name=name, status=Status.FAIL, expected="compatible",
-            found="not compatible", detail=found.summary(),
-            fix=f"pin a transformers vLLM {vllm} works with ("
-            + shell_command(["envkit", "compat", f"vllm=={vllm}", f"transformers=={transformers}"])
-            + " lists what breaks)",
-        )  # fmt: skip
-    detail = f"cannot load: {', '.join(scoped)}" if scoped else ""
-    return Check(
-        kind="compat", name=name, status=Status.PASS, expected="compatible",
-        found="compatible", detail=detail,
-    )  # fmt: skip
 
 
 def kernels_check(linked: linkage.Linkage, profile: str) -> Check:
@@ -406,9 +327,14 @@ def verify(
     *,
     torch: Torch | None = None,
     compat: CompatLookup | None = None,
+    progress: Progress = quiet,
 ) -> Report:
     """Gather facts in ``venv`` and assess them against ``profile``; ``torch`` is the torch
     build to demand when it is not the profile's own (``build --torch-backend``); ``compat``
-    looks the installed vLLM + transformers pair up (compat.lookup)."""
+    looks the installed vLLM + transformers pair up (compat.lookup); ``progress`` hears
+    each step begin (the imports, which for vLLM take seconds, then compat and kernels)."""
     expected = torch or profile.torch
-    return assess(profile, venv, gather(venv, profile), shown, torch=expected, compat=compat)
+    imports = ", ".join(profile.checks.imports) or "nothing"
+    progress(f"verifying {shown or venv}: importing {imports} in its interpreter (one run)")
+    facts = gather(venv, profile)
+    return assess(profile, venv, facts, shown, torch=expected, compat=compat, progress=progress)

@@ -181,6 +181,22 @@ def cell_folder(profile: Profile, option: str | None = None) -> Path:
     return constraints_root(profile, option) / profile.name
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a profile's file and its locks are (absolute), said by every command about it."""
+
+    profile: str
+    path: Path
+    locks: Path
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.profile, "path": str(self.path), "locks": str(self.locks)}
+
+
+def place(profile: Profile, option: str | None = None) -> Place:
+    return Place(profile.name, profile.path.absolute(), cell_folder(profile, option).absolute())
+
+
 def file_digest(path: Path) -> str:
     """The profile digest a lock file's header names ('' when none)."""
     try:

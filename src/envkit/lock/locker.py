@@ -202,6 +202,10 @@ class Locker:
         for index in (self.options.index_url, torch.mirror and torch.mirror_url(cell.backend)):
             if index:
                 self._http.remember(index)  # its credentials serve its wheels, as for uv
+        self.progress(
+            f"reading which build torch {version} in {cell.name} is (its wheel's "
+            "torch/version.py, by range)"
+        )
         try:
             built = wheel_cuda(url, self._http, sha256)
         except (WheelError, NetworkError) as exc:

@@ -15,6 +15,7 @@ The lists come from the profile's ``[models]`` table, scanned from its pinned re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
 
 MAX_CONFIG_BYTES = 8 * 1024 * 1024  # real config.json files are a few KB
+# where a fix names the profiles that can load the model: filled in by name_fixes, once
+# every profile has been judged (judge sees one profile at a time)
+SUPPORTED = "(see supported_by)"
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 
@@ -184,7 +188,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
                     code="unknown-model-type",
                     message=f"model type {mt!r} is unknown to transformers {known.transformers}, "
                     f"and vLLM {known.vllm} has no config class for it",
-                    fix="use a profile whose transformers knows it (see supported_by)",
+                    fix=f"use a profile whose transformers knows it {SUPPORTED}",
                 )
             )
     chosen = next((a for a in config.architectures if a in known.architectures), "")
@@ -232,7 +236,7 @@ def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
         message=f"vLLM {vllm}'s test registry needs {bound.describe()} for {bound.architecture}"
         f"{reason}; the profile pins transformers {transformers}{example}",
         fix=f"pin transformers within vLLM's bound ({bound.describe()}), or use a profile "
-        "whose pins fit it (see supported_by)",
+        f"whose pins fit it {SUPPORTED}",
     )
 
 
@@ -264,7 +268,7 @@ def _architecture_problems(
                 Finding(
                     code="unsupported-architecture",
                     message=f"{arch} is not in vLLM {vllm}'s model registry",
-                    fix="use a profile whose vLLM lists it (see supported_by)",
+                    fix=f"use a profile whose vLLM lists it {SUPPORTED}",
                 )
             )
     return out
@@ -352,23 +356,72 @@ def report(
     find_releases: Any,
     stale: dict[str, str] | None = None,
 ) -> ModelReport:
-    """``find_releases(architecture)`` returns a ReleaseSpan or None, or raises NetworkError.
-    ``stale`` names the profiles whose ``[models]`` table was replaced by a fresh scan."""
+    """``find_releases(architecture)`` returns a ReleaseSpan or None, or raises NetworkError;
+    None for ``find_releases`` looks nothing up (plan). ``stale`` names the profiles whose
+    ``[models]`` table was replaced by a fresh scan. Every fix names what to take: the
+    profiles that can load the model, else the command that drafts one."""
     verdicts = tuple(_noted(v, stale) for v in rank(shipped, config))
     verdict = _noted(judge(profile, config), stale) if profile is not None else None
-    releases, lookup = None, ""
-    if not any(v.ok for v in verdicts) and (verdict is None or not verdict.ok):
+    releases, lookup, none_listed = None, "", False
+    if (
+        find_releases is not None
+        and not any(v.ok for v in verdicts)
+        and (verdict is None or not verdict.ok)
+    ):
         try:
             for arch in config.architectures:
                 releases = find_releases(arch)
                 if releases is not None:
                     break
             if releases is None:
+                none_listed = True
                 lookup = "no published vLLM release lists " + (
                     " or ".join(config.architectures) or "these architectures"
                 )
         except NetworkError as exc:
             lookup = f"could not look up vLLM releases: {exc.message}"
+    supported = tuple(v.profile for v in verdicts if v.ok)
+    named = _Fixes(supported, config.source, releases, none_listed)
     return ModelReport(
-        config=config, verdict=verdict, verdicts=verdicts, releases=releases, lookup=lookup
+        config=config,
+        verdict=named.verdict(verdict) if verdict is not None else None,
+        verdicts=tuple(named.verdict(v) for v in verdicts),
+        releases=releases,
+        lookup=lookup,
     )
+
+
+@dataclass(frozen=True)
+class _Fixes:
+    """The fixes that pointed at supported_by, with the names in them (or, when no profile
+    can load the model, what to do instead: draft one from the releases that list it)."""
+
+    supported: tuple[str, ...]
+    model: str
+    releases: Any  # registry.ReleaseSpan, when looked up and found
+    none_listed: bool  # looked up: no published vLLM release lists it
+
+    def text(self) -> str:
+        if self.supported:
+            others = f" (or {', '.join(self.supported[1:])})" if len(self.supported) > 1 else ""
+            return f": {self.supported[0]}{others}, envkit build {self.supported[0]}"
+        draft = f"envkit new-profile NAME --for-model {self.model}"
+        if self.releases is not None and self.releases.listed:
+            rel = self.releases
+            return (
+                f"; none here can, but vLLM {rel.first} through {rel.newest} list "
+                f"{rel.architecture}: draft one, {draft}"
+            )
+        if self.none_listed:
+            return (
+                "; none can: no published vLLM release lists it (vLLM's Transformers "
+                "backend, --model-impl transformers, may run it)"
+            )
+        return f"; none here can: draft one, {draft} (it finds the vLLM releases listing it)"
+
+    def verdict(self, found: Verdict) -> Verdict:
+        problems = tuple(
+            dataclasses.replace(p, fix=p.fix.replace(f" {SUPPORTED}", self.text()))
+            for p in found.problems
+        )
+        return dataclasses.replace(found, problems=problems)

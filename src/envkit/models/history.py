@@ -15,9 +15,10 @@ from typing import Any
 
 from packaging.version import Version
 
-from envkit.errors import WheelError
+from envkit.errors import EnvkitError, WheelError
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
+from envkit.releases.modeltypes import model_types, serving
 from envkit.releases.registry import Scanner
 from envkit.releases.testregistry import bounds_for
 
@@ -126,3 +127,46 @@ def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> Hist
     ]
     loaders = tuple(p.name for p in shipped if architecture in p.models.architectures)
     return History(architecture=architecture, releases=tuple(entries), profiles=loaders)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TypeHistory:
+    """A model type's architectures (releases.modeltypes) and the history of each."""
+
+    model_type: str
+    architectures: tuple[str, ...]  # every architecture that serves it, sorted
+    transformers: str  # the release whose auto tables were read ('' when none could be)
+    histories: tuple[History, ...]  # those some release lists, else every one found
+    note: str = ""  # why transformers' tables were left out
+
+
+def of_model_type(model_type: str, scanner: Scanner, shipped: list[Profile]) -> TypeHistory:
+    """The history of every architecture serving ``model_type``: transformers' auto tables
+    (its newest release) and vLLM's registry names across every release. Only those some
+    release lists are shown, unless none is. Raises NetworkError when vLLM's releases
+    cannot be listed; transformers' tables that cannot be read are said in ``note``."""
+    names: set[str] = set()
+    for version in scanner.releases("vllm"):
+        try:
+            names |= set(scanner.scan("vllm", version).architectures)
+        except WheelError:
+            continue  # shown as unreadable in each history
+    tables: dict[str, tuple[str, ...]] = {}
+    newest, note = "", ""
+    try:
+        releases = scanner.releases("transformers")
+        if releases:
+            newest = str(releases[-1])
+            tables = model_types(scanner, releases[-1])
+    except EnvkitError as exc:
+        note = f"transformers' auto tables not read: {exc.message}"
+    archs = serving(model_type, tables, names)
+    found = [history(arch, scanner, shipped) for arch in archs]
+    listed = tuple(h for h in found if h.listed)
+    return TypeHistory(
+        model_type=model_type,
+        architectures=archs,
+        transformers=newest if tables else "",
+        histories=listed or tuple(found),
+        note=note,
+    )

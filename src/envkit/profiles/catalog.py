@@ -67,16 +67,35 @@ class Catalog:
         return self.folders[1]
 
     def project(self) -> Catalog:
-        """The project's own folder alone (--envs, else ./envs): what lock, matrix and
-        publish work on, since they write beside it."""
-        folder = self.folders[0]
-        if not folder.is_dir():
-            raise BadInput(
-                f"Profiles folder {str(folder)!r} does not exist.",
-                "Run envkit from the project that holds envs/, or pass --envs DIR "
-                "(or set ENVKIT_ENVS).",
-            )
-        return Catalog((folder,), explicit=True)
+        """The one folder whose profiles ``lock --all``, ``matrix`` and ``publish --all`` work
+        on (they write beside it): --envs, else ./envs when it exists, else the user's
+        folder, where ``new-profile`` puts drafts when there is no ./envs. BadInput naming
+        every folder looked in when none exists."""
+        for folder in self.folders if self.explicit else self.folders[:2]:
+            if folder.is_dir():
+                return Catalog((folder,), explicit=True)
+        looked = ", ".join(repr(str(f.absolute())) for f in self.folders[:2])
+        raise BadInput(
+            f"No profiles folder: {looked} {'does' if self.explicit else 'do'} not exist.",
+            "Draft a profile (envkit new-profile NAME --for-model MODEL writes into ./envs "
+            f"when it exists, else into {str(user_envs())!r}), or pass --envs DIR.",
+        )
+
+    def lockable(self, profile: Profile) -> Profile:
+        """``profile``, when its locks may be written beside its folder: not one of envkit's
+        shipped profiles (their locks are published with envkit) unless that folder is the
+        project's own (./envs or --envs: envkit's own repository). Raises BadInput."""
+        own = profile.path.resolve().parent
+        if own != shipped_envs().resolve() or any(
+            f.is_dir() and f.resolve() == own for f in self.folders[:1]
+        ):
+            return profile
+        raise BadInput(
+            f"{profile.name} is a profile shipped with envkit ({profile.path}); its locks "
+            "are published with envkit, and envkit does not write into its own package.",
+            f"Copy it into a folder of yours and lock that: cp {profile.path} "
+            f"{user_envs()}/ (or pass --constraints DIR to write the locks elsewhere).",
+        )
 
     def list(self) -> ProfileListing:
         """Every profile on the path (the first of each name), and every broken one."""

@@ -29,10 +29,12 @@ from envkit.render.term import (
     emit_json,
     error,
     exit_codes_help,
+    finish,
     interrupted,
     note,
     progress,
     set_wide,
+    start,
     table,
     usage_error,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "error",
     "exit_codes_help",
     "explanation",
+    "finish",
     "github_matrix",
     "histories",
     "interrupted",
@@ -71,6 +74,7 @@ __all__ = [
     "set_wide",
     "show",
     "site",
+    "start",
     "table",
     "usage_error",
 ]

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.render.term import cut, cut_left, echo, emit_json, one_line, table, term_width, wrap
+from envkit.render.term import (
+    cut,
+    cut_left,
+    echo,
+    emit_json,
+    fold,
+    one_line,
+    table,
+    term_width,
+    wrap,
+)
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.build import BuildResult
-    from envkit.env.verify import Report
+    from envkit.env.checks import Report
+    from envkit.lock.cells import Place
     from envkit.profiles.catalog import ProfileListing
     from envkit.profiles.profile import Profile
 
@@ -80,18 +92,23 @@ _MARK = {  # by verify.Status value
 }
 
 
-def report(rep: Report, as_json: bool) -> None:
+def report(rep: Report, as_json: bool, place: Place | None = None) -> None:
     if as_json:
-        emit_json(rep.to_dict())
+        located = {"profile_path": str(place.path), "locks": str(place.locks)} if place else {}
+        emit_json({**rep.to_dict(), **located})
         return
+    if place is not None:
+        where(place.path, place.locks)
     _report_text(rep)
 
 
 def _report_text(rep: Report) -> None:
     width = term_width()
     venv = str(rep.venv)
-    echo(cut_left(f"profile {rep.profile}  python {rep.python}  venv {venv}", width))
+    echo(wrap(f"profile {rep.profile}  python {rep.python}  venv {venv}", "", "  "))
+    # a name longer than its column is cut on a terminal (--wide shows it), else kept whole
     name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
+    indent = 2 + 4 + 2 + 11 + 2 + name_w + 2
     for check in rep.checks:
         mark, colour = _MARK[check.status.value]
         found = check.found
@@ -100,13 +117,14 @@ def _report_text(rep: Report) -> None:
         if check.status.value != "pass" and check.expected:
             found = f"{found} (want {check.expected})"
         lead = f"  {mark:<4}  {check.kind:<11}  {cut(check.name, name_w):<{name_w}}  "
-        rest = (
-            cut_left(found, width - len(lead))
-            if found.startswith("/")
-            else cut(found, width - len(lead))
-        )
+        room = max(20, width - len(lead))
+        rest = [cut_left(found, room)] if found.startswith("/") else fold(found, room)
+        if len(rest) > 1:  # the first piece beside the name, the rest folded below it
+            rest = [rest[0], *fold(" ".join(rest[1:]), max(20, width - indent))]
         echo(lead[:6], fg=colour, nl=False)  # envkit's colour, never inside the text
-        echo(lead[6:] + rest)
+        echo(lead[6:] + rest[0])
+        for more in rest[1:]:
+            echo(" " * indent + more)
         if check.detail and check.status.value != "pass":
             echo(wrap(check.detail, "        ", "        "))
         if check.fix:
@@ -118,20 +136,40 @@ def _report_text(rep: Report) -> None:
         echo(f"All {len(rep.checks)} checks hold.", fg="green", bold=True)
 
 
+def where(path: Path, locks: Path | None = None) -> None:
+    """The profile's file (and its locks folder): build and verify say where they are."""
+    echo(table([("profile file", str(path)), *((("locks", str(locks)),) if locks else ())]))
+
+
 def build(result: BuildResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
         return
+    if result.where is not None:
+        where(result.where.path, result.where.locks)
     if result.report is not None:
         _report_text(result.report)
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
+    source = (
+        f"from the published lock of cell {result.cell}, {result.lock}"
+        if result.lock
+        else f"resolved afresh ({result.fresh})"
+    )
     if result.ok:
         verb = "replaced the previous environment" if result.replaced else "created it"
-        echo(one_line(f"Built {result.profile} into {result.venv}: {verb} ({timing})."), fg="green")
+        echo(
+            wrap(
+                f"Built {result.profile} into {result.venv} {source}: {verb} ({timing}).", "", "  "
+            ),
+            fg="green",
+        )
     else:
         echo(
-            one_line(
-                f"Build of {result.profile} failed verification; {result.venv} was left as it was."
+            wrap(
+                f"Build of {result.profile} ({source}) failed verification; {result.venv} was "
+                "left as it was.",
+                "",
+                "  ",
             ),
             fg="red",
             err=True,

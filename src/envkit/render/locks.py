@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.render.term import echo, emit_json, one_line, table, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from envkit.lock.cells import CellState
+    from envkit.lock.cells import CellState, Place
 
 
 _STATE_COLOUR = {
@@ -23,17 +23,28 @@ _STATE_COLOUR = {
 }
 
 
-def lock_results(results: Sequence[CellState], as_json: bool) -> None:
+def places(found: Sequence[Place]) -> None:
+    """Where each profile and its locks are: the first lines of lock, matrix and publish."""
+    echo(
+        table(
+            [("PROFILE", "FILE", "LOCKS"), *((p.profile, str(p.path), str(p.locks)) for p in found)]
+        )
+    )
+
+
+def lock_results(results: Sequence[CellState], where: Sequence[Place], as_json: bool) -> None:
     if as_json:
         emit_json(
             {
                 "ok": all(
                     r.state not in ("unresolvable", "unreachable", "incompatible") for r in results
                 ),
+                "profiles": [p.to_dict() for p in where],
                 "cells": [r.to_dict() for r in results],
             }
         )
         return
+    places(where)
     for r in results:
         echo(f"{r.cell.profile} / {r.cell.name}: ", nl=False)
         echo(r.state, fg=_STATE_COLOUR.get(r.state), nl=False)
@@ -56,17 +67,19 @@ def _state_rows(found: Sequence[CellState]) -> None:
     echo(table(rows))
 
 
-def lock_check(found: Sequence[CellState], as_json: bool) -> None:
+def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool) -> None:
     bad = [s for s in found if s.status.failing]
     if as_json:
         emit_json(
             {
                 "ok": not bad,
+                "profiles": [p.to_dict() for p in where],
                 "cells": [s.to_dict() for s in found],
                 "stale": [f"{s.cell.profile}/{s.cell.name}" for s in bad],
             }
         )
         return
+    places(where)
     _state_rows(found)
     if bad:
         echo(
@@ -80,10 +93,14 @@ def lock_check(found: Sequence[CellState], as_json: bool) -> None:
         echo(f"All {len(found)} cells are current.", fg="green", bold=True)
 
 
-def matrix(found: Sequence[CellState], as_json: bool) -> None:
+def matrix(found: Sequence[CellState], where: Sequence[Place], as_json: bool) -> None:
     if as_json:
-        emit_json({"ok": True, "cells": [s.to_dict() for s in found]})
+        emit_json(
+            {"ok": True, "profiles": [p.to_dict() for p in where],
+             "cells": [s.to_dict() for s in found]}
+        )  # fmt: skip
         return
+    places(where)
     _state_rows(found)
 
 
@@ -92,10 +109,11 @@ def github_matrix(matrix: dict[str, Any]) -> None:
     echo(json.dumps(matrix, separators=(",", ":")))
 
 
-def published(result: dict[str, Any], as_json: bool) -> None:
+def published(result: dict[str, Any], where: Sequence[Place], as_json: bool) -> None:
     if as_json:
-        emit_json(result)
+        emit_json({**result, "profiles": [p.to_dict() for p in where]})
         return
+    places(where)
     echo(
         one_line(f"Published {len(result['files'])} files and index.json to {result['to']}."),
         fg="green",

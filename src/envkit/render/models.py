@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkit.io.escaping import shell_command
@@ -21,7 +22,7 @@ from envkit.render.term import (
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.compat.checker import CompatReport
     from envkit.models.check_model import ModelReport
-    from envkit.models.history import History
+    from envkit.models.history import History, TypeHistory
     from envkit.models.solver import Solution
     from envkit.profiles.profile import Profile
     from envkit.releases.registry import Scan
@@ -99,9 +100,8 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
                 echo(wrap(f"fix: {problem.fix}", "    ", "      "))
         for note in verdict.notes:
             echo(wrap(f"note: {note}", "  ", "    "))
-    if rep.verdict is not None or not rep.ok:
-        names = ", ".join(rep.supported_by)
-        echo(f"supported by: {names or 'no shipped profile'}")
+    names = ", ".join(rep.supported_by)
+    echo(wrap(f"supported by: {names or 'no profile envkit knows of'}", "", "  "))
     if rep.releases is not None and rep.releases.listed:
         rel = rep.releases
         echo(
@@ -126,16 +126,26 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
         echo(wrap(rep.lookup, "", "  "))
 
 
-def histories(model: str | None, found: Sequence[History], as_json: bool) -> None:
+def histories(
+    model: str | None, found: Sequence[History], as_json: bool, of_type: TypeHistory | None = None
+) -> None:
     if as_json:
+        typed = (
+            {"model_type": of_type.model_type, "serving": list(of_type.architectures),
+             "transformers": of_type.transformers or None}
+            if of_type else {}
+        )  # fmt: skip
         emit_json(
             {
                 "ok": any(h.listed for h in found),
                 "model": model,
+                **typed,
                 "architectures": [h.to_dict() for h in found],
             }
         )
         return
+    if of_type is not None:
+        _type_header(of_type)
     for h in found:
         data = h.to_dict()
         echo(one_line(h.architecture), bold=True, nl=False)
@@ -154,7 +164,7 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
                 runs.append([r.version, r.version, *key])
         rows = [("RELEASES", "STATE", "TRANSFORMERS", "NOTE")]
         rows += [
-            (first if first == last else f"{first} … {last}", state, tf or "-", note)
+            (first if first == last else f"{first} to {last}", state, tf or "-", note)
             for first, last, state, tf, note in runs
         ]
         echo(table(rows))
@@ -164,6 +174,19 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
             echo(wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
         profiles = ", ".join(h.profiles) or "none"
         echo(f"  shipped profiles that load it: {profiles}")
+
+
+def _type_header(typed: TypeHistory) -> None:
+    tables = f"transformers {typed.transformers}'s auto tables" if typed.transformers else ""
+    sources = " and ".join(s for s in (tables, "vLLM's registry names") if s)
+    archs = ", ".join(typed.architectures) or "none"
+    echo(wrap(f"model type {typed.model_type}: served by {archs} (from {sources})", "", "  "))
+    if typed.note:
+        echo(wrap(f"note: {typed.note}", "  ", "    "))
+    listed = {h.architecture for h in typed.histories if h.listed}
+    if listed and set(typed.architectures) - listed:
+        rest = ", ".join(a for a in typed.architectures if a not in listed)
+        echo(wrap(f"listed by no published vLLM release: {rest}", "  ", "    "))
 
 
 def compat(rep: CompatReport, as_json: bool) -> None:
@@ -217,12 +240,13 @@ def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -
     echo(one_line(f"Open {result.out / 'index.html'} in a browser (no server needed)."))
 
 
-def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> None:
+def drafted(profile: Profile, found: Solution, driver: str, locks: Path, as_json: bool) -> None:
     if as_json:
         emit_json(
             {
                 "ok": True,
                 "profile": profile.to_dict(),
+                "locks": str(locks),
                 "architecture": found.architecture,
                 "solution": {
                     "vllm": found.vllm.version,
@@ -250,4 +274,11 @@ def drafted(profile: Profile, found: Solution, driver: str, as_json: bool) -> No
         echo(wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
     for line in found.rejected:
         echo(wrap(f"rejected {line}", "  ", "    "))
-    echo(one_line("Review it, then: " + shell_command(["envkit", "build", profile.name])))
+    lock, build = (shell_command(["envkit", verb, profile.name]) for verb in ("lock", "build"))
+    echo(
+        wrap(
+            f"Review it, then, from any folder: {lock} (its locks go to {locks}), {build}",
+            "",
+            "  ",
+        )
+    )

@@ -44,31 +44,43 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         echo(f"{verdict.profile} cannot load this model:", fg="red", bold=True)
         finding_lines(verdict.problems)
         shown = len(verdict.problems)  # they lead result.problems too
-    mem = result.memory
-    rec = result.recommended.gpu_memory_utilization
-    # every line at the recommended utilisation; the problems below speak of the one asked
+    mem, num, rec = result.memory, result.numbers, result.recommended
+
+    def gib(n: int) -> str:
+        return f"{n / GIB:.2f} GiB" if n > 0 else "none"
+
+    echo(f"GPU: {mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free")
+    # one table, the utilisation asked beside the recommended one: every number says which
     rows = [
-        ("GPU", f"{mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free"),
-        ("vLLM asks", f"{mem.recommended_requested / GIB:.2f} GiB (utilisation {rec:.2f})"),
-        ("weights", f"{mem.weights / GIB:.2f} GiB ({result.numbers.weights_source})"),
-        ("reserve", f"{mem.reserve / GIB:.2f} GiB (activations, CUDA graphs)"),
+        ("", "AS ASKED", "RECOMMENDED", "HOW"),
         (
-            "KV cache",
-            f"{mem.recommended_kv_cache / GIB:.2f} GiB, {mem.kv_per_token} bytes per token "
-            f"({result.numbers.full_attention_layers} attention layers)",
+            "utilisation",
+            f"{mem.requested / mem.total:.2f}",
+            f"{rec.gpu_memory_utilization:.2f}",
+            f"the most that starts: {num.highest_safe_utilization:.2f} (free share less 1 point)",
         ),
-        (
-            "context",
-            f"{result.numbers.max_model_len} asked, "
-            f"{result.numbers.max_model_len_that_fits} fit at the recommendation",
-        ),
-    ]
+        ("vLLM asks", gib(mem.requested), gib(mem.recommended_requested),
+         "utilisation x total; vLLM refuses to start when more than is free"),
+        ("weights", gib(mem.weights), gib(mem.weights), num.weights_source),
+        ("reserve", gib(mem.reserve), gib(mem.reserve), "activations, CUDA graphs (--reserve)"),
+        ("KV cache", gib(mem.kv_cache), gib(mem.recommended_kv_cache),
+         f"what is left; {mem.kv_per_token} bytes per token ({num.full_attention_layers} "
+         "attention layers)"),
+        ("context", f"{num.max_model_len} tokens", f"{rec.max_model_len} tokens",
+         num.max_model_len_source),
+        ("KV cache holds", f"{num.max_model_len_that_fits_asked} tokens",
+         f"{num.max_model_len_that_fits} tokens", "in vLLM's blocks of 16 tokens"),
+        ("requests at once", f"{num.concurrency_asked:g}", f"{num.concurrency:g}",
+         "full-length requests the KV cache holds together"),
+    ]  # fmt: skip
     if result.mm:
         rows.append(
             (
                 "images",
-                f"{result.mm.max_image_tokens} tokens per image at most "
-                f"({result.mm.max_pixels} pixels, {result.mm.source})",
+                f"{result.mm.max_image_tokens} tokens",
+                f"{result.mm.recommended_max_pixels // result.mm.pixels_per_token} tokens",
+                f"per image at most: {result.mm.max_pixels} pixels ({result.mm.source}); "
+                f"recommended max_pixels {result.mm.recommended_max_pixels}",
             )
         )
     echo(table(rows))

@@ -5,10 +5,13 @@ of it can act on the terminal (ESC, other controls, bidi and zero-width characte
 as escapes such as ``\\x1b`` and ``\\u202e``, whatever they came from; only the newlines and
 tabs envkit lays out stay, and colour is added after). Values that sit on one line (a model
 type, a server's model id, an error paragraph) pass :func:`one_line`, which shows newlines as
-escapes too. Text fits the terminal: paragraphs fold to its width, tables fold their last
-column, paths are shortened from the left; ``--wide`` turns all of that off. Colour follows
-NO_COLOR, then FORCE_COLOR, else the terminal. Also here: the JSON envelope, progress and
-notes on stderr, errors, the interrupted line.
+escapes too. Text fits the terminal: paragraphs fold to its width, tables fold their last column;
+on a terminal alone, a cell too long for its column is cut with ``…`` (paths from the left)
+and the run ends with a hint that ``--wide`` shows it whole. Output to a pipe or a file is
+never cut, only folded at word boundaries; ``--wide`` turns folding off too. Colour follows
+NO_COLOR, then FORCE_COLOR, else the terminal. Also here: the JSON envelope, progress (a
+live line on a terminal, one line per step on a pipe) and notes on stderr, errors, the
+interrupted line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -35,11 +40,44 @@ JSON_VERSION = 1
 
 LAYOUT = "\n\t"  # the only characters that reach the streams unescaped
 WIDE = False  # --wide: nothing is shortened or folded to the terminal's width
+SHORTENED = False  # something was cut to fit the terminal in this run (the hint says so)
 
 
 def set_wide(wide: bool) -> None:
     global WIDE
     WIDE = wide
+
+
+def start() -> None:
+    """A run begins (main may run many times in one process): nothing wide, nothing cut
+    yet, the progress clock at zero."""
+    global SHORTENED
+    set_wide(False)
+    SHORTENED = False
+    _steps.reset()
+
+
+def finish() -> None:
+    """A run ends: the live progress line is settled, and when something was cut to fit the
+    terminal, one line on stderr says how to see it whole."""
+    _steps.settle()
+    _steps.stop()
+    if SHORTENED and not WIDE:
+        echo(
+            "envkit: cells cut (…) to fit the terminal; add --wide to see them whole",
+            err=True,
+            dim=True,
+        )
+
+
+def on_terminal() -> bool:
+    """Whether stdout is a terminal: only there may a cell be cut to fit."""
+    return sys.stdout.isatty()
+
+
+def shortening() -> bool:
+    """Whether cells are cut to fit: on a terminal, without --wide."""
+    return on_terminal() and not WIDE
 
 
 def _colour() -> bool | None:
@@ -57,6 +95,7 @@ def echo(text: str = "", *, err: bool = False, nl: bool = True, **style: Any) ->
     is shown as an escape before envkit's own colour is added."""
     # escaped first: a control character inside a URL's userinfo then no longer ends it early
     text = redact(visible(text, keep=LAYOUT))
+    _steps.settle()  # output ends the step on the live line (a note goes aside)
     click.echo(click.style(text, **style) if style else text, err=err, nl=nl, color=_colour())
 
 
@@ -72,11 +111,19 @@ def term_width() -> int:
     return max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
+def _shortens(text: str, width: int) -> bool:
+    """Whether ``text`` is cut to ``width``: only on a terminal, and never with --wide."""
+    global SHORTENED
+    if WIDE or len(text) <= width or not on_terminal():
+        return False
+    SHORTENED = True
+    return True
+
+
 def cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` with ``…`` on a terminal; whole anywhere else."""
     text = visible(text)
-    if WIDE:
-        return text
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    return text[: max(1, width - 1)] + "…" if _shortens(text, width) else text
 
 
 def wrap(text: str, first: str, rest: str) -> str:
@@ -94,11 +141,20 @@ def wrap(text: str, first: str, rest: str) -> str:
 
 
 def cut_left(text: str, width: int) -> str:
-    """Shorten from the left: the end of a path is the part that tells."""
+    """Shorten from the left on a terminal (the end of a path is the part that tells)."""
     text = visible(text)
-    if WIDE:
-        return text
-    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+    return "…" + text[len(text) - width + 1 :] if _shortens(text, width) else text
+
+
+def fold(text: str, width: int) -> list[str]:
+    """``text`` for a column ``width`` wide: cut on a terminal (whole with --wide), else
+    folded at word boundaries (a word longer than the column stays whole)."""
+    if WIDE or on_terminal():
+        return [cut(text, width)]
+    text = visible(text)
+    return textwrap.wrap(text, max(width, 1), break_on_hyphens=False, break_long_words=False) or [
+        ""
+    ]
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:
@@ -113,7 +169,8 @@ def table(rows: Sequence[Sequence[str]]) -> str:
     out = []
     for row in rows:
         cells = [c.ljust(widths[i]) for i, c in enumerate(row[:-1])]
-        lines = textwrap.wrap(row[-1], room, break_on_hyphens=False) or [""]
+        lines = textwrap.wrap(row[-1], room, break_on_hyphens=False, break_long_words=False)
+        lines = lines or [""]
         out.append(("  ".join([*cells, lines[0]])).rstrip())
         out += [" " * used + line for line in lines[1:]]
     return "\n".join(out)
@@ -145,16 +202,96 @@ def emit_json(data: dict[str, Any]) -> None:
     echo(json.dumps({"envkit": JSON_VERSION, **data}, indent=2, sort_keys=False))
 
 
-def progress(message: str) -> None:
-    """A step of long work, shown on a terminal only: piped output stays what was asked."""
-    if sys.stderr.isatty():
-        echo(f"envkit: {one_line(message)}", err=True, dim=True)
+def progress(message: str, /, *, child_draws: bool = False) -> None:
+    """A step of long work begins (envkit.progress.Progress). On a terminal, a live line
+    with the seconds the step has taken, redrawn each second until the next step or the
+    output; on a pipe, one line per step with the seconds since the command began. With
+    ``child_draws`` a child process (uv) draws its own progress: the line is written once."""
+    _steps.begin(message, child_draws)
+
+
+class _Steps:
+    """The step shown on stderr: a live line on a terminal, redrawn by a daemon thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.started = time.monotonic()
+        self.what = ""
+        self.began = 0.0
+        self.live = False  # a step is current and shown as a live line
+        self.drawn = False  # the live line is on the terminal at this moment
+        self.thread: threading.Thread | None = None
+        self.stopping = threading.Event()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.started, self.what, self.live, self.drawn = time.monotonic(), "", False, False
+
+    def _line(self) -> str:
+        return f"envkit: [{self.began - self.started:5.1f} s] {self.what}"
+
+    def begin(self, what: str, child_draws: bool) -> None:
+        with self.lock:
+            self.settle()
+            self.what, self.began = one_line(what), time.monotonic()
+            if child_draws or not sys.stderr.isatty():
+                echo(self._line(), err=True, dim=True)
+                return
+            self.live = True
+            self._draw()
+            if self.thread is None or not self.thread.is_alive():
+                self.stopping.clear()
+                self.thread = threading.Thread(target=self._tick, daemon=True)
+                self.thread.start()
+
+    def _draw(self) -> None:
+        """The live line, fitted to the terminal (a line that wrapped could not be redrawn)."""
+        head, tail = redact(self._line()), f"  ({time.monotonic() - self.began:.0f} s)"
+        room = shutil.get_terminal_size((100, 24)).columns - 1 - len(tail)
+        if len(head) > room:  # the seconds stay in sight; the step's line is whole later
+            head = head[: max(1, room - 1)] + "…"
+        line = "".join(c if c.isprintable() else "?" for c in head) + tail
+        click.echo("\r\x1b[K" + click.style(line, dim=True), err=True, nl=False, color=_colour())
+        self.drawn = True
+
+    def _wipe(self) -> None:
+        if self.drawn:
+            click.echo("\r\x1b[K", err=True, nl=False)
+            self.drawn = False
+
+    def _tick(self) -> None:
+        while not self.stopping.wait(1.0):
+            with self.lock:
+                if self.live:
+                    self._draw()
+
+    def aside(self, write: Callable[[], None]) -> None:
+        """``write`` a note below the live line, which goes on (the next tick redraws it)."""
+        with self.lock:
+            live, self.live = self.live, False
+            self._wipe()
+            write()
+            self.live = live
+
+    def settle(self) -> None:
+        """The live line becomes the step's static line (what it did, when it began)."""
+        with self.lock:
+            if self.live:
+                self.live = False
+                self._wipe()
+                echo(self._line(), err=True, dim=True)
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+
+_steps = _Steps()
 
 
 def note(message: str) -> None:
     """Something done or met on the way that the user must learn of (recovery, waiting),
-    shown whether or not stderr is a terminal."""
-    echo(f"envkit: {one_line(message)}", err=True, dim=True)
+    shown whether or not stderr is a terminal (below a live progress line, which goes on)."""
+    _steps.aside(lambda: echo(f"envkit: {one_line(message)}", err=True, dim=True))
 
 
 def error(exc: EnvkitError, as_json: bool) -> None:
@@ -180,11 +317,17 @@ def interrupted(as_json: bool, state: str = "") -> None:
     echo(f"envkit: {one_line(text)}", err=True, fg="yellow")
 
 
-def usage_error(message: str, as_json: bool) -> None:
+def usage_error(message: str, usage: str = "", hint: str = "", *, as_json: bool) -> None:
+    """The usage error on one line (what the user typed cannot start a line of its own),
+    then click's usage line of the command and where its help is."""
     if as_json:
-        emit_json({"ok": False, "exit_code": 2, "error": "UsageError", "message": message})
+        whole = "\n".join(part for part in (message, usage, hint) if part)
+        emit_json({"ok": False, "exit_code": 2, "error": "UsageError", "message": whole})
     echo("error: ", err=True, fg="red", bold=True, nl=False)
-    echo(f"{one_line(message)} (envkit --help shows the commands and options)", err=True)
+    echo(one_line(message), err=True)
+    for line in (usage, hint):
+        if line:
+            echo(line, err=True)
 
 
 def exit_codes_help() -> str:

@@ -15,7 +15,7 @@ import re
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput
-from envkit.serving.memory_plan import Recommendation, serve_args
+from envkit.serving.command import Recommendation, serve_args
 
 IMAGE = "vllm/vllm-openai"
 TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # Docker's tag grammar

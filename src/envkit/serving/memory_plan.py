@@ -17,11 +17,15 @@ worker) in four lines:
 
 Vision models profile with the largest image the processor accepts: ``max_pixels`` over the
 pixels one vision token covers (``(patch_size x merge_size)^2``).
+
+Without a safetensors index the weights are counted from config.json: the language model
+(shapes.py) and its vision and audio towers (towers.py). Without ``--max-model-len`` the
+context is vLLM's own default for the model (shapes.default_max_len). Every number is given
+at the utilisation asked and at the recommended one, side by side.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,14 +34,14 @@ from typing import Any
 from envkit.errors import BadInput
 from envkit.findings import Finding
 from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
-from envkit.io.escaping import shell_command
 from envkit.io.files import present
+from envkit.serving.command import Recommendation, serve_command
 from envkit.serving.shapes import (
     DTYPE_BYTES,
     MAX_COUNT,
     Shapes,
     Vision,
-    inner_config,
+    default_max_len,
     json_object,
     kv_bytes_per_token,
     parameters_from_shapes,
@@ -45,6 +49,7 @@ from envkit.serving.shapes import (
     vision,
     whole,
 )
+from envkit.serving.towers import towers
 
 IMAGE_TOKEN_TARGET = 512  # the profiling image a small GPU can afford (field report 3)
 
@@ -88,31 +93,18 @@ class Numbers:
     dtype: str
     kv_cache_dtype: str
     weights_source: str
-    max_model_len: int  # asked (or the model's maximum)
-    max_model_len_that_fits: int  # at the recommended utilisation
-    concurrency: float
+    max_model_len: int  # asked, else vLLM's default for the model (max_model_len_source)
+    max_model_len_source: str  # "asked (--max-model-len)", or how vLLM derives its default
+    max_model_len_that_fits: int  # tokens the KV cache holds at the recommended utilisation
+    concurrency: float  # full-length requests at once, at the recommended utilisation
+    max_model_len_that_fits_asked: int  # the same two at the utilisation asked
+    concurrency_asked: float
     full_attention_layers: int
     layers: int
     highest_safe_utilization: float
 
     def to_dict(self) -> dict[str, Any]:
         return _fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Recommendation:
-    """The settings to serve with: ``vllm serve`` flags."""
-
-    gpu_memory_utilization: float
-    max_model_len: int
-    dtype: str
-    mm_processor_kwargs: dict[str, int] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = _fields(self)
-        if self.mm_processor_kwargs is None:
-            del data["mm_processor_kwargs"]
-        return data
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,50 +183,73 @@ def _weights(model: Path, config: dict[str, Any], s: Shapes, serve_bytes: int) -
         total = whole(metadata, "total_size", f"{index} metadata", maximum=MAX_SIZE)
         return total * serve_bytes // checkpoint_bytes, "model.safetensors.index.json"
     params = parameters_from_shapes(s)
-    note = "estimated from config.json shapes"
-    if isinstance(config.get("vision_config"), dict):
-        note += " (the vision tower is not counted)"
-    return params * serve_bytes, note
+    extra = towers(config, s.hidden)
+    parts = [f"text {params / 1e9:.2f} B"]
+    parts += [f"{name} tower {n / 1e9:.2f} B" for name, n in (("vision", extra.vision),
+              ("audio", extra.audio)) if n]  # fmt: skip
+    note = f"estimated from config.json shapes: {' + '.join(parts)} parameters"
+    if isinstance(config.get("audio_config"), dict) and not extra.audio:
+        note += " (the audio tower's layout is not one envkit counts)"
+    return (params + extra.total) * serve_bytes, note
 
 
-def _kv_problems(
-    kv_room_asked: int,
-    need_bytes: int,
-    length: int,
-    fits: int,
-    need: float,
-    safe: float,
-    requested: int,
-    weights: int,
-    inp: PlanInput,
-) -> list[Finding]:
+@dataclass(frozen=True, kw_only=True)
+class _Budget:
+    """The numbers the KV problems are judged from, at the utilisation asked."""
+
+    kv_room: int  # KV cache at the asked utilisation (negative: none)
+    per_token: int
+    length: int
+    length_source: str
+    fits: int  # tokens that fit at the recommendation
+    need: float  # the utilisation a full-length context needs
+    safe: float
+    requested: int
+    weights: int
+    serve_bytes: int
+
+
+def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
     """What the KV cache lacks at the asked utilisation: no room at all, or too little for
-    the context; each with the fix (a utilisation that fits, else a shorter context)."""
+    the context; each fix names the value: a utilisation that fits, else a context that
+    fits, else how much GPU memory (or how small a model) it takes."""
+    need_bytes = b.per_token * b.length
+    whole_free = (b.weights + inp.reserve + need_bytes) / 0.99  # one point of margin
+    room = b.safe * inp.gpu_memory - inp.reserve - 16 * b.per_token
+    largest = max(room, 0) / b.serve_bytes / 1e9
+    bigger = (
+        f"a GPU with {whole_free / GIB:.1f} GiB free (weights, reserve and a {b.length}-token "
+        f"context), or a model under {largest:.1f} B parameters at {b.serve_bytes} bytes each"
+    )
+    at = f"at the asked utilisation {inp.utilization:.2f}"
     out: list[Finding] = []
-    if kv_room_asked <= 0:
+    if b.kv_room <= 0:
         out.append(
             Finding(
                 code="no-room-for-kv-cache",
                 message=(
-                    f"weights {weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
-                    f"leave no KV cache in a {requested / GIB:.2f} GiB budget"
+                    f"weights {b.weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
+                    f"leave no KV cache in the {b.requested / GIB:.2f} GiB budget {at}"
                 ),
-                fix=f"--gpu-memory-utilization {need:.2f}"
-                if need <= safe
-                else "a smaller model, fewer bytes per weight (quantised), or a larger GPU",
+                fix=f"--gpu-memory-utilization {b.need:.2f}" if b.need <= b.safe else bigger,
             )
         )
-    elif kv_room_asked < need_bytes:
+    elif b.kv_room < need_bytes:
+        context = (
+            f"a {b.length}-token context"
+            if b.length_source.startswith("asked")
+            else f"vLLM's default context, {b.length} tokens "
+            f"({b.length_source.split('default, ', 1)[-1]}),"
+        )
+        shorter = f"--max-model-len {b.fits}" if b.fits else bigger
         out.append(
             Finding(
                 code="max-model-len-too-long",
                 message=(
-                    f"a {length}-token context needs {need_bytes / GIB:.2f} GiB of "
-                    f"KV cache; {kv_room_asked / GIB:.2f} GiB are left"
+                    f"{context} needs {need_bytes / GIB:.2f} GiB of KV cache; "
+                    f"{b.kv_room / GIB:.2f} GiB are left {at}"
                 ),
-                fix=f"--gpu-memory-utilization {need:.2f}"
-                if need <= safe
-                else (f"--max-model-len {fits}" if fits else "a smaller model or a larger GPU"),
+                fix=f"--gpu-memory-utilization {b.need:.2f}" if b.need <= b.safe else shorter,
             )
         )
     return out
@@ -273,11 +288,10 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     )
     weights, weights_source = _weights(model, config, s, serve_bytes)
     per_token = kv_bytes_per_token(s, kv_bytes)
-    inner_key, inner = inner_config(config)
-    in_text = inner_key + "." if inner.get("max_position_embeddings") is not None else ""
-    length = inp.max_model_len or whole(
-        {**config, **inner}, "max_position_embeddings", "config.json", default=4096, path=in_text
-    )
+    length, length_source = inp.max_model_len or 0, "asked (--max-model-len)"
+    if not length:  # vLLM's own default, as it derives it from the config
+        length, how = default_max_len(config)
+        length_source = f"not asked: vLLM's default, {how}"
     if not 0 < length <= MAX_COUNT:
         raise BadInput(
             f"--max-model-len {str(length)[:20]} is out of range.",
@@ -311,9 +325,13 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     kv_room = int(utilization * inp.gpu_memory) - weights - inp.reserve
     fits = kv_room // per_token if per_token and kv_room > 0 else 0
     fits = fits // 16 * 16  # vLLM allocates the KV cache in blocks of 16 tokens
-    problems += _kv_problems(
-        kv_room_asked, per_token * length, length, fits, need, safe, requested, weights, inp
-    )
+    fits_asked = kv_room_asked // per_token // 16 * 16 if per_token and kv_room_asked > 0 else 0
+    budget = _Budget(
+        kv_room=kv_room_asked, per_token=per_token, length=length, length_source=length_source,
+        fits=fits, need=need, safe=safe, requested=requested, weights=weights,
+        serve_bytes=serve_bytes,
+    )  # fmt: skip
+    problems += _kv_problems(budget, inp)
     rec_len = min(length, fits) if fits else 0
     mm, mm_kwargs = _images(vision(model, config))
     recommended = Recommendation(
@@ -338,8 +356,13 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         kv_cache_dtype=inp.kv_cache_dtype,
         weights_source=weights_source,
         max_model_len=length,
+        max_model_len_source=length_source,
         max_model_len_that_fits=fits,
         concurrency=round(kv_room / (per_token * rec_len), 2) if rec_len else 0,
+        max_model_len_that_fits_asked=fits_asked,
+        concurrency_asked=round(kv_room_asked / (per_token * length), 2)
+        if per_token and kv_room_asked > 0
+        else 0,
         full_attention_layers=s.full_attention_layers,
         layers=s.layers,
         highest_safe_utilization=safe,
@@ -368,25 +391,3 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         command=command,
         notes=tuple(notes),
     )
-
-
-def serve_args(rec: Recommendation, kv_cache_dtype: str = "auto") -> list[str]:
-    """The recommended settings as vllm serve flags."""
-    args = [
-        "--dtype",
-        rec.dtype,
-        "--gpu-memory-utilization",
-        f"{rec.gpu_memory_utilization:.2f}",
-        "--max-model-len",
-        str(rec.max_model_len),
-    ]
-    if kv_cache_dtype != "auto":
-        args += ["--kv-cache-dtype", kv_cache_dtype]
-    if rec.mm_processor_kwargs is not None:
-        args += ["--mm-processor-kwargs", json.dumps(rec.mm_processor_kwargs)]
-    return args
-
-
-def serve_command(model: str, rec: Recommendation, kv_cache_dtype: str = "auto") -> str:
-    """The ``vllm serve`` line, each word quoted for a shell (``shlex.quote``)."""
-    return shell_command(["vllm", "serve", model, *serve_args(rec, kv_cache_dtype)])

@@ -10,7 +10,7 @@ defaults alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,10 +101,13 @@ def plan_for(
     gpu: Gpu,
     settings: Settings,
     progress: Callable[[str], None],
+    *,
+    known: Sequence[Profile] = (),
 ) -> tuple[Plan, Profile, Verdict]:
     """The plan for ``model`` with ``profile``'s vLLM on ``gpu``, the profile as judged
     (its ``[models]`` table rescanned from its pins when stale) and its verdict on the
-    model: a profile that cannot load the model gets a plan without a command.
+    model: a profile that cannot load the model gets a plan without a command, and its
+    fixes name the ``known`` profiles that can (no release look-up here: new-profile does it).
 
     Raises BadInput (a bad config.json or setting) and NetworkError (a Hub repo id or a
     stale table that cannot be read).
@@ -115,10 +118,13 @@ def plan_for(
     from envkit.releases.registry import Scanner
 
     # the verdict from the pinned releases, should the [models] table be stale
-    profile, _stale = current_models(profile, Scanner(index_url(), progress=progress))
+    scanner = Scanner(index_url(), progress=progress)
+    profile, _stale = current_models(profile, scanner)
     config = check_model.load_model_config(model, revision=settings.revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
-    verdict = check_model.judge(profile, config)  # the plan obeys it: no command if it cannot load
+    others = [current_models(p, scanner)[0] for p in known]
+    verdict = check_model.report(config, profile, others, None).verdict
+    assert verdict is not None  # a report on one profile carries its verdict
     inp = PlanInput(
         model=folder,
         gpu_memory=gpu.memory,

@@ -72,6 +72,89 @@ def layer_kinds(text: dict[str, Any], source: str, path: str = "") -> tuple[str,
     return tuple(kinds)
 
 
+# What transformers' config class fills in for fields a checkpoint's config.json leaves out
+# (it writes only those that differ from the class's defaults): Gemma3TextConfig's, from
+# transformers 4.51.3's configuration_gemma3.py (google/gemma-3-4b-it's text_config names
+# only its widths and depth).
+CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+        "tie_word_embeddings": True,
+    },
+}
+TEXT_MODEL_TYPES = {"gemma3": "gemma3_text"}  # the text config's type when it is not said
+
+
+def text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's config: ``text_config`` (or ``llm_config``) over the top level,
+    with the config class's defaults for the fields the file leaves out."""
+    inner = config.get("text_config") or config.get("llm_config")
+    merged = {**config, **inner} if isinstance(inner, dict) else dict(config)
+    kind = inner.get("model_type") if isinstance(inner, dict) else None
+    kind = kind or TEXT_MODEL_TYPES.get(str(config.get("model_type")), config.get("model_type"))
+    return {**CLASS_DEFAULTS.get(str(kind), {}), **merged, "model_type": kind}
+
+
+# vLLM's _get_and_verify_max_len (vllm/config.py): the length keys it reads, in its order
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+
+
+def default_max_len(config: dict[str, Any], source: str = "config.json") -> tuple[int, str]:
+    """The context vLLM serves when ``--max-model-len`` is not given, derived as vLLM's
+    ``_get_and_verify_max_len`` does: the smallest length key of the text config
+    (``model_max_length`` wins when set), else 2048; then times the RoPE scaling factor
+    unless the rope type is su, longrope or llama3 (yarn: of the original length), never for
+    Gemma 3. Returns it and how it was derived, in words."""
+    text = text_config(config)
+    inner_key, inner = inner_config(config, source)  # checked: an object, or nothing
+
+    def at(key: str) -> str:
+        return f"{inner_key}." if key in inner else ""
+
+    found = {k: whole(text, k, source, path=at(k)) for k in MAX_LEN_KEYS if text.get(k) is not None}
+    if "model_max_length" in found:
+        key = "model_max_length"
+    elif found:
+        key = min(found, key=lambda k: found[k])
+    else:
+        return 2048, "vLLM's default when config.json names no length: 2048"
+    length, how = found[key], f"{key} of config.json"
+    rope = text.get("rope_scaling") or text.get("rope_parameters")
+    if isinstance(rope, dict) and "gemma3" not in str(text.get("model_type")):
+        nested = rope and all(isinstance(v, dict) for v in rope.values())
+        factor = 1.0
+        for rp in rope.values() if nested else [rope]:
+            kind = rp.get("rope_type") or rp.get("type")
+            if kind not in ("su", "longrope", "llama3", "mrope"):
+                value = rp.get("factor", factor)
+                factor = float(value) if isinstance(value, (int, float)) else factor
+                if kind == "yarn":
+                    length = whole(rp, "original_max_position_embeddings", f"{source} rope")
+                    how = "original_max_position_embeddings of its yarn rope_scaling"
+        if not 0 < factor <= 1024:
+            raise BadInput(f"{source}: the rope scaling factor {factor:g} is not a factor.")
+        if factor != 1.0:
+            length, how = int(length * factor), f"{how} x rope factor {factor:g}"
+    return length, how
+
+
 @dataclass(frozen=True, kw_only=True)
 class Shapes:
     layers: int
@@ -87,6 +170,33 @@ class Shapes:
     experts: int
     moe_intermediate: int
     dtype: str
+    linear_layer: int = 0  # parameters of one linear-attention layer's mixer (hybrid models)
+    query_gate: bool = False  # q_proj also yields an output gate (Qwen3-Next, Qwen3.5)
+
+
+# the model types whose attention doubles q_proj for its output gate, in transformers' code
+QUERY_GATED = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+def _linear_mixer(text: dict[str, Any], hidden: int, source: str) -> int:
+    """One Gated DeltaNet mixer (``linear_*`` keys): in_proj_qkv, in_proj_z, in_proj_b/a, a
+    depthwise conv1d, dt_bias and A_log, a gated norm, out_proj (modeling_qwen3_5.py)."""
+    if text.get("linear_num_value_heads") is None:
+        return 0
+
+    def num(key: str) -> int:
+        return whole(text, key, source)
+
+    keys = num("linear_num_key_heads") * num("linear_key_head_dim")
+    value_heads, head_v = num("linear_num_value_heads"), num("linear_value_head_dim")
+    values = value_heads * head_v
+    conv = (2 * keys + values) * num("linear_conv_kernel_dim")
+    return (
+        hidden * (2 * keys + values)
+        + 2 * hidden * values
+        + 2 * hidden * value_heads
+        + (conv + 2 * value_heads + head_v)
+    )
 
 
 _ALIASES = {
@@ -135,8 +245,8 @@ def whole(
 def shapes(config: dict[str, Any], source: str = "config.json") -> Shapes:
     """The shapes the memory plan needs, every value's type and range checked: BadInput
     naming the file, the field's path and its value."""
-    inner_key, inner = inner_config(config, source)
-    text = {**config, **inner} if inner else config
+    inner_key, inner = inner_config(config, source)  # checked: an object, or nothing
+    text = text_config(config)  # with the config class's defaults for what the file leaves out
 
     def where(*keys: str) -> str:
         """The path prefix of the first of ``keys`` the config sets: inside text_config?"""
@@ -202,25 +312,31 @@ def shapes(config: dict[str, Any], source: str = "config.json") -> Shapes:
         ),
         moe_intermediate=num("moe_intermediate_size", 0, minimum=0),
         dtype=dtype,
+        linear_layer=_linear_mixer(text, hidden, source) if full != layers else 0,
+        query_gate=str(text.get("model_type")) in QUERY_GATED,
     )
 
 
 def parameters_from_shapes(s: Shapes) -> int:
     """Parameter count of a decoder (attention with biases on q/k/v as Qwen2 has them,
-    a gated MLP, two norms per layer); MoE layers count every expert. Embeddings are tied
-    unless ``tie_word_embeddings`` is false (transformers' default is true). Only an
-    estimate for other layouts (GPT-2's ungated MLP): the safetensors index is exact."""
+    a gated MLP, two norms per layer); MoE layers count every expert; a hybrid model's
+    linear-attention layers count their own mixer. Embeddings are tied unless
+    ``tie_word_embeddings`` is false (transformers' default is true). Only an estimate for
+    other layouts (GPT-2's ungated MLP): the safetensors index is exact."""
     q = s.heads * s.head_dim
     kv = s.kv_heads * s.head_dim
     attention = s.hidden * q + q + 2 * (s.hidden * kv + kv) + q * s.hidden
+    if s.query_gate:
+        attention += s.hidden * q  # the gate half of q_proj
     if s.experts:
         mlp = s.experts * 3 * s.hidden * (s.moe_intermediate or s.intermediate)
         mlp += s.experts * s.hidden  # router
     else:
         mlp = 3 * s.hidden * s.intermediate
-    per_layer = attention + mlp + 2 * s.hidden
+    linear = s.layers - s.full_attention_layers if s.linear_layer else 0
+    mixers = (s.layers - linear) * attention + linear * s.linear_layer
     embeddings = s.vocab * s.hidden * (1 if s.tied else 2)
-    return s.layers * per_layer + embeddings + s.hidden
+    return mixers + s.layers * (mlp + 2 * s.hidden) + embeddings + s.hidden
 
 
 def kv_bytes_per_token(s: Shapes, kv_dtype_bytes: int) -> int:

@@ -10,7 +10,6 @@ byte-for-byte the same from the same caches.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -22,16 +21,14 @@ from packaging.version import Version
 
 from envkit.compat.checker import Checker, CompatReport
 from envkit.errors import EnvkitError, WheelError
-from envkit.index.wheels import RemoteZip, pick_wheel
-from envkit.io.cache import MODEL_TYPES
 from envkit.lock.cells import CellState, cell_folder
 from envkit.lock.states import states
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
-from envkit.releases.registry import Scan, Scanner, index_key
+from envkit.releases.modeltypes import model_types
+from envkit.releases.registry import Scan, Scanner
 from envkit.releases.testregistry import bounds_for
 
-MODELING_AUTO = "transformers/models/auto/modeling_auto.py"
 _FAMILY = re.compile(r"[a-z]+")
 
 
@@ -172,36 +169,6 @@ def _cell(arch: str, scan: Scan | None, bounds: Mapping[str, Bound]) -> tuple[st
     if arch in scan.previously_supported:
         return State.DROPPED, f"supported until {scan.previously_supported[arch]}"
     return State.ABSENT, ""
-
-
-def model_types(scanner: Scanner, version: Version) -> dict[str, tuple[str, ...]]:
-    """Architecture -> the model types transformers ``version`` maps to it (its auto model
-    tables: ``("llama", "LlamaForCausalLM")`` pairs), cached per release and index."""
-    key = f"model-types-{version}.{index_key(scanner.index)}"
-    known = MODEL_TYPES.load(key, lambda f: {arch: f.texts(arch) for arch in list(f.data)})
-    if known is not None:
-        return known
-    wheel = pick_wheel(scanner.files("transformers"), version)
-    text = RemoteZip(wheel.url, scanner.http).read([MODELING_AUTO]).get(MODELING_AUTO, b"")
-    found: dict[str, set[str]] = {}
-    try:
-        tree = ast.parse(text.decode("utf-8", "replace"))
-    except (SyntaxError, ValueError, RecursionError):
-        tree = ast.Module(body=[], type_ignores=[])
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Tuple) and len(node.elts) == 2:
-            first, second = node.elts
-            if (
-                isinstance(first, ast.Constant)
-                and isinstance(second, ast.Constant)
-                and isinstance(first.value, str)
-                and isinstance(second.value, str)
-                and second.value[:1].isupper()
-            ):
-                found.setdefault(second.value, set()).add(first.value)
-    out = {arch: tuple(sorted(names)) for arch, names in found.items()}
-    MODEL_TYPES.store(key, {arch: list(names) for arch, names in out.items()})
-    return out
 
 
 def _page(profile: Profile, constraints: str | None, checker: Checker) -> ProfilePage:

@@ -1,0 +1,135 @@
+"""The path a new user walks (field report 1), from a folder of their own: a draft in the
+user profile folder (no ./envs), then lock, matrix, publish, build and verify of it from
+that folder, every command saying where the profile and its locks are; the group's options
+after the subcommand; usage errors that point at the command's own help."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Indexes
+from helpers import PY, envkit, profile_text
+
+CELL = f"py{PY}-linux-x86_64-cu124"
+
+
+@pytest.fixture
+def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's own profile folder (platformdirs' user data folder) holding a draft, as
+    ``new-profile`` leaves it when there is no ./envs; returns the folder they work in."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    (data / "envkit" / "envs").mkdir(parents=True)
+    (data / "envkit" / "envs" / "draft.toml").write_text(profile_text())
+    here = tmp_path / "work"
+    here.mkdir()
+    return here
+
+
+def test_the_draft_is_locked_published_built_and_verified_from_the_users_folder(
+    user: Path, indexes: Indexes
+) -> None:
+    data = user.parent / "data" / "envkit"
+    locks = data / "constraints" / "draft"
+    index = ["--index-url", indexes.default]
+    res = envkit("lock", "draft", *index, "--torch-index", "default", cwd=user)
+    assert res.code == 0, res.err
+    # the first lines say where the profile is and where its locks went
+    assert [line.split() for line in res.out.splitlines()[:2]] == [
+        ["PROFILE", "FILE", "LOCKS"],
+        ["draft", str(data / "envs" / "draft.toml"), str(locks)],
+    ]
+    assert (locks / f"{CELL}.txt").is_file() and not (user / "constraints").exists()
+    matrix = envkit("matrix", "draft", "--json", cwd=user).json()
+    assert matrix["profiles"] == [
+        {"name": "draft", "path": str(data / "envs" / "draft.toml"), "locks": str(locks)}
+    ]
+    assert {c["cell"]: c["state"] for c in matrix["cells"]}[CELL] == "locked"
+    # with no ./envs, --all means the user's folder
+    assert "draft" in envkit("matrix", cwd=user).out
+    published = envkit("publish", "draft", cwd=user)
+    assert published.code == 0, published.err
+    assert json.loads((data / "constraints" / "index.json").read_text())["files"]
+    built = envkit("build", "draft", "--json", *index, "--python", sys.executable, cwd=user)
+    assert built.code == 0, built.err
+    got = built.json()
+    assert (got["cell"], got["lock"], got["resolved_afresh"]) == (
+        CELL, str(locks / f"{CELL}.txt"), None
+    )  # fmt: skip
+    assert got["profile_path"] == str(data / "envs" / "draft.toml")
+    assert (user / ".venv" / "bin" / "python").exists()
+    text = envkit("verify", "draft", cwd=user)
+    assert text.code == 0, text.out
+    assert text.out.splitlines()[:2] == [
+        f"profile file  {data / 'envs' / 'draft.toml'}",
+        f"locks         {locks}",
+    ]
+
+
+def test_build_says_why_it_resolves_afresh(user: Path, indexes: Indexes) -> None:
+    args = ["--index-url", indexes.default, "--torch-index", "default", "--python", sys.executable]
+    res = envkit("build", "draft", *args, cwd=user)
+    assert res.code == 0, res.err
+    locks = user.parent / "data" / "envkit" / "constraints" / "draft"
+    why = f"no lock of cell {CELL} in {locks} (envkit lock draft --cell {CELL} writes one)"
+    # piped, the step is one line on stderr; the result names the reason again
+    assert f"resolving afresh ({why}): installing vllm==0.8.5" in res.err
+    assert "resolved afresh (no lock of cell" in " ".join(res.out.split())
+    again = envkit("build", "draft", "--json", "--no-lock", *args, cwd=user).json()
+    assert again["resolved_afresh"] == "--no-lock was given" and again["lock"] is None
+
+
+def test_group_options_are_taken_after_the_subcommand_too(user: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "only.toml").write_text(profile_text())
+    after = envkit("matrix", "--envs", str(elsewhere), "only", "--json", cwd=user)
+    before = envkit("--envs", str(elsewhere), "matrix", "only", "--json", cwd=user)
+    assert after.code == before.code == 0, after.err
+    assert after.json() == before.json()
+    assert after.json()["profiles"][0]["path"] == str(elsewhere / "only.toml")
+    # --envs after the command wins over ENVKIT_ENVS, as before it does
+    env = {"ENVKIT_ENVS": str(user)}
+    assert envkit("show", "only", "--envs", str(elsewhere), cwd=user, env=env).code == 0
+    assert envkit("profiles", "--wide", cwd=user).code == 0
+    assert envkit("lock", "--version", cwd=user).out.startswith("envkit, version ")
+
+
+def test_shipped_profiles_are_not_locked_into_envkits_own_package(user: Path) -> None:
+    res = envkit("lock", "vllm-0.8.5+qwen2-vl", "--torch-index", "default", cwd=user)
+    assert res.code == 2 and "is a profile shipped with envkit" in res.err
+    assert "Copy it into a folder of yours and lock that: cp " in res.err
+    # reading their matrix is fine
+    assert envkit("matrix", "vllm-0.8.5+qwen2-vl", cwd=user).code == 0
+
+
+def test_no_profiles_folder_says_where_drafts_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "empty"))
+    res = envkit("lock", "--all", cwd=tmp_path)
+    assert res.code == 2
+    assert str(tmp_path / "empty" / "envkit" / "envs") in " ".join(res.err.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "usage"),
+    [
+        (["build"], "Usage: envkit build [OPTIONS] PROFILE"),
+        (["lock", "--jobs", "0", "x"], "Usage: envkit lock [OPTIONS] [PROFILES]..."),
+        (["plan", "p"], "Usage: envkit plan [OPTIONS] PROFILE MODEL"),
+    ],
+)
+def test_usage_errors_show_the_commands_usage_and_help(
+    user: Path, args: list[str], usage: str
+) -> None:
+    res = envkit(*args, cwd=user)
+    assert res.code == 2
+    lines = res.err.splitlines()
+    assert lines[0].startswith("error: ") and usage in lines
+    assert f"`envkit {args[0]} --help` shows its arguments and options." in lines
+    assert "envkit --help" not in res.err
