@@ -14,7 +14,7 @@ imported (``--architectures core``: those with configs and a few more). ``envkit
 --json`` runs beside it, and compat_runtime_compare.py judges. Each venv is removed right
 after its pair; the uv cache is emptied when free space runs low.
 
-Run by hand (needs the package index; about 3 minutes and 8 GB a pair):
+Run by hand (needs the package index; 1-4 minutes a pair, 5-9 GB at a time):
 
     python benchmarks/compat_runtime.py [--pairs 0.8.5:4.51.3,0.8.5:5.0.0] [--keep-going]
         [--out results.json] [--python 3.12] [--work DIR] [--resume] [--summary-only]
@@ -37,7 +37,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from compat_runtime_compare import Compat, Finding, always_failing, compare, markdown
-from compat_runtime_steps import CLASS_ONLY, CONFIGS, Step, child_env, run, run_startup
+from compat_runtime_configs import CLASS_ONLY, CONFIGS
+from compat_runtime_steps import Step, child_env, run, run_startup
 
 GiB = 1024**3
 # (vLLM, transformers, why): both sides of each known class, oldest vLLM first (pairs of one
@@ -200,7 +201,8 @@ def _alone(transformers: str, python: str, s: Settings, folder: Path) -> list[st
 
 def _freeze(python: str, s: Settings) -> dict[str, str]:
     done = run([uv(), "pip", "freeze", "--python", python], timeout=120, env=s.env)
-    wanted = ("vllm", "transformers", "tokenizers", "torch", "huggingface-hub")
+    wanted = ("vllm", "transformers", "tokenizers", "huggingface-hub", "torch", "triton",
+              "cuda-bindings", "flashinfer-python", "xformers")  # fmt: skip
     pins = dict(line.split("==", 1) for line in done.out.splitlines() if "==" in line)
     return {name: pins[name] for name in wanted if name in pins}
 
@@ -244,10 +246,12 @@ def run_compat(pair: Pair, s: Settings) -> Compat:
     return Compat(done.code, bool(data["ok"]), findings, facts, seconds=done.seconds)
 
 
-def ensure_space(s: Settings, need: int) -> None:
-    """Empty the uv cache when the free space would fall under --min-free-gb (the next
-    torch then downloads again); refuse to go on when even that is not enough."""
-    if shutil.disk_usage(s.work).free - need >= s.min_free:
+def ensure_space(s: Settings, need: int, *, same_torch: bool) -> None:
+    """Empty the uv cache when the free space would fall under --min-free-gb: before a pair
+    of a new vLLM (whose torch is another), or whenever the floor itself is crossed. Refuse
+    to go on when even that is not enough."""
+    free = shutil.disk_usage(s.work).free
+    if free - (0 if same_torch else need) >= s.min_free:
         return
     run([uv(), "cache", "clean"], timeout=1800, env=s.env)
     free = shutil.disk_usage(s.work).free
@@ -256,10 +260,13 @@ def ensure_space(s: Settings, need: int) -> None:
         raise SystemExit(f"only {free / GiB:.1f} GB free under {s.work}; need {wanted:.0f}")
 
 
-def measure(pair: Pair, s: Settings, extra_classes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One pair, measured: install, start-up steps, compat (not yet compared)."""
+def measure(
+    pair: Pair, s: Settings, *, after: Pair | None = None, extra_classes: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One pair, measured: install, start-up steps, compat (not yet compared). ``after``:
+    the pair measured just before (the same vLLM installs the same torch)."""
     start = time.monotonic()
-    ensure_space(s, 12 * GiB)
+    ensure_space(s, 12 * GiB, same_torch=after is not None and after.vllm == pair.vllm)
     venv = s.work / f"venv-{pair.label}"
     folder = s.work / f"run-{pair.label}"
     shutil.rmtree(venv, ignore_errors=True)
@@ -328,6 +335,7 @@ def judge(results: list[dict[str, Any]]) -> None:
 def parse_pairs(text: str | None) -> list[Pair]:
     if not text:
         return [Pair(*p) for p in DEFAULT_PAIRS]
+    why = {(v, t): w for v, t, w in DEFAULT_PAIRS}
     pairs = []
     for item in text.split(","):
         vllm, _sep, transformers = item.strip().partition(":")
@@ -337,7 +345,7 @@ def parse_pairs(text: str | None) -> list[Pair]:
             raise SystemExit(
                 f"--pairs: {item!r} is not VLLM:TRANSFORMERS (e.g. 0.8.5:4.51.3)"
             ) from None
-        pairs.append(Pair(vllm, transformers))
+        pairs.append(Pair(vllm, transformers, why.get((vllm, transformers), "")))
     return sorted(pairs, key=lambda p: Version(p.vllm))  # pairs of one torch side by side
 
 
@@ -348,17 +356,19 @@ def write(out: Path, results: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--pairs", help="VLLM:TRANSFORMERS,... (default: the built-in list)")
     parser.add_argument(
         "--keep-going", action="store_true", help="go on after a pair fails to install"
     )
-    parser.add_argument("--out", type=Path, default=Path("compat_runtime.json"))
+    parser.add_argument("--out", type=Path, default=Path("compat_runtime.json"), help="results")
     parser.add_argument("--python", default="3.12", help="the venvs' Python (version or path)")
     parser.add_argument("--work", type=Path, help="venvs and the uv cache (default: a temp folder)")
-    parser.add_argument("--architectures", choices=("all", "core"), default="all")
-    parser.add_argument("--step-timeout", type=int, default=300)
-    parser.add_argument("--min-free-gb", type=int, default=25)
+    parser.add_argument(
+        "--architectures", choices=("all", "core"), default="all", help="classes imported"
+    )
+    parser.add_argument("--step-timeout", type=int, default=300, help="seconds per step")
+    parser.add_argument("--min-free-gb", type=int, default=25, help="free space to keep")
     parser.add_argument("--resume", action="store_true", help="keep the pairs --out has")
     parser.add_argument("--summary-only", action="store_true", help="print --out's table")
     args = parser.parse_args(argv)
@@ -382,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         min_free=args.min_free_gb * GiB,
     )
     done = {r["pair"] for r in results}
+    previous = None
     for pair in parse_pairs(args.pairs):
         if pair.label in done:
             continue
@@ -389,8 +400,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{pair.label}: measuring ({shutil.disk_usage(work).free / GiB:.0f} GB free)",
             flush=True,
         )
-        result = measure(pair, s)
+        result = measure(pair, s, after=previous)
+        previous = pair
         results.append(result)
+        results.sort(key=lambda r: Version(r["vllm"]))  # stable: a vLLM's pairs in run order
         judge(results)
         write(args.out, results)
         c = result["comparison"]

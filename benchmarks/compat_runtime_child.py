@@ -62,7 +62,7 @@ def _frames(exc: BaseException) -> tuple[str, str]:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = str(exc).strip().replace(sys.prefix, "<venv>")  # the same for every venv
     return (text.splitlines()[0] if text else "")[:300]
 
 
@@ -180,7 +180,7 @@ def write_tokenizers(root: Path, configs: dict[str, Any]) -> dict[str, Any]:
         extra={"bos_token": "<s>", "unk_token": "[UNK]"},
     )
     (word / "config.json").write_text(json.dumps(configs["llama"]["config"]), encoding="utf-8")
-    return {"folders": [str(bpe), str(word)], "bpe_vocab": tok.get_vocab_size()}
+    return {"folders": [bpe.name, word.name], "bpe_vocab": tok.get_vocab_size()}
 
 
 def _write_tokenizer_config(

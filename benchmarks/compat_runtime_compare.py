@@ -8,9 +8,11 @@ did at start-up, and the Markdown summary.
   loaded, when the harness writes one, and its class imported through the registry),
   compared only where vLLM itself imports.
 
-An architecture that needs a GPU to import (triton kernels compiled at import time) or that
-fails with every transformers measured for its vLLM is not compat's business: it is left
-out of the comparison and counted under ``skipped``.
+An architecture that needs a GPU to import (triton kernels compiled at import time, vLLM's
+CUDA extensions, cuda-python), one
+that needs a package vLLM does not install (timm, librosa, terratorch) and one that fails
+with every transformers measured for its vLLM are not compat's business: they are left out
+of the comparison and counted under ``skipped``.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat_runtime_steps import VLLM_WIDE_CONFIGS, Step, model_type_of
+from compat_runtime_configs import VLLM_WIDE_CONFIGS, model_type_of
+from compat_runtime_steps import Step
 
 START_UP = ("import-vllm", "config-package", "tokenizer:qwen2-bpe", "tokenizer:wordlevel")
 VLLM_WIDE = (*START_UP, *(f"config:{t}" for t in VLLM_WIDE_CONFIGS))
-_NEEDS_GPU = re.compile(r"active drivers|libcuda|CUDA driver|NVIDIA driver|no GPU", re.I)
+# vLLM's CUDA extensions, triton kernels and cuda-python wanting a driver or a GPU build
+_NEEDS_GPU = re.compile(
+    r"active drivers|libcuda|\bCUDA\b|\bcuda\.bindings|'_C' object has no attribute|no GPU", re.I
+)
 _NOT_REGISTERED = "is not in this vLLM's registry"
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,11 @@ def arch_outcome(steps: Mapping[str, Step], arch: str) -> Step | str:
         if config is not None and not config.ok:
             return config
     if not cls.ok and _NEEDS_GPU.search(f"{cls.message} {cls.cause}"):
-        return "needs a GPU to import"
+        return "needs a GPU or the CUDA stack to import"
+    missing = _NO_MODULE.search(cls.message) if cls.error_type == "ModuleNotFoundError" else None
+    top = missing.group(1).split(".")[0] if missing else ""
+    if top and top not in ("transformers", "vllm"):
+        return f"needs {top}, which vLLM does not install"
     return cls
 
 
