@@ -30,8 +30,8 @@ def lock_refusals(
             note(f"compat of {profile.name}'s pins not checked: {exc.message}")
             continue
         if not report.compatible:
-            first = next(f for f in report.findings if not f.architectures)
-            more = len([f for f in report.findings if not f.architectures]) - 1
+            first = next(f for f in report.findings if f.everywhere)
+            more = len([f for f in report.findings if f.everywhere]) - 1
             refused[profile.name] = (
                 f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
                 f"{first.code.value} {first.name} at {first.file}:{first.line}"

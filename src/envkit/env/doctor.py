@@ -226,7 +226,7 @@ def known_bad(
     found = compat(str(vllm[0]["version"]), str(transformers[0]["version"]))
     if isinstance(found, str):  # no verdict from the wheels: fall back to the rule
         return _predates_5(vllm, transformers)
-    core = [f for f in found.findings if not f.architectures]
+    core = [f for f in found.findings if f.everywhere]
     if not core:
         return []
     named = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:3])

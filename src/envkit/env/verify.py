@@ -184,8 +184,11 @@ def compat_check(vllm: str, transformers: str, compat: CompatLookup) -> Check:
             kind="compat", name=name, status=Status.WARN, expected="compatible",
             found="not checked", detail=found,
         )  # fmt: skip
-    core = [f for f in found.findings if not f.architectures]
-    scoped = sorted({a for f in found.findings for a in f.architectures})
+    core = [f for f in found.findings if f.everywhere]
+    scoped = sorted(
+        {a for f in found.findings for a in f.architectures}
+        | {f"model type {t}" for f in found.findings for t in f.model_types}
+    )
     if core:
         detail = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:3])
         more = f" (and {len(core) - 3} more)" if len(core) > 3 else ""

@@ -163,22 +163,36 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         emit_json(rep.to_dict())
         return
     pair = f"vLLM {rep.vllm} + transformers {rep.transformers}"
-    core = [f for f in rep.findings if not f.architectures]
-    scoped = [f for f in rep.findings if f.architectures]
+    core = [f for f in rep.findings if f.everywhere]
+    scoped = [f for f in rep.findings if not f.everywhere]
     if core:
         echo(f"{pair}: not compatible", fg="red", bold=True)
     else:
         echo(f"{pair}: compatible", fg="green", bold=True, nl=False)
-        broken = sorted({a for f in scoped for a in f.architectures})
-        echo(f", except for {len(broken)} architecture(s) below" if broken else "")
+        broken = sorted({a for f in scoped for a in (*f.architectures, *f.model_types)})
+        echo(f", except for {len(broken)} architecture(s) or model type(s) below" if broken else "")
+    if not rep.declared.inside:
+        echo(
+            wrap(
+                f"transformers {rep.transformers} is outside vLLM {rep.vllm}'s declared "
+                f"{rep.declared.requirement}: no installer picks it without an override",
+                "  ",
+                "    ",
+            ),
+            fg="yellow",
+        )
     for f in [*core, *scoped]:
         where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
         origin = f" from {f.module}" if f.module and f.module != f.name else ""
         removed = f", removed in {f.removed_in}" if f.removed_in else ""
-        echo(wrap(f"{f.code.value}: {f.name}{origin}{removed}", "  ", "    "))
+        taken = f", transformers's since {f.taken_in}" if f.taken_in else ""
+        echo(wrap(f"{f.code.value}: {f.name}{origin}{removed}{taken}", "  ", "    "))
         echo(wrap(f"used at {where}", "    ", "      "))
-        if f.architectures:
-            echo(wrap("breaks only: " + ", ".join(f.architectures), "    ", "      "))
+        if f.detail:
+            echo(wrap(f.detail, "    ", "      "))
+        if not f.everywhere:
+            only = [*f.architectures, *(f"model type {t}" for t in f.model_types)]
+            echo(wrap("breaks only: " + ", ".join(only), "    ", "      "))
     against = f", attributes against transformers {rep.reference}" if rep.reference else ""
     how = (
         "from the cache"
@@ -190,7 +204,7 @@ def compat(rep: CompatReport, as_json: bool) -> None:
     )
     echo(f"  checked {rep.imports_checked} imports{against}; {how}")
     if rep.undecided:
-        echo(wrap("  names not decidable from source in: " + ", ".join(rep.undecided), "", "    "))
+        echo(wrap("  not decidable from source: " + ", ".join(rep.undecided), "", "    "))
 
 
 def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -> None:

@@ -174,7 +174,7 @@ def _findings(report: CompatReport) -> str:
         f"<tr><td>{e(f.code.value)}</td><td><code>{e(f.name)}</code></td>"
         f"<td>{e(f.module if f.module != f.name else '')}</td>"
         f"<td><code>{e(f.file)}:{f.line}</code>{e(f' (+{f.places - 1})') if f.places > 1 else ''}"
-        f"</td><td>{e(f.removed_in)}</td><td>{e(', '.join(f.architectures) or 'vLLM itself')}"
+        f"</td><td>{e(f.removed_in)}</td><td>{e(', '.join([*f.architectures, *f.model_types]) or 'vLLM itself')}"
         "</td></tr>\n"
         for f in report.findings
     )
