@@ -105,13 +105,16 @@ class Loaders:
         self.lazy = self._lazy_tables()
         self.config_types = self._config_types()  # config class -> the model types it serves
         self.class_files = self._class_files()
-        edges = self._edges()
         seeds: dict[str, set[str]] = defaultdict(set)
         for path, archs in _registry_files(texts, self.paths).items():
             seeds[path].update(f"arch:{a}" for a in archs)
         for cls, types in self.config_types.items():
             for path in self.class_files.get(cls, ()):
                 seeds[path].update(f"type:{t}" for t in types)
+        # a model or config module imported inside a function is loaded when that function
+        # runs, for the models it serves: such an import does not make it vLLM-wide
+        self.deferred: set[tuple[str, str]] = set()
+        edges = self._edges(set(seeds))
         imported = {t for targets in edges.values() for t in targets}
         lazy_targets = {p for table in self.lazy.values() for p in table.values()}
         for module in STARTUP:
@@ -121,7 +124,7 @@ class Loaders:
             loaded_by_name = path in imported or path in seeds or path in lazy_targets
             if path in self.lines and not loaded_by_name:
                 seeds[path].add("*")
-        self.scopes = _propagate(seeds, edges)
+        self.scopes = _propagate(seeds, edges, self.deferred)
 
     def _text(self, path: str) -> list[str]:
         if path not in self.lines:
@@ -144,8 +147,9 @@ class Loaders:
                 out[module] = table
         return out
 
-    def _edges(self) -> dict[str, set[str]]:
-        """File -> the files it imports (at any level but for type checkers)."""
+    def _edges(self, on_demand: set[str]) -> dict[str, set[str]]:
+        """File -> the files it imports (at any level but for type checkers); imports of
+        ``on_demand`` files inside a function are noted in ``self.deferred``."""
         edges: dict[str, set[str]] = defaultdict(set)
         for module, path in self.paths.items():
             lines = self._text(path)
@@ -163,10 +167,15 @@ class Loaders:
                 match = _IMPORT.match(statement)
                 if match is None:
                     continue
-                headers = enclosing(lines, number) if typing and match.group(1) else []
+                targets = list(self._targets(module, is_package, match))
+                indented = bool(match.group(1))
+                wanted = indented and (typing or any(t in on_demand for t in targets))
+                headers = enclosing(lines, number) if wanted else []
                 if any(_is_type_checking(h) for h in headers):
                     continue
-                edges[path].update(self._targets(module, is_package, match))
+                if any(h.startswith(("def ", "async ")) for h in headers):
+                    self.deferred.update((path, t) for t in targets if t in on_demand)
+                edges[path].update(targets)
         return edges
 
     def _targets(self, module: str, is_package: bool, match: re.Match[str]) -> Iterable[str]:
@@ -304,8 +313,13 @@ def _registry_files(texts: Mapping[str, bytes], paths: Mapping[str, str]) -> dic
     return {}
 
 
-def _propagate(seeds: Mapping[str, set[str]], edges: Mapping[str, set[str]]) -> dict[str, set[str]]:
-    """Each file's loaders: its own seeds and those of every file importing it."""
+def _propagate(
+    seeds: Mapping[str, set[str]],
+    edges: Mapping[str, set[str]],
+    deferred: set[tuple[str, str]],
+) -> dict[str, set[str]]:
+    """Each file's loaders: its own seeds and those of every file importing it (but vLLM as
+    a whole through a deferred import)."""
     scopes: dict[str, set[str]] = defaultdict(set)
     for path, marks in seeds.items():
         scopes[path].update(marks)
@@ -317,7 +331,10 @@ def _propagate(seeds: Mapping[str, set[str]], edges: Mapping[str, set[str]]) -> 
             have = scopes[target]
             if "*" in have:
                 continue
-            new = {"*"} if "*" in marks else marks - have
+            if (path, target) in deferred:
+                new = marks - have - {"*"}
+            else:
+                new = {"*"} if "*" in marks else marks - have
             if new:
                 have.update(new)
                 if "*" in have:

@@ -52,6 +52,17 @@ class Incompatibility:
     architectures: tuple[str, ...] = ()  # only these break...
     model_types: tuple[str, ...] = ()  # ...and these; neither: vLLM itself breaks
 
+    def applies_to(self, config: Mapping[str, Any] | None) -> bool:
+        """Whether the finding holds for a checkpoint with this ``config.json`` (a
+        config-conflict holds only when a RoPE dict of it gives ``config_key`` one of
+        ``config_values``); True when no config is given."""
+        if not self.config_key or config is None:
+            return True
+        return any(
+            isinstance(rope, Mapping) and rope.get(self.config_key) in self.config_values
+            for rope in _rope_dicts(config)
+        )
+
     @property
     def everywhere(self) -> bool:
         """It breaks vLLM as a whole (no architecture or model type narrows it)."""
@@ -86,6 +97,15 @@ class Incompatibility:
             architectures=tuple(str(a) for a in data["architectures"]),
             model_types=tuple(str(t) for t in data.get("model_types") or ()),
         )
+
+
+def _rope_dicts(config: Mapping[str, Any]) -> list[object]:
+    """The RoPE dicts of a config.json: its own and its text config's."""
+    found: list[object] = []
+    for part in (config, config.get("text_config")):
+        if isinstance(part, Mapping):
+            found.extend(part.get(k) for k in ("rope_scaling", "rope_parameters"))
+    return found
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,14 +150,20 @@ class CompatReport:
         """No finding breaks vLLM as a whole (scoped ones name what they break)."""
         return not any(f.everywhere for f in self.findings)
 
-    def breaks(self, architecture: str, model_type: str = "") -> tuple[Incompatibility, ...]:
-        """The findings that break loading ``architecture`` (of ``model_type``) with this pair."""
+    def breaks(
+        self, architecture: str, model_type: str = "", config: Mapping[str, Any] | None = None
+    ) -> tuple[Incompatibility, ...]:
+        """The findings that break loading ``architecture`` (of ``model_type``, with this
+        ``config.json`` when given) with this pair."""
         return tuple(
             f
             for f in self.findings
-            if f.everywhere
-            or architecture in f.architectures
-            or (model_type and model_type in f.model_types)
+            if (
+                f.everywhere
+                or architecture in f.architectures
+                or (model_type and model_type in f.model_types)
+            )
+            and f.applies_to(config)
         )
 
     def to_dict(self) -> dict[str, Any]:

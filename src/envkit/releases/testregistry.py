@@ -2,7 +2,8 @@
 
 The bounds live in ``tests/models/registry.py``, which only the source distribution carries
 (a ``.tar.gz``: no range reads, so it is downloaded once, within a size cap, and only that
-file is read out of it). The parsed bounds are cached per release and index; a release
+file and ``tests/models/test_initialization.py``, which says which bounds vLLM's own
+initialization test applies (bounds.InitPolicy), are read out of it). The parsed bounds are cached per release and index; a release
 whose sdist has no test registry (older ones) is cached as such. A network failure is
 raised, never cached.
 """
@@ -24,11 +25,12 @@ from envkit.index.wheels import list_sdists
 from envkit.io.atomicfile import write_atomic
 from envkit.io.http import MiB, status_error
 from envkit.io.redaction import redact
-from envkit.profiles.bounds import Bound, parse_registry
+from envkit.profiles.bounds import Bound, InitPolicy, parse_policy, parse_registry
 from envkit.releases.registry import Scanner, cache_dir, index_key
 
-FORMAT = 1
+FORMAT = 2  # 2: each bound says which directions only the reference runner's tests apply
 REGISTRY = "tests/models/registry.py"
+INIT_TEST = "tests/models/test_initialization.py"
 MAX_SDIST = 96 * MiB  # vLLM's are 7-10 MB
 MAX_REGISTRY = 4 * MiB
 
@@ -74,12 +76,13 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
     answer = scanner.http.request("GET", sdist.url, max_bytes=MAX_SDIST)
     if answer.status != 200:
         raise status_error(sdist.url, answer.status)
-    text = _registry_text(answer.body, sdist.url)
-    if text is None:
+    texts = _sdist_texts(answer.body, sdist.url)
+    if REGISTRY not in texts:
         _store(version, scanner.index, {}, f"{sdist.filename} has no {REGISTRY}")
         return {}
     try:
-        found = parse_registry(text)
+        policy = parse_policy(texts[INIT_TEST]) if INIT_TEST in texts else InitPolicy()
+        found = parse_registry(texts[REGISTRY], policy=policy)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise WheelError(
             f"{REGISTRY} in {sdist.filename} is not Python envkit can read.",
@@ -89,22 +92,27 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
     return found
 
 
-def _registry_text(body: bytes, url: str) -> str | None:
-    """The test registry out of a .tar.gz (None when it has none), within the size caps."""
+def _sdist_texts(body: bytes, url: str) -> dict[str, str]:
+    """The test registry and the initialization test out of a .tar.gz (those it has),
+    within the size caps."""
+    found: dict[str, str] = {}
     try:
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
             for member in archive:
                 parts = member.name.split("/", 1)
-                if len(parts) == 2 and parts[1] == REGISTRY and member.isfile():
-                    if member.size > MAX_REGISTRY:
-                        break
+                if len(parts) != 2 or parts[1] not in (REGISTRY, INIT_TEST):
+                    continue
+                if member.isfile() and member.size <= MAX_REGISTRY:
                     handle = archive.extractfile(member)
-                    return handle.read(MAX_REGISTRY).decode("utf-8", "replace") if handle else None
+                    if handle is not None:
+                        found[parts[1]] = handle.read(MAX_REGISTRY).decode("utf-8", "replace")
+                if len(found) == 2:
+                    break
     except (tarfile.TarError, zlib.error, EOFError, OSError) as exc:
         raise WheelError(
             f"{redact(url)} is not a source archive envkit can read ({exc})."
         ) from None
-    return None
+    return found
 
 
 def bounds_for(
