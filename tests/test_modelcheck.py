@@ -496,3 +496,17 @@ def test_a_drafted_profile_locks(envs: Path, world: indexserver.Server, tmp_path
     )  # fmt: skip
     assert locked.code == 0, locked.out + locked.err
     assert {c["state"] for c in locked.json()["cells"]} == {"locked"}
+
+
+def test_a_removal_is_said_from_the_registries_not_from_vllms_record(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    # vLLM 0.33.0 records AquilaForCausalLM as supported until 0.2.7; 0.8.5 still lists it
+    aquila = write_config(tmp_path, {"model_type": "llama", "architectures": ["AquilaForCausalLM"]})
+    res = run(envs, "check-model", "new", str(aquila), "--json", "--index-url", url(world))
+    assert res.code == 1
+    (problem,) = res.json()["problems"]
+    assert problem["code"] == "architecture-removed"
+    assert "vLLM 0.8.5 lists it" in problem["message"]
+    assert "own record says until 0.2.7, which its registries contradict" in problem["message"]
+    assert problem["fix"] == "use vLLM 0.8.5 or older"

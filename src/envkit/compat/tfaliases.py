@@ -48,9 +48,8 @@ class AliasRules:
     def fallbacks(self, name: str, *, alias: bool) -> list[str]:
         """The shorter names that may answer ``name`` (in an alias module or a lazy one)."""
         rules = self.aliased if alias else self.lazy
-        return [
-            name[:-drop] for suffix, drop in rules if name.endswith(suffix) and drop < len(name)
-        ]
+        shorter = (n[:-d] for s, d in rules if (n := name).endswith(s) and d < len(n))
+        return list(dict.fromkeys(shorter))
 
 
 def read_rules(texts: Mapping[str, bytes], members: Iterable[str]) -> AliasRules:

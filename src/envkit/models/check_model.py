@@ -281,9 +281,14 @@ def _from_registries(problem: Finding, find_releases: Any, spans: dict[str, Any]
     if span.newest == recorded:
         message = f"{head}; it was supported until vLLM {span.newest}"
     else:
+        listed = (
+            f"vLLM {span.first} lists it"
+            if span.first == span.newest
+            else f"vLLM {span.first} through {span.newest} list it"
+        )
         message = (
-            f"{head}; vLLM {span.first} through {span.newest} list it (vLLM's own record says "
-            f"until {recorded}, which its registries contradict)"
+            f"{head}; {listed} (vLLM's own record says until {recorded}, which its "
+            "registries contradict)"
         )
     return dataclasses.replace(problem, message=message, fix=f"use vLLM {span.newest} or older")
 

@@ -78,6 +78,11 @@ class Bound:
         ]
         return "transformers " + ", ".join(p for p in parts if p)
 
+    def describe_tier(self) -> str:
+        """:meth:`describe`, saying which directions only the reference runner's tests apply."""
+        only = "/".join(self.hf_only)
+        return self.describe() + (f" ({only}: reference runner's tests only)" if only else "")
+
     def to_dict(self) -> dict[str, str]:
         return {
             "min": self.minimum,

@@ -3,8 +3,9 @@
 The bounds live in ``tests/models/registry.py``, which only the source distribution carries
 (a ``.tar.gz``: no range reads, so it is downloaded once, within a size cap, and only that
 file and ``tests/models/test_initialization.py``, which says which bounds vLLM's own
-initialization test applies (bounds.InitPolicy), are read out of it). The parsed bounds are cached per release and index; a release
-whose sdist has no test registry (older ones) is cached as such. A network failure is
+initialization test applies (bounds.InitPolicy), are read out of it). The parsed bounds
+are cached per release and index; a release whose sdist has no test registry (older ones)
+is cached as such. A network failure is
 raised, never cached.
 """
 

@@ -138,9 +138,7 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
         echo(f" ({len(h.releases)} releases read)")
         runs: list[list[Any]] = []  # [first, last, presence, transformers, note]
         for r in h.releases:
-            bound = f"vLLM's tests: {r.bound.describe()}" if r.bound else ""
-            if r.bound and r.bound.hf_only:
-                bound += f" ({'/'.join(r.bound.hf_only)}: reference runner only)"
+            bound = f"vLLM's tests: {r.bound.describe_tier()}" if r.bound else ""
             key = (r.presence.value, r.transformers, "; ".join(n for n in (r.note, bound) if n))
             if runs and tuple(runs[-1][2:]) == key:
                 runs[-1][1] = r.version
