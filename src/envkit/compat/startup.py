@@ -149,10 +149,10 @@ def _conflict(
         file=rule.file,
         line=rule.line,
         detail=(
-            f"transformers {transformers} sets {rule.modern}={rewrite.new!r} for rope type "
-            f"{values} ({rewrite.file}:{rewrite.line}) and keeps {rule.legacy!r}; vLLM raises "
-            f"ValueError when the two differ: a checkpoint giving the legacy {rule.legacy!r} "
-            f"{values} fails to load"
+            f"transformers {transformers} writes {rule.modern}={rewrite.new!r} for "
+            f"{rule.legacy}={values} ({rewrite.file.rpartition('/')[2]}:{rewrite.line}) and keeps "
+            f"{rule.legacy!r}; vLLM refuses the two differing: a checkpoint giving "
+            f"{rule.legacy}={values} fails to load"
         ),
         model_types=rewrite.model_types,
         config_key=rule.legacy,

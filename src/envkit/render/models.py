@@ -191,8 +191,11 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         if f.detail:
             echo(wrap(f.detail, "    ", "      "))
         if not f.everywhere:
-            only = [*f.architectures, *(f"model type {t}" for t in f.model_types)]
-            echo(wrap("breaks only: " + ", ".join(only), "    ", "      "))
+            only = list(f.architectures)
+            if f.model_types:
+                kind = "model types" if len(f.model_types) > 1 else "model type"
+                only.append(f"{kind} {', '.join(f.model_types)}")
+            echo(wrap("breaks only: " + "; ".join(only), "    ", "      "))
     against = f", attributes against transformers {rep.reference}" if rep.reference else ""
     how = (
         "from the cache"
