@@ -149,12 +149,13 @@ class Checker(Scanner):
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         self.progress(f"reading vLLM {vllm}'s sources and transformers {transformers}'s")
-        with ThreadPoolExecutor(max_workers=3) as pool:  # three wheels read side by side
+        with ThreadPoolExecutor(max_workers=4) as pool:  # three wheels read side by side
             listings = {p: pool.submit(self.files, p) for p in ("vllm", "transformers")}
             vwheel = pick_wheel(listings["vllm"].result(), vllm)
             read = pool.submit(lambda: _vllm_sources(RemoteZip(vwheel.url, self.http)))
             twheel = pick_wheel(listings["transformers"].result(), transformers)
             opened = pool.submit(self._open, twheel, False, [])
+            configs = pool.submit(startup.config_modules, twheel.url, self.http)
             texts = read.result()
             meta = next((p for p in texts if p.endswith(".dist-info/METADATA")), "")
             declared = requirements(texts.pop(meta, b"").decode("utf-8", "replace"))[0]
@@ -199,7 +200,7 @@ class Checker(Scanner):
             where = loaders.result()
             findings = group(hits, lambda use: sources.scope(where, use))
             findings = startup.dated(self, findings, clashes, transformers)
-            findings += startup.config_conflicts(sources, target)
+            findings += startup.config_conflicts(sources, str(transformers), configs.result())
         report = CompatReport(
             vllm=str(vllm),
             transformers=str(transformers),

@@ -29,7 +29,10 @@ def defined_by_vllm(texts: Mapping[str, bytes], names: Iterable[str]) -> set[str
         re.M,
     )
     found: set[str] = set()
+    needles = [n.encode() for n in wanted]
     for data in texts.values():
+        if not any(n in data for n in needles):
+            continue
         for match in pattern.finditer(data):
             found.add(next(g for g in match.groups() if g).decode())
     return found

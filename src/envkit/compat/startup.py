@@ -19,6 +19,7 @@ from envkit.compat.report import Code, Incompatibility
 from envkit.compat.sources import Sources
 from envkit.compat.transformers_source import TransformersRelease
 from envkit.errors import WheelError
+from envkit.index.wheels import Http, RemoteZip
 from envkit.releases.registry import VLLM_CONFIG
 
 if TYPE_CHECKING:
@@ -107,31 +108,35 @@ def dated(
     return tuple(out)
 
 
-def config_conflicts(sources: Sources, target: TransformersRelease) -> tuple[Incompatibility, ...]:
-    """Config fields vLLM's loader refuses after the release's config classes rewrote them,
-    scoped to the model types of each config module (the target's config modules are read
-    only when vLLM's loader has such a rule)."""
+def config_modules(url: str, http: Http) -> dict[str, bytes]:
+    """The config modules of a transformers wheel (``models/*/configuration_*.py``), read
+    through a zip of their own so that they come beside the other reads."""
+    archive = RemoteZip(url, http)
+    return archive.read(n for n in archive.members if configfields.CONFIG_MODULE.fullmatch(n))
+
+
+def config_conflicts(
+    sources: Sources, transformers: str, modules: Mapping[str, bytes]
+) -> tuple[Incompatibility, ...]:
+    """Config fields vLLM's loader refuses after the release's config classes (``modules``,
+    from :func:`config_modules`) rewrote them, scoped to each config module's model types."""
     tree = sources.tree(VLLM_CONFIG)
     rules = [
         r
         for r in (configfields.vllm_rules(tree, VLLM_CONFIG) if tree else [])
         if sources.live(r.file, r.line)
     ]
-    if not rules:
-        return ()
-    wanted = [n for n in target.zip.members if configfields.CONFIG_MODULE.fullmatch(n)]
     out = []
     for rule in rules:
         marker = f'["{rule.modern}"] ='.encode()
-        texts = {p: t for p, t in target.zip.read(wanted).items() if marker in t}
         found = [
             rewrite
-            for path, text in sorted(texts.items())
-            if (parsed := _parse(text)) is not None
+            for path, text in sorted(modules.items())
+            if marker in text and (parsed := _parse(text)) is not None
             for rewrite in configfields.rewrites(parsed, path, rule.modern, rule.legacy)
         ]
         for rewrite, failing in configfields.conflicts(rule, found):
-            out.append(_conflict(rule, rewrite, failing, str(target.version)))
+            out.append(_conflict(rule, rewrite, failing, transformers))
     return tuple(out)
 
 

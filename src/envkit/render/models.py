@@ -152,6 +152,10 @@ def histories(model: str | None, found: Sequence[History], as_json: bool) -> Non
         echo(table(rows))
         if data["gaps"]:
             echo(f"  gaps: {', '.join(data['gaps'])}")
+        if data["dropped_in"]:
+            echo(
+                f"  dropped in: vLLM {data['dropped_in']} (the first release after the newest one)"
+            )
         if data["plugin"]:
             echo(wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
         profiles = ", ".join(h.profiles) or "none"
