@@ -135,3 +135,13 @@ def compat_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     folder = tmp_path_factory.mktemp("compat-world")
     with _published(folder, cw.wheels(), cw.upload_times) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def startup_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A local index publishing startup_world's wheels (two vLLM and five transformers)."""
+    import startup_world as sw
+
+    folder = tmp_path_factory.mktemp("startup-world")
+    with _published(folder, sw.wheels(), sw.upload_times) as server:
+        yield server

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from envkit.compat.checker import Code, CompatReport, Incompatibility
-from envkit.compat.checker import load_cached as load_report
-from envkit.compat.checker import store as store_report
+from envkit.compat.report import Code, CompatReport, Incompatibility
+from envkit.compat.report import load_cached as load_report
+from envkit.compat.report import store as store_report
 from envkit.io import cache
 from envkit.io.cache import BadEntry, Fields
 from envkit.profiles.bounds import Bound
@@ -202,7 +202,7 @@ def test_bad_bounds_entries_are_read_again_from_the_sdist(
     first = envkit("scan", "vllm==0.8.5", "--json", "--index-url", url, cwd=tmp_path)
     bounds = first.json()["transformers_bounds"]
     assert bounds  # the world's 0.8.5 sdist has a test registry
-    [entry] = (scan_cache / "bounds").glob("vllm-0.8.5.*.v1.json")
+    [entry] = (scan_cache / "bounds").glob("vllm-0.8.5.*.v2.json")
     entry.write_text(json.dumps(bad))
     again = envkit("scan", "vllm==0.8.5", "--json", "--index-url", url, cwd=tmp_path)
     assert again.code == 0 and again.json()["transformers_bounds"] == bounds
@@ -252,7 +252,7 @@ def test_bad_compat_reports_are_never_a_verdict(scan_cache: Path, key: str, valu
     kept = load_report(Version("0.8.5"), Version("5.0.0"), index)
     assert kept is not None and kept.findings == report.findings and kept.cached
     [entry] = (scan_cache / "compat").glob("*.json")
-    assert entry.name == f"vllm-0.8.5+transformers-5.0.0.{index_key(index)}.v1.json"
+    assert entry.name == f"vllm-0.8.5+transformers-5.0.0.{index_key(index)}.v2.json"
     entry.write_text(json.dumps({**json.loads(entry.read_text()), key: value}))
     assert load_report(Version("0.8.5"), Version("5.0.0"), index) is None
     assert not entry.exists()  # discarded: the next check stores a good one
@@ -262,8 +262,8 @@ def test_the_kinds_keep_the_names_their_entries_had(scan_cache: Path) -> None:
     """No needless invalidation: every kind's file names are the ones envkit used before."""
     sha = "ab" * 32
     assert cache.SCANS.path("vllm-0.8.5.k") == scan_cache / "scans" / "vllm-0.8.5.k.v2.json"
-    assert cache.BOUNDS.path("vllm-0.8.5.k") == scan_cache / "bounds" / "vllm-0.8.5.k.v1.json"
-    assert cache.COMPAT.path("p.k") == scan_cache / "compat" / "p.k.v1.json"
+    assert cache.BOUNDS.path("vllm-0.8.5.k") == scan_cache / "bounds" / "vllm-0.8.5.k.v2.json"
+    assert cache.COMPAT.path("p.k") == scan_cache / "compat" / "p.k.v2.json"
     assert (
         cache.MODEL_TYPES.path("model-types-5.0.k")
         == scan_cache / "site" / "model-types-5.0.k.json"

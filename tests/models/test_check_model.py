@@ -122,7 +122,9 @@ def test_dropped_out_of_tree_and_remote_code(
     data = res.json()
     assert res.code == 1
     assert [p["code"] for p in data["problems"]] == ["architecture-removed"]
-    assert "until vLLM 0.9.2" in data["problems"][0]["message"]
+    # the index cannot be read: vLLM's record is said as a record, not as the registries' word
+    message = data["problems"][0]["message"]
+    assert "vLLM records it as supported until 0.9.2 (not checked against" in message
     assert data["remote_code"] is True and any("trust-remote-code" in n for n in data["notes"])
     assert data["supported_by"] == ["old"]
     bart = write_config(tmp_path, {"model_type": "bart", "architectures": ["BartModel"]}, "b.json")
@@ -352,7 +354,8 @@ def test_history_of_an_architecture_across_releases(
         "version": "0.33.0",
         "presence": "dropped",
         "transformers": "<5.21.0,>=5.16.1",
-        "note": "until 0.9.2",
+        # vLLM's record names 0.9.2, which no registry here lists: the record is not trusted
+        "note": "recorded as until 0.9.2, but its registries list it through 0.8.5",
         "bound": None,
     }
     assert phi["dropped_in"] == "0.33.0" and phi["profiles"] == ["old"]
@@ -360,9 +363,17 @@ def test_history_of_an_architecture_across_releases(
     assert (llama["first"], llama["newest"]) == ("0.2.7", "0.33.0")
     assert llama["gaps"] == ["0.9.0"] and set(llama["profiles"]) == {"old", "new"}
     mllama = history("MllamaForConditionalGeneration")["architectures"][0]
+    # 0.33.0 no longer lists it and records nothing of it: dropped there all the same
+    assert (mllama["newest"], mllama["dropped_in"]) == ("0.8.5", "0.33.0")
     bounded = {r["version"]: r["bound"] for r in mllama["releases"] if r["bound"]}
     assert bounded == {
-        "0.8.5": {"min": "", "max": "4.48", "reason": "", "example": "example-org/mllama-tiny"}
+        "0.8.5": {
+            "min": "",
+            "max": "4.48",
+            "reason": "",
+            "example": "example-org/mllama-tiny",
+            "hf_only": "",
+        }
     }  # from vLLM 0.8.5's test registry; the other releases publish none
     bart = history("BartModel")
     assert bart["ok"] is False and bart["architectures"][0]["plugin"] == "the Bart plugin"
@@ -546,3 +557,17 @@ def test_a_drafted_profile_locks(envs: Path, world: indexserver.Server, tmp_path
     )  # fmt: skip
     assert locked.code == 0, locked.out + locked.err
     assert {c["state"] for c in locked.json()["cells"]} == {"locked"}
+
+
+def test_a_removal_is_said_from_the_registries_not_from_vllms_record(
+    envs: Path, world: indexserver.Server, tmp_path: Path
+) -> None:
+    # vLLM 0.33.0 records AquilaForCausalLM as supported until 0.2.7; 0.8.5 still lists it
+    aquila = write_config(tmp_path, {"model_type": "llama", "architectures": ["AquilaForCausalLM"]})
+    res = run(envs, "check-model", "new", str(aquila), "--json", "--index-url", url(world))
+    assert res.code == 1
+    (problem,) = res.json()["problems"]
+    assert problem["code"] == "architecture-removed"
+    assert "vLLM 0.8.5 lists it" in problem["message"]
+    assert "own record says until 0.2.7, which its registries contradict" in problem["message"]
+    assert problem["fix"] == "use vLLM 0.8.5 or older"

@@ -8,11 +8,9 @@ Both sides are read from source text with ``ast``, never imported:
 - :func:`attribute_reads` finds ``obj.name`` reads of chosen names, leaving out reads a
   ``try ... except AttributeError`` catches and reads of ``self.name`` in a class that defines
   ``name`` itself.
-- :func:`module_facts` says what a transformers module provides: its top-level names
-  (definitions, imports, ``__all__``, the strings of a lazy ``_import_structure``), the modules
-  it re-exports with ``from .x import *``, module aliases it registers, whether a module-level
-  ``__getattr__`` can make up names, and every name its classes define (methods, class
-  attributes, ``self.x = ...``).
+- :func:`module_facts` says what a transformers module provides: top-level names (with
+  ``__all__`` and a lazy ``_import_structure``), ``from .x import *`` re-exports, module
+  aliases, a module ``__getattr__`` or ``_LazyModule``, and its classes' names.
 """
 
 from __future__ import annotations
@@ -22,6 +20,8 @@ import gc
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+
+from envkit.compat.tfaliases import literal_alias
 
 IMPORTS_TRANSFORMERS = re.compile(
     rb"^[ \t]*(?:from[ \t]+transformers\b|import[ \t]+transformers\b)", re.M
@@ -61,6 +61,7 @@ class ModuleFacts:
     aliases: tuple[tuple[str, str], ...] = ()  # (module, the module it stands for)
     dynamic: bool = False  # a module-level __getattr__: any name may exist
     scans_folder: bool = False  # define_import_structure(_file): every sibling's __all__
+    lazy_module: bool = False  # sys.modules[__name__] = _LazyModule(...): its __getattr__ answers
     classes: Mapping[str, ClassFacts] = field(default_factory=dict)
     imported: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # as -> (module, name)
     lazy: Mapping[str, str] = field(default_factory=dict)  # name -> submodule (_import_structure)
@@ -257,7 +258,7 @@ class _Collector:
         self.names: set[str] = set()
         self.stars: list[str] = []
         self.aliases: list[tuple[str, str]] = []
-        self.dynamic = self.scans = False
+        self.dynamic = self.scans = self.lazy_module = False
         self.classes: dict[str, ClassFacts] = {}
         self.imported: dict[str, tuple[str, str]] = {}
         self.lazy: dict[str, str] = {}
@@ -278,6 +279,8 @@ class _Collector:
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             self.call(node.value)
         self.scans = self.scans or _scans_folder(node)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            self.lazy_module = self.lazy_module or _called(node.value) == "_LazyModule"
 
     def import_from(self, node: ast.ImportFrom) -> None:
         source = node.module or ""
@@ -305,7 +308,7 @@ class _Collector:
         if _mentions([call.func], "_import_structure") or _mentions([call.func], "__all__"):
             self.names.update(_strings(call))
             self.lazy.update(_lazy_table([call.func], call))
-        alias = _alias(call, self.module, self.is_package)
+        alias = literal_alias(call, self.module, self.is_package)
         if alias:
             self.aliases.append(alias)
 
@@ -316,6 +319,7 @@ class _Collector:
             tuple(self.aliases),
             self.dynamic,
             self.scans,
+            self.lazy_module,
             self.classes,
             self.imported,
             self.lazy,
@@ -420,29 +424,3 @@ def _strings(node: ast.AST | None) -> set[str]:
         for sub in ast.walk(node)
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier()
     }
-
-
-def _alias(call: ast.Call, module: str, is_package: bool) -> tuple[str, str] | None:
-    """``make_alias(f"{__name__}.old", ".new")``: the module ``old`` stands for ``new``."""
-    if "alias" not in _called(call).lower() or len(call.args) < 2:
-        return None
-    first, second = call.args[0], call.args[1]
-    old = _last_part(first)
-    if not old or not (isinstance(second, ast.Constant) and isinstance(second.value, str)):
-        return None
-    target = second.value
-    package = module if is_package else module.rpartition(".")[0]
-    new = f"{package}{target}" if target.startswith(".") else target
-    return (f"{package}.{old}", new)
-
-
-def _last_part(node: ast.expr) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        text = node.value
-    elif isinstance(node, ast.JoinedStr) and node.values:
-        tail = node.values[-1]
-        text = tail.value if isinstance(tail, ast.Constant) and isinstance(tail.value, str) else ""
-    else:
-        return ""
-    part = text.rpartition(".")[2]
-    return part if part.isidentifier() else ""

@@ -1,187 +1,50 @@
 """``envkit compat``: the transformers API a vLLM release uses and a transformers release lacks.
 
 Read from the two published wheels before anything is installed (range reads of the source
-files, parsed with ``ast``; apisurface.py), the answer has three kinds of finding:
+files, parsed with ``ast``; apisurface.py), the answer has these kinds of finding:
 
 - ``missing-module``: vLLM imports a transformers module the release does not have;
 - ``missing-name``: vLLM imports a name the module does not provide;
 - ``removed-attribute``: vLLM reads ``obj.name`` where ``name`` is defined by the classes of
   the transformers release vLLM was released against (the *reference*: the newest release
   within vLLM's declared range published before the vLLM wheel) and by no class of the
-  checked release.
+  checked release;
+- ``registration-clash``: vLLM registers a name with an auto class that the checked release
+  owns (registrations.py), with the first release that took it.
 
-A finding in a model's source file only breaks the architectures the registry maps to that
-file; it is reported with them, and the pair stays compatible for everything else. What
-cannot be decided from source (a module that makes names up at run time, a lazy table too
-wide to read) is left out and counted, never guessed. Reports are cached per pair and index.
+Code the checked release cannot run (guards.py: conditions on its version, flags computed
+from it, ``hasattr`` and ``find_spec`` probes) raises nothing. A finding breaks what loads
+the code (loading.py): vLLM as a whole, or only the architectures and model types whose
+files import it. What cannot be decided from source is left out and counted, never guessed.
+Reports are cached per pair and index (report.py).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from enum import Enum
-from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envkit.compat import apisurface
+from envkit.compat import apisurface, receivers, startup
 from envkit.compat.apisurface import Use
-from envkit.compat.scope import MODELS_DIR, architectures_by_file
+from envkit.compat.loading import MODELS_DIR, Loaders, Scope
+from envkit.compat.report import Code, CompatReport, Declared, Incompatibility, load_cached, store
+from envkit.compat.sources import ReleaseProbe, Sources
 from envkit.compat.transformers_source import TransformersRelease
 from envkit.index.wheels import RemoteZip, WheelFile, pick_wheel
-from envkit.io.cache import COMPAT, Fields
-from envkit.releases.registry import Scanner, index_key, requirements
+from envkit.releases.registry import Scanner, requirements
 
+__all__ = ["Checker", "Code", "CompatReport", "Incompatibility", "store"]
 _BUILTIN_NAMES = frozenset(
     n for kind in (dict, list, str, bytes, set, tuple, int, float, object) for n in dir(kind)
 )
-
-
-class Code(str, Enum):
-    MISSING_MODULE = "missing-module"
-    MISSING_NAME = "missing-name"
-    REMOVED_ATTRIBUTE = "removed-attribute"  # the checked release is newer than the reference
-    MISSING_ATTRIBUTE = "missing-attribute"  # older: vLLM reads what came later
-
-
-@dataclass(frozen=True, kw_only=True)
-class Incompatibility:
-    code: Code
-    name: str  # the module, the imported name or the attribute
-    module: str  # the transformers module it comes from ('' for attributes of unknown origin)
-    file: str  # where vLLM uses it, inside the wheel
-    line: int
-    places: int = 1  # how many places in vLLM use it
-    removed_in: str = ""  # the transformers release that removed it, when known
-    architectures: tuple[str, ...] = ()  # only these break ('' = vLLM itself breaks)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["code"] = self.code.value
-        data["architectures"] = list(self.architectures)
-        data["removed_in"] = self.removed_in or None
-        return data
-
-    @classmethod
-    def from_entry(cls, f: Fields) -> Incompatibility:
-        """A finding as the cache holds it, every field checked (BadEntry otherwise)."""
-        return cls(
-            code=Code(f.text("code")),  # ValueError for a code envkit does not know
-            name=f.text("name"),
-            module=f.text("module"),
-            file=f.text("file"),
-            line=f.whole("line"),
-            places=f.whole("places"),
-            removed_in=f.text("removed_in", ""),
-            architectures=f.texts("architectures"),
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class CompatReport:
-    vllm: str
-    transformers: str
-    reference: str  # the transformers release vLLM was released against ('' when unknown)
-    findings: tuple[Incompatibility, ...]
-    imports_checked: int = 0
-    undecided: tuple[str, ...] = ()  # modules whose names cannot be read from source
-    wheels: tuple[str, ...] = ()
-    wheel_bytes: int = 0
-    bytes_read: int = 0
-    requests: int = 0
-    seconds: float = 0.0
-    cached: bool = False
-    dated: bool = False  # removed_in was looked for (compat --removed-in)
-
-    @property
-    def blocking(self) -> tuple[Incompatibility, ...]:
-        """The findings that break vLLM as a whole (model-scoped ones name their architectures)."""
-        return tuple(f for f in self.findings if not f.architectures)
-
-    @property
-    def compatible(self) -> bool:
-        return not self.blocking
-
-    @property
-    def broken_architectures(self) -> tuple[str, ...]:
-        """Every architecture a model-scoped finding breaks, sorted."""
-        return tuple(sorted({a for f in self.findings for a in f.architectures}))
-
-    def summary(self, shown: int = 3) -> str:
-        """The blocking findings in one line: the first ``shown``, then how many more."""
-        core = self.blocking
-        named = "; ".join(f"{f.code.value} {f.name} at {f.file}:{f.line}" for f in core[:shown])
-        return named + (f" (and {len(core) - shown} more)" if len(core) > shown else "")
-
-    def breaks(self, architecture: str) -> tuple[Incompatibility, ...]:
-        """The findings that break loading ``architecture`` with this pair."""
-        return tuple(
-            f for f in self.findings if not f.architectures or architecture in f.architectures
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.compatible,
-            "vllm": self.vllm,
-            "transformers": self.transformers,
-            "reference": self.reference or None,
-            "findings": [f.to_dict() for f in self.findings],
-            "imports_checked": self.imports_checked,
-            "dated": self.dated,
-            "undecided": list(self.undecided),
-            "wheels": list(self.wheels),
-            "cost": {
-                "wheel_bytes": self.wheel_bytes,
-                "bytes_read": self.bytes_read,
-                "requests": self.requests,
-                "seconds": self.seconds,
-                "cached": self.cached,
-            },
-        }
-
-    @classmethod
-    def from_entry(cls, f: Fields) -> CompatReport:
-        """A report as the cache holds it, every field checked (BadEntry otherwise)."""
-        cost = f.table("cost")
-        return cls(
-            vllm=str(Version(f.text("vllm"))),
-            transformers=str(Version(f.text("transformers"))),
-            reference=f.text("reference", ""),
-            findings=tuple(Incompatibility.from_entry(i) for i in f.tables("findings")),
-            imports_checked=f.whole("imports_checked"),
-            dated=f.flag("dated", False),
-            undecided=f.texts("undecided"),
-            wheels=f.texts("wheels"),
-            wheel_bytes=cost.whole("wheel_bytes"),
-            bytes_read=cost.whole("bytes_read"),
-            requests=cost.whole("requests"),
-            seconds=cost.number("seconds"),
-            cached=True,
-        )
-
-
-def _key(vllm: Version | str, transformers: Version | str, index: str) -> str:
-    return f"vllm-{vllm}+transformers-{transformers}.{index_key(index)}"
-
-
-def load_cached(vllm: Version, transformers: Version, index: str) -> CompatReport | None:
-    """The cached report of a pair from ``index``; None when there is none or it is bad."""
-    report = COMPAT.load(_key(vllm, transformers, index), CompatReport.from_entry)
-    same = report is not None and (report.vllm, report.transformers) == (
-        str(vllm),
-        str(transformers),
-    )
-    return report if same else None
-
-
-def store(report: CompatReport, index: str) -> None:
-    COMPAT.store(_key(report.vllm, report.transformers, index), report.to_dict())
+Hit = tuple[Code, str, str, Use]
 
 
 def reference_release(
@@ -205,10 +68,10 @@ def reference_release(
 
 def import_findings(
     uses: Iterable[Use], release: TransformersRelease
-) -> tuple[list[tuple[Code, str, str, Use]], set[str]]:
-    """``(code, name, module, use)`` for each failing import; the modules left undecided."""
-    out = []
-    undecided: set[str] = set()
+) -> tuple[list[Hit], list[Use]]:
+    """``(code, name, module, use)`` for each failing import; the uses left undecided."""
+    out: list[Hit] = []
+    undecided: list[Use] = []
     for use in uses:
         exists = release.module_exists(use.module)
         if exists is False:
@@ -220,23 +83,21 @@ def import_findings(
         if found is False:
             out.append((Code.MISSING_NAME, use.name, use.module, use))
         elif found is None:
-            undecided.add(use.module)
+            undecided.append(use)
     return out, undecided
 
 
-def group(
-    hits: Iterable[tuple[Code, str, str, Use]], scopes: Mapping[str, tuple[str, ...]]
-) -> tuple[Incompatibility, ...]:
-    """One finding per (code, name): its first place, how many places, the architectures."""
+def group(hits: Iterable[Hit], scope: Callable[[Use], Scope]) -> tuple[Incompatibility, ...]:
+    """One finding per (code, name): its first place, how many places, and what it breaks
+    (vLLM as a whole when any place is loaded by vLLM as a whole)."""
     places: dict[tuple[Code, str, str], list[Use]] = defaultdict(list)
     for code, name, module, use in hits:
         places[(code, name, module)].append(use)
     findings = []
     for (code, name, module), uses in places.items():
         uses.sort(key=lambda u: (u.file.startswith(MODELS_DIR), u.file, u.line))
-        files = {u.file for u in uses}
-        scoped = all(f in scopes for f in files)
-        archs = sorted({a for f in files for a in scopes.get(f, ())}) if scoped else []
+        scopes = [scope(u) for u in uses]
+        narrow = not any(s.everywhere for s in scopes)
         findings.append(
             Incompatibility(
                 code=code,
@@ -245,10 +106,15 @@ def group(
                 file=uses[0].file,
                 line=uses[0].line,
                 places=len(uses),
-                architectures=tuple(archs),
+                architectures=tuple(sorted({a for s in scopes for a in s.architectures}))
+                if narrow
+                else (),
+                model_types=tuple(sorted({t for s in scopes for t in s.model_types}))
+                if narrow
+                else (),
             )
         )
-    findings.sort(key=lambda f: (bool(f.architectures), f.code.value, f.name))
+    findings.sort(key=lambda f: (not f.everywhere, f.code.value, f.name))
     return tuple(findings)
 
 
@@ -276,45 +142,64 @@ class Checker(Scanner):
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         self.progress(f"reading vLLM {vllm}'s sources and transformers {transformers}'s")
-        with ThreadPoolExecutor(max_workers=3) as pool:  # three wheels read side by side
+        with ThreadPoolExecutor(max_workers=4) as pool:  # three wheels read side by side
             listings = {p: pool.submit(self.files, p) for p in ("vllm", "transformers")}
             vwheel = pick_wheel(listings["vllm"].result(), vllm)
-            sources = pool.submit(lambda: _vllm_sources(RemoteZip(vwheel.url, self.http)))
+            read = pool.submit(lambda: _vllm_sources(RemoteZip(vwheel.url, self.http)))
             twheel = pick_wheel(listings["transformers"].result(), transformers)
             opened = pool.submit(self._open, twheel, False, [])
-            texts = sources.result()
+            configs = pool.submit(startup.config_modules, twheel.url, self.http)
+            texts = read.result()
             meta = next((p for p in texts if p.endswith(".dist-info/METADATA")), "")
             declared = requirements(texts.pop(meta, b"").decode("utf-8", "replace"))[0]
-            reference = reference_release(
-                self.files("transformers"), declared.get("transformers", ""), vwheel.upload_time
-            )
+            spec = declared.get("transformers", "")
+            reference = reference_release(self.files("transformers"), spec, vwheel.upload_time)
+            sources = Sources(texts)
             uses = [
                 use
                 for path, data in texts.items()
                 if apisurface.IMPORTS_TRANSFORMERS.search(data)
-                for use in _imports(data, path)
+                for use in _imports(sources.tree(path), path)
             ]
             starts = _classes(uses)
             against = None
             if reference is not None and reference != transformers:
                 rwheel = pick_wheel(self.files("transformers"), reference)
                 against = pool.submit(self._open, rwheel, True, starts)
+            loaders = pool.submit(Loaders, texts)
             target = opened.result()
             target.load({u.module for u in uses})
             target.members_of(starts)
-            hits, undecided = import_findings(uses, target)
+            sources.probe = ReleaseProbe(target)
+            hits, unsure = import_findings(uses, target)
+            hits = [h for h in hits if sources.live(h[3].file, h[3].line)]
+            undecided = {u.module for u in unsure if sources.live(u.file, u.line)}
+            clashes = startup.registrations_refused(self, sources, target, undecided)
+            hits.extend(startup.clash_hits(clashes))
             wheels = [vwheel, twheel]
             if against is not None:
                 ref = against.result()
                 wheels.append(ref.wheel)
                 hits.extend(
-                    attribute_hits(texts, uses, ref, target, newer=transformers > ref.version)
+                    attribute_hits(
+                        sources,
+                        uses,
+                        ref,
+                        target,
+                        newer=transformers > ref.version,
+                        undecided=undecided,
+                    )
                 )
+            where = loaders.result()
+            findings = group(hits, lambda use: sources.scope(where, use))
+            findings = startup.dated(self, findings, clashes, transformers)
+            findings += startup.config_conflicts(sources, str(transformers), configs.result())
         report = CompatReport(
             vllm=str(vllm),
             transformers=str(transformers),
             reference=str(reference or ""),
-            findings=group(hits, architectures_by_file(texts)),
+            declared=Declared.of(spec, transformers),
+            findings=findings,
             imports_checked=len(uses),
             undecided=tuple(sorted(undecided)),
             wheels=tuple(w.filename for w in wheels),
@@ -336,8 +221,7 @@ def _vllm_sources(archive: RemoteZip) -> dict[str, bytes]:
     return archive.read(wanted)
 
 
-def _imports(data: bytes, path: str) -> list[Use]:
-    tree = apisurface.parse(data, path)
+def _imports(tree: ast.Module | None, path: str) -> list[Use]:
     return apisurface.imports_of(tree, path) if tree is not None else []
 
 
@@ -374,28 +258,39 @@ def removed_members(
 
 
 def attribute_hits(
-    texts: Mapping[str, bytes],
+    sources: Sources,
     uses: Iterable[Use],
     reference: TransformersRelease,
     target: TransformersRelease,
     *,
     newer: bool,
-) -> list[tuple[Code, str, str, Use]]:
-    """Reads in vLLM (``obj.name``) of the names :func:`removed_members` finds."""
+    undecided: set[str],
+) -> list[Hit]:
+    """Reads in vLLM (``obj.name``) of the names :func:`removed_members` finds, on lines the
+    target release can run. A name vLLM defines too counts only where the receiver is typed
+    as transformers' (receivers.py); its other reads are added to ``undecided``."""
     gone = removed_members(uses, reference, target)
     if not gone:
         return []
     pattern = re.compile(
         rb"\.(?:" + b"|".join(re.escape(n.encode()) for n in sorted(gone)) + rb")\b"
     )
+    shared = receivers.defined_by_vllm(sources.texts, gone)
     code = Code.REMOVED_ATTRIBUTE if newer else Code.MISSING_ATTRIBUTE
     hits = []
-    for path, data in texts.items():
+    for path, data in sources.texts.items():
         if not pattern.search(data):
             continue
-        tree = apisurface.parse(data, path)
+        tree = sources.tree(path)
         if tree is None:
             continue
-        for name, file, line in apisurface.attribute_reads(tree, path, set(gone)):
+        reads = apisurface.attribute_reads(tree, path, set(gone))
+        typed = receivers.typed_reads(tree, shared, sources.types(path)) if shared else set()
+        for name, file, line in reads:
+            if not sources.live(file, line):
+                continue
+            if name in shared and (name, line) not in typed:
+                undecided.add(f"{name} (vLLM defines it too)")
+                continue
             hits.append((code, name, gone[name], Use(gone[name], name, file, line)))
     return hits

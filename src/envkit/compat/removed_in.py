@@ -18,6 +18,8 @@ from envkit.compat.transformers_source import TransformersRelease
 from envkit.index.wheels import pick_wheel
 
 Opener = Callable[[Version], TransformersRelease]
+# what a release can remove (a name registered or a config field rejected is no removal)
+_DATED = (Code.MISSING_MODULE, Code.MISSING_NAME, Code.REMOVED_ATTRIBUTE)
 
 
 def has(release: TransformersRelease, finding: Incompatibility) -> bool | None:
@@ -52,7 +54,7 @@ def removed_in(
     out = []
     for finding in findings:
         found = ""
-        if between and finding.code is not Code.MISSING_ATTRIBUTE:
+        if between and finding.code in _DATED:
             found = _bisect(finding, [reference, *between], at)
         out.append(dataclasses.replace(finding, removed_in=found))
     return tuple(out)

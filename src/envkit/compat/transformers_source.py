@@ -2,8 +2,11 @@
 class defines or inherits, read from the wheel on demand (batched range reads, ``ast``).
 
 Module names are resolved as transformers resolves them at run time: files and packages,
-module aliases it registers, lazy ``_import_structure`` tables, packages that re-export every
-module of their folder (``define_import_structure(_file)``) and ``from .x import *``. What
+module aliases it registers (tfaliases.py: literal, in a loop over its files, or by a
+pattern), lazy ``_import_structure`` tables, packages that re-export every module of their
+folder (``define_import_structure(_file)``), ``from .x import *``, and the names a lazy
+package or an alias module answers with another (5.x's ``XImageProcessorFast`` for
+``XImageProcessor``). What
 the source cannot settle (a catalogue of hundreds of model packages, a base class outside
 transformers and the standard library) is None, never a guess.
 """
@@ -18,6 +21,7 @@ from collections.abc import Iterable
 
 from envkit.compat import apisurface
 from envkit.compat.apisurface import ClassFacts, ModuleFacts
+from envkit.compat.tfaliases import IMPORT_UTILS, INIT, AliasRules, read_rules
 from envkit.index.wheels import Http, RemoteZip, WheelFile
 
 MAX_STARS = 16  # a package re-exporting more modules than this is a catalogue (transformers.models)
@@ -42,6 +46,24 @@ class TransformersRelease:
         self.facts: dict[str, ModuleFacts | None] = {}
         self.aliases: dict[str, str] = {}
         self._exported: frozenset[str] | None = None  # read once, when a catalogue is asked
+        self._rules: AliasRules | None = None
+
+    @property
+    def rules(self) -> AliasRules:
+        """The release's module aliases and name fallbacks (its two sources read once)."""
+        if self._rules is None:
+            self._rules = read_rules(self.zip.read([INIT, IMPORT_UTILS]), self.zip.members)
+        return self._rules
+
+    def resolve(self, module: str) -> str:
+        """The module ``module`` stands for at run time (itself when it is no alias)."""
+        if module in self.aliases:
+            return self.aliases[module]
+        if self.path(module) is None and module.startswith("transformers."):
+            target = self.rules.target(module)
+            if target is not None and self.path(target):
+                return target
+        return module
 
     def path(self, module: str) -> str | None:
         base = module.replace(".", "/")
@@ -64,7 +86,7 @@ class TransformersRelease:
 
     def load(self, modules: Iterable[str]) -> None:
         """Read and parse ``modules``, then what they re-export, in a few batched rounds."""
-        pending = {self.aliases.get(m, m) for m in modules} - set(self.facts)
+        pending = {self.resolve(m) for m in modules} - set(self.facts)
         for _round in range(4):
             if not pending:
                 return
@@ -88,15 +110,29 @@ class TransformersRelease:
 
     def module_exists(self, module: str) -> bool | None:
         """True, False, or None when only a lazy table of the parent mentions it."""
-        if self.path(self.aliases.get(module, module)):
+        if self.path(self.resolve(module)):
             return True
         parent, _dot, last = module.rpartition(".")
         facts = self.facts.get(parent)
         return None if facts is not None and last in facts.names else False
 
     def provides(self, module: str, name: str, depth: int = 0) -> bool | None:
-        """Whether ``from module import name`` works; None when the source cannot say."""
-        module = self.aliases.get(module, module)
+        """Whether ``from module import name`` works; None when the source cannot say. A
+        name the module's ``__getattr__`` answers with a shorter one (a lazy package, an
+        alias module) is provided when that one is."""
+        target = self.resolve(module)
+        found = self._provides(target, name, depth)
+        facts = self.facts.get(target)
+        if found is not True and facts is not None:
+            aliased = target != module and module not in self.aliases
+            shorter = (
+                self.rules.fallbacks(name, alias=aliased) if aliased or facts.lazy_module else []
+            )
+            if any(self._provides(target, n, depth) for n in shorter):
+                return True
+        return found
+
+    def _provides(self, module: str, name: str, depth: int = 0) -> bool | None:
         facts = self.facts.get(module)
         if facts is None or depth > 4:
             return None
@@ -104,7 +140,7 @@ class TransformersRelease:
             return True
         if len(facts.stars) > MAX_STARS:
             return True if name in self.exported_models() else None
-        answers = [self.provides(star, name, depth + 1) for star in facts.stars]
+        answers = [self._provides(star, name, depth + 1) for star in facts.stars]
         if any(answers):
             return True
         if facts.dynamic or None in answers:
@@ -125,7 +161,7 @@ class TransformersRelease:
         """Where class ``name`` as seen from ``module`` is defined: ``(module, ClassFacts)``,
         a standard-library or built-in class, or None when the source cannot say. Modules
         not read yet are added to ``missing`` (and None returned) for the next round."""
-        module = self.aliases.get(module, module)
+        module = self.resolve(module)
         if depth > 12:
             return None
         if module.startswith(MODELS_PACKAGE):
@@ -182,6 +218,11 @@ class TransformersRelease:
                 break
             self.load(missing)
         return result
+
+    def has_member(self, module: str, cls: str, name: str) -> bool | None:
+        """Whether class ``cls`` (as seen from ``module``) defines or inherits ``name``."""
+        members = self.members_of([(module, cls)]).get((module, cls))
+        return None if members is None else name in members
 
     def where(self, module: str, name: str) -> tuple[str, str] | None:
         """The module defining class ``name`` (as seen from ``module``), if already read."""

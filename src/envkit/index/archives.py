@@ -113,18 +113,41 @@ def tar_member(
     """The data of the first regular file of the ``.tar.gz`` ``body`` whose name ``wanted``
     accepts (at most ``max_wanted`` bytes), or None when it has none. WheelError when the
     archive is damaged or passes a cap (members, one member's size, bytes inflated, time)."""
+    found = tar_members(
+        body, url, wanted, count=1, max_wanted=max_wanted, max_member=max_member,
+        max_members=max_members, max_inflated=max_inflated, seconds=seconds,
+    )  # fmt: skip
+    return next(iter(found.values()), None)
+
+
+def tar_members(
+    body: bytes,
+    url: str,
+    wanted: Callable[[str], bool],
+    *,
+    count: int,
+    max_wanted: int = MAX_MEMBER,
+    max_member: int = MAX_MEMBER,
+    max_members: int = MAX_MEMBERS,
+    max_inflated: int = MAX_INFLATED,
+    seconds: float = INFLATE_SECONDS,
+) -> dict[str, bytes]:
+    """The regular files of the ``.tar.gz`` ``body`` whose names ``wanted`` accepts, by name,
+    read until ``count`` are found or the archive ends, within the same caps as
+    :func:`tar_member` (WheelError past one)."""
+    out: dict[str, bytes] = {}
     try:
         stream = _Inflated(body, url, max_inflated, seconds)
-        for count in range(1, max_members + 2):
+        for number in range(1, max_members + 2):
             found = _next_member(stream, url)
             if found is None:
-                return None  # the end-of-archive blocks
+                return out  # the end-of-archive blocks
             name, kind, size = found
-            if count > max_members:
+            if number > max_members:
                 raise refused(url, f"has more than {max_members:,} members")
             if size > max_member:
                 raise refused(url, f"has a member of {size:,} bytes (at most {max_member:,})")
-            if kind in (b"0", b"\0", b"7") and wanted(name):
+            if kind in (b"0", b"\0", b"7") and wanted(name) and name not in out:
                 if size > max_wanted:
                     raise refused(
                         url, f"has a {size:,}-byte {name[:200]!r} (at most {max_wanted:,})"
@@ -132,7 +155,11 @@ def tar_member(
                 data = stream.read(size)
                 if len(data) < size:
                     raise refused(url, f"ends inside {name[:200]!r}")
-                return data
+                out[name] = data
+                if len(out) >= count:
+                    return out
+                stream.skip(_padded(size) - size)
+                continue
             stream.skip(_padded(size))
         raise AssertionError("unreachable: the loop ends by the member cap")
     except zlib.error as exc:

@@ -10,40 +10,38 @@ vLLM loads a checkpoint in two steps, and both must succeed:
    (``_VLLM_MODELS``); none there is an error, worded differently when the architecture was
    dropped (``_PREVIOUSLY_SUPPORTED_MODELS``) or moved to a plugin (``_OOT_SUPPORTED_MODELS``).
 
-The lists come from the profile's ``[models]`` table, scanned from its pinned releases.
+The lists come from the profile's ``[models]`` table, scanned from its pinned releases;
+reading config.json is configfile.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from envkit.errors import BadInput, NetworkError
-from envkit.findings import Finding
+from envkit.errors import NetworkError
+from envkit.findings import Finding, Severity
 from envkit.io.escaping import shell_command
-from envkit.io.files import present, read_small_text
-from envkit.io.redaction import redact
-from envkit.profiles.bounds import Bound
+from envkit.models.configfile import (
+    MAX_CONFIG_BYTES,
+    ModelConfig,
+    load_json,
+    load_model_config,
+    parse_config,
+    read_model_text,
+)
+from envkit.profiles.bounds import HF_ONLY, Bound
 from envkit.profiles.profile import Profile
 
-MAX_CONFIG_BYTES = 8 * 1024 * 1024  # real config.json files are a few KB
+__all__ = [
+    "MAX_CONFIG_BYTES", "ModelConfig", "ModelReport", "Verdict", "judge", "load_json",
+    "load_model_config", "parse_config", "read_model_text", "report",
+]  # fmt: skip
+
 # where a fix names the profiles that can load the model: filled in by name_fixes, once
 # every profile has been judged (judge sees one profile at a time)
 SUPPORTED = "(see supported_by)"
-REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelConfig:
-    source: str
-    model_type: str
-    architectures: tuple[str, ...]
-    remote_code: bool  # auto_map names an AutoConfig class shipped with the checkpoint
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,96 +60,6 @@ class Verdict:
             "problems": [p.to_dict() for p in self.problems],
             "notes": list(self.notes),
         }
-
-
-def load_model_config(model: str, *, revision: str | None = None) -> ModelConfig:
-    """Read config.json from a folder, a file, or a Hugging Face repo id (at ``revision``).
-
-    Raises BadInput (missing or broken config, no ``model_type``, bad ``architectures``)
-    and NetworkError (the Hub cannot be reached, and the file is not in its cache).
-    """
-    path = Path(model).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
-        if not present(path):
-            raise BadInput(
-                f"{model!r} is a folder without a config.json.",
-                "Pass the model's folder, its config.json, or a repo id (org/name).",
-            )
-    if present(path):  # a FIFO or a device is refused, not read
-        return parse_config(read_model_text(path), str(path))
-    if REPO_ID.fullmatch(model) and ".." not in model and not model.startswith("."):
-        from envkit.io.hub import fetch
-
-        source = f"hub:{model}" + (f"@{revision}" if revision else "")
-        return parse_config(fetch(model, "config.json", revision), source)
-    raise BadInput(
-        f"{model!r} is not a model folder, a config.json file, or a repo id such as "
-        "Qwen/Qwen2-VL-2B-Instruct.",
-        "Check the path.",
-    )
-
-
-def read_model_text(path: Path) -> str:
-    """A model file's text (config.json and its siblings): a regular UTF-8 file of at most
-    MAX_CONFIG_BYTES, checked before reading. BadInput (UnreadableFile) otherwise."""
-    return read_small_text(path, MAX_CONFIG_BYTES, what="model file")
-
-
-def load_json(text: str | bytes, source: str) -> Any:
-    """JSON from a model file; BadInput (exit 2) for anything that is not plain JSON: bad
-    syntax, NaN or Infinity (not JSON, though Python's parser takes them), nesting too deep."""
-
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON number")
-
-    try:
-        return json.loads(text, parse_constant=no_constants)
-    except json.JSONDecodeError as exc:
-        raise BadInput(
-            f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
-            "Fix or re-download the file.",
-        ) from None
-    except ValueError as exc:
-        raise BadInput(f"{source} is not valid JSON: {exc}.", "Fix the file.") from None
-    except RecursionError:
-        raise BadInput(
-            f"{source} is nested too deeply to be a model file.", "Use the model's own file."
-        ) from None
-
-
-def parse_config(text: str, source: str) -> ModelConfig:
-    data = load_json(text, source)
-    if not isinstance(data, dict):
-        raise BadInput(
-            f"{source} holds a JSON {type(data).__name__}, not an object.",
-            "A model's config.json is a JSON object.",
-        )
-    model_type = data.get("model_type")
-    if not isinstance(model_type, str) or not model_type.strip():
-        raise BadInput(
-            f"{source} has no model_type, so neither transformers nor vLLM can tell which "
-            "config class reads it.",
-            "Use the checkpoint's own config.json (it names its model_type).",
-        )
-    archs = data.get("architectures", [])
-    if archs is None:
-        archs = []
-    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise BadInput(
-            f"{source}: architectures must be a list of class names, "
-            f"found {json.dumps(archs)[:80]}.",
-            "Fix config.json.",
-        )
-    auto_map = data.get("auto_map")
-    remote = isinstance(auto_map, dict) and "AutoConfig" in auto_map
-    return ModelConfig(
-        source=redact(source),
-        model_type=model_type,
-        architectures=tuple(archs),
-        remote_code=remote,
-        raw=data,
-    )
 
 
 def judge(profile: Profile, config: ModelConfig) -> Verdict:
@@ -212,25 +120,38 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
     bound = known.transformers_bounds.get(chosen) if chosen else None
     if bound is not None and bound.excludes(known.transformers):
         problems.append(bound_finding(bound, known.vllm, known.transformers))
-    if problems and mt in known.model_types and not chosen and config.architectures:
+    refused = [p for p in problems if p.severity is Severity.ERROR]
+    if refused and mt in known.model_types and not chosen and config.architectures:
         notes.append(
             "vLLM's Transformers backend (--model-impl transformers) may still run it "
             "if the transformers model class supports it; envkit does not count on it"
         )
     return Verdict(
         profile=profile.name,
-        ok=not problems,
+        ok=not refused,
         architecture=chosen,
         problems=tuple(problems),
-        notes=tuple(notes) + ((f"checked against {where}",) if not problems else ()),
+        notes=tuple(notes) + ((f"checked against {where}",) if not refused else ()),
     )
 
 
 def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
-    """vLLM's own tests skip ``bound.architecture`` with this transformers release."""
+    """vLLM's own tests skip ``bound.architecture`` with this transformers release: an
+    error when vLLM's initialization test applies the bound, a warning
+    (``transformers-bound-hf-only``) when only the reference runner's tests do."""
     code = bound.excludes(transformers)
     reason = f" ({bound.reason})" if bound.reason else ""
     example = f"; vLLM tests it with {bound.example}" if bound.example else ""
+    if bound.hf_only_for(transformers):
+        return Finding(
+            code=HF_ONLY,
+            message=f"vLLM {vllm}'s test registry bounds {bound.architecture} to "
+            f"{bound.describe()}{reason}, but only for the tests comparing with the Hugging "
+            f"Face reference runner; vLLM's own initialization test builds it with "
+            f"transformers {transformers}{example}",
+            fix="nothing to do for serving with vLLM; the bound concerns the reference runner",
+            severity=Severity.WARNING,
+        )
     return Finding(
         code=code,
         message=f"vLLM {vllm}'s test registry needs {bound.describe()} for {bound.architecture}"
@@ -249,9 +170,10 @@ def _architecture_problems(
             out.append(
                 Finding(
                     code="architecture-removed",
-                    message=f"{arch} was supported until vLLM {previous[arch]} and "
-                    f"is not in vLLM {vllm}",
+                    message=f"{arch} is not in vLLM {vllm}; vLLM records it as supported until "
+                    f"{previous[arch]}",
                     fix=f"use vLLM {previous[arch]} or older",
+                    where=arch,
                 )
             )
         elif arch in plugins:
@@ -334,6 +256,52 @@ def _noted(verdict: Verdict, stale: dict[str, str] | None) -> Verdict:
     )
 
 
+def _confirmed(verdict: Verdict, find_releases: Any, spans: dict[str, Any]) -> Verdict:
+    """``architecture-removed`` said from the registries: vLLM's record of the last release
+    ("until X") is repeated only where the releases' registries agree; otherwise the newest
+    release that lists it is named. When they cannot be read, the record is said as such;
+    with no ``find_releases`` (plan looks nothing up) the verdict stays as it is."""
+    if find_releases is None:
+        return verdict
+    problems = []
+    for problem in verdict.problems:
+        if problem.code == "architecture-removed" and problem.where:
+            problem = _from_registries(problem, find_releases, spans)
+        problems.append(problem)
+    return dataclasses.replace(verdict, problems=tuple(problems))
+
+
+def _from_registries(problem: Finding, find_releases: Any, spans: dict[str, Any]) -> Finding:
+    arch = problem.where
+    recorded = problem.message.rpartition("supported until ")[2]
+    if arch not in spans:
+        try:
+            spans[arch] = find_releases(arch)
+        except NetworkError as exc:
+            spans[arch] = exc
+    span = spans[arch]
+    head = problem.message.partition(";")[0]
+    if isinstance(span, NetworkError):
+        message = f"{head}; vLLM records it as supported until {recorded} (not checked against "
+        message += f"the releases' registries: {span.message})"
+        return dataclasses.replace(problem, message=message)
+    if span is None or not span.newest:
+        return dataclasses.replace(problem, message=f"{head}; no published release lists it")
+    if span.newest == recorded:
+        message = f"{head}; it was supported until vLLM {span.newest}"
+    else:
+        listed = (
+            f"vLLM {span.first} lists it"
+            if span.first == span.newest
+            else f"vLLM {span.first} through {span.newest} list it"
+        )
+        message = (
+            f"{head}; {listed} (vLLM's own record says until {recorded}, which its "
+            "registries contradict)"
+        )
+    return dataclasses.replace(problem, message=message, fix=f"use vLLM {span.newest} or older")
+
+
 def rank(profiles: list[Profile], config: ModelConfig) -> tuple[Verdict, ...]:
     """Every profile's verdict: loadable first, newer vLLM first within each group."""
     from packaging.version import InvalidVersion, Version
@@ -360,8 +328,15 @@ def report(
     None for ``find_releases`` looks nothing up (plan). ``stale`` names the profiles whose
     ``[models]`` table was replaced by a fresh scan. Every fix names what to take: the
     profiles that can load the model, else the command that drafts one."""
-    verdicts = tuple(_noted(v, stale) for v in rank(shipped, config))
-    verdict = _noted(judge(profile, config), stale) if profile is not None else None
+    spans: dict[str, Any] = {}
+    verdicts = tuple(
+        _confirmed(_noted(v, stale), find_releases, spans) for v in rank(shipped, config)
+    )
+    verdict = (
+        _confirmed(_noted(judge(profile, config), stale), find_releases, spans)
+        if profile is not None
+        else None
+    )
     releases, lookup, none_listed = None, "", False
     if (
         find_releases is not None

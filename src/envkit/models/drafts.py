@@ -224,7 +224,10 @@ def draft_for_model(
                 f"(vLLM {span.first} through {span.newest} do).",
                 "Pick a release in that range, or leave out --vllm.",
             )
-    found = solve(span, config.model_type, scanner, checker, python=python, cuda=cuda, vllm=wanted)
+    found = solve(
+        span, config.model_type, scanner, checker,
+        python=python, cuda=cuda, vllm=wanted, config=config.raw,
+    )  # fmt: skip
     write_new_profile(path, draft(name, config.model_type, found, scanner), force=force)
     return load_profile(path), found
 

@@ -1,9 +1,12 @@
 """``envkit history``: an architecture across every published vLLM release.
 
-Each release's registry is read from its wheel (registry_scan, cached per release), so the
-answer is vLLM's own, release by release: listed or not, dropped (with vLLM's record of
-the last release), moved to a plugin, and the transformers range each release declares.
-The shipped profiles that can load it are named beside.
+Each release's registry is read from its wheel (releases.registry, cached per release), so
+the answer is vLLM's own, release by release: listed or not, dropped, moved to a plugin, and
+the transformers range each release declares. The release that dropped it is the first one
+after the newest listing it, whether or not vLLM recorded the drop in
+``_PREVIOUSLY_SUPPORTED_MODELS``; vLLM's record ("until X") is shown as its own only where the
+registries agree (X is the newest release listing it). The shipped profiles that can load
+it are named beside.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, WheelError
 from envkit.profiles.bounds import Bound
@@ -72,12 +75,25 @@ class History:
             if first < Version(r.version) < newest and r.presence is not Presence.LISTED
         )
 
+    @property
+    def dropped_in(self) -> str:
+        """The first readable release after the newest one listing it ('' when none)."""
+        listed = self.listed
+        if not listed:
+            return ""
+        newest = Version(listed[-1].version)
+        return next(
+            (
+                r.version
+                for r in self.releases
+                if Version(r.version) > newest and r.presence is not Presence.UNREADABLE
+            ),
+            "",
+        )
+
     def to_dict(self) -> dict[str, Any]:
         listed = self.listed
-        later = [
-            r for r in self.releases if listed and Version(r.version) > Version(listed[-1].version)
-        ]
-        dropped = next((r for r in later if r.presence is Presence.DROPPED), None)
+        dropped = self.dropped_in
         plugin = next((r for r in reversed(self.releases) if r.presence is Presence.PLUGIN), None)
         return {
             "ok": bool(listed),
@@ -85,11 +101,30 @@ class History:
             "first": listed[0].version if listed else None,
             "newest": listed[-1].version if listed else None,
             "gaps": list(self.gaps),
-            "dropped_in": dropped.version if dropped else None,
+            "dropped_in": dropped or None,
             "plugin": plugin.note if plugin else None,
             "profiles": list(self.profiles),
             "releases": [r.to_dict() for r in self.releases],
         }
+
+
+def _checked_record(entry: ReleaseEntry, newest: str) -> ReleaseEntry:
+    """vLLM's "until X" as it is where the registries agree (X is the newest release listing
+    the architecture); where they do not, what each says."""
+    if entry.presence is not Presence.DROPPED:
+        return entry
+    recorded = entry.note.removeprefix("until ")
+    if newest and _same(recorded, newest):
+        return entry
+    seen = f"its registries list it through {newest}" if newest else "no registry lists it"
+    return dataclasses.replace(entry, note=f"recorded as until {recorded}, but {seen}")
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
 
 
 def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> History:
@@ -120,6 +155,8 @@ def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> Hist
             )
         )
     listed = [Version(e.version) for e in entries if e.presence is Presence.LISTED]
+    newest = str(max(listed)) if listed else ""
+    entries = [_checked_record(e, newest) for e in entries]
     bounds = bounds_for(scanner, listed)
     entries = [
         dataclasses.replace(e, bound=bounds.get(Version(e.version), {}).get(architecture))

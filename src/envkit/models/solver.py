@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -154,8 +154,10 @@ class Solver:
         model_type: str,
         python: str | None,
         cuda: str | None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self.scanner, self.checker, self.cuda_builds = scanner, checker, builds
+        self.config = config  # the model's config.json, for findings that depend on it
         self.arch, self.model_type = architecture, model_type
         self.python, self.cuda = python, cuda
         self.defaults: dict[str, str | None] = {}  # torch version -> its default build's CUDA
@@ -221,13 +223,13 @@ class Solver:
             when = self.scanner.upload_time("transformers", version)
             if published and when and when > published:
                 return f"published after vLLM {vllm} (not what it was released with)"
-            if bound is not None and bound.excludes(str(version)):
+            if bound is not None and bound.refuses(str(version)):
                 return f"vLLM {vllm}'s test registry needs {bound.describe()} for {self.arch}"
             known = scan.model_types  # vLLM's own config classes
             if self.model_type not in known and self.model_type not in self.types(version):
                 return f"does not know model type {self.model_type}"
             report = self.checker.check(vllm, version)
-            broken = report.breaks(self.arch)
+            broken = report.breaks(self.arch, self.model_type, self.config)
             if broken:
                 first = broken[0]
                 return f"fails compat with vLLM {vllm}: {first.code.value} {first.name}"
@@ -245,12 +247,14 @@ def solve(
     python: str | None = None,
     cuda: str | None = None,
     vllm: Version | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> Solution:
     """The newest working vLLM + transformers for ``span.architecture`` (BadInput, with
     every reason, when none works)."""
     solver = Solver(
         scanner, checker, CudaBuilds(scanner),
         architecture=span.architecture, model_type=model_type, python=python, cuda=cuda,
+        config=config,
     )  # fmt: skip
     first, newest = Version(span.first), Version(span.newest)
     vllms = [v for v in reversed(scanner.releases("vllm")) if first <= v <= newest]

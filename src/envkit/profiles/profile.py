@@ -363,11 +363,10 @@ def _bounds(table: Mapping[str, Any], problem: Report) -> dict[str, Bound]:
         if not isinstance(value, Mapping):
             problem(where, 'must be a table such as { min = "4.52", reason = "..." }')
             continue
-        unknown = set(value) - {"min", "max", "reason", "example"}
+        unknown = set(value) - {"min", "max", "reason", "example", "hf_only"}
         if unknown:
-            problem(
-                where, f"unknown key(s) {', '.join(sorted(unknown))} (min, max, reason, example)"
-            )
+            known = "min, max, reason, example, hf_only"
+            problem(where, f"unknown key(s) {', '.join(sorted(unknown))} ({known})")
         if not all(isinstance(v, str) for v in value.values()):
             problem(where, "values must be strings")
             continue
@@ -375,6 +374,9 @@ def _bounds(table: Mapping[str, Any], problem: Report) -> dict[str, Bound]:
             text = value.get(key, "")
             if text and not (text.isascii() and is_version(text)):
                 problem(f"{where}.{key}", f"{text!r} is not a version")
+        directions = [d for d in value.get("hf_only", "").split(",") if d]
+        if any(d not in ("min", "max") for d in directions):
+            problem(f"{where}.hf_only", 'must be "min", "max" or "min,max"')
         out[str(arch)] = Bound.from_dict(str(arch), value)
     return out
 

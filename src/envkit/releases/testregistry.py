@@ -2,8 +2,10 @@
 
 The bounds live in ``tests/models/registry.py``, which only the source distribution carries
 (a ``.tar.gz``: no range reads, so it is downloaded once, within a size cap, and only that
-file is read out of it). The parsed bounds are cached per release and index; a release
-whose sdist has no test registry (older ones) is cached as such. A network failure is
+file and ``tests/models/test_initialization.py``, which says which bounds vLLM's own
+initialization test applies (bounds.InitPolicy), are read out of it). The parsed bounds
+are cached per release and index; a release whose sdist has no test registry (older ones)
+is cached as such. A network failure is
 raised, never cached.
 """
 
@@ -17,13 +19,14 @@ from contextlib import contextmanager
 from packaging.version import Version
 
 from envkit.errors import WheelError
-from envkit.index.archives import tar_member
+from envkit.index.archives import tar_members
 from envkit.io.cache import BOUNDS, Fields
 from envkit.io.http import MiB, status_error
-from envkit.profiles.bounds import Bound, parse_registry
+from envkit.profiles.bounds import Bound, InitPolicy, parse_policy, parse_registry
 from envkit.releases.registry import Scanner, index_key
 
 REGISTRY = "tests/models/registry.py"
+INIT_TEST = "tests/models/test_initialization.py"
 MAX_SDIST = 96 * MiB  # vLLM's are 7-10 MB
 MAX_REGISTRY = 4 * MiB
 
@@ -67,13 +70,14 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
         answer = scanner.http.request("GET", sdist.url, max_bytes=limit)
         if answer.status != 200:
             raise status_error(sdist.url, answer.status)
-        text = _registry_text(answer.body, sdist.url)
+        texts = _sdist_texts(answer.body, sdist.url)
         del answer
-    if text is None:
+    if REGISTRY not in texts:
         _store(version, scanner.index, {}, f"{sdist.filename} has no {REGISTRY}")
         return {}
     try:
-        found = parse_registry(text)
+        policy = parse_policy(texts[INIT_TEST]) if INIT_TEST in texts else InitPolicy()
+        found = parse_registry(texts[REGISTRY], policy=policy)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise WheelError(
             f"{REGISTRY} in {sdist.filename} is not Python envkit can read.",
@@ -107,16 +111,16 @@ class _Memory:
 _IN_MEMORY = _Memory(2 * MAX_SDIST)  # two bodies of the largest kind: under 300 MB in all
 
 
-def _registry_text(body: bytes, url: str) -> str | None:
-    """The test registry out of a .tar.gz (None when it has none), read within the caps on
-    members, sizes, inflated bytes and time (index.archives)."""
+def _sdist_texts(body: bytes, url: str) -> dict[str, str]:
+    """The test registry and the initialization test out of a .tar.gz (those it has), read
+    within the caps on members, sizes, inflated bytes and time (index.archives)."""
 
     def wanted(name: str) -> bool:
         parts = name.split("/", 1)
-        return len(parts) == 2 and parts[1] == REGISTRY
+        return len(parts) == 2 and parts[1] in (REGISTRY, INIT_TEST)
 
-    data = tar_member(body, url, wanted, max_wanted=MAX_REGISTRY)
-    return None if data is None else data.decode("utf-8", "replace")
+    found = tar_members(body, url, wanted, count=2, max_wanted=MAX_REGISTRY)
+    return {name.split("/", 1)[1]: data.decode("utf-8", "replace") for name, data in found.items()}
 
 
 def bounds_for(

@@ -156,7 +156,7 @@ def histories(
         echo(f" ({len(h.releases)} releases read)")
         runs: list[list[Any]] = []  # [first, last, presence, transformers, note]
         for r in h.releases:
-            bound = f"vLLM's tests: {r.bound.describe()}" if r.bound else ""
+            bound = f"vLLM's tests: {r.bound.describe_tier()}" if r.bound else ""
             key = (r.presence.value, r.transformers, "; ".join(n for n in (r.note, bound) if n))
             if runs and tuple(runs[-1][2:]) == key:
                 runs[-1][1] = r.version
@@ -170,6 +170,13 @@ def histories(
         echo(table(rows))
         if data["gaps"]:
             echo(one_line(f"  gaps: {', '.join(data['gaps'])}"))
+        if data["dropped_in"]:
+            echo(
+                one_line(
+                    f"  dropped in: vLLM {data['dropped_in']} (the first release after the "
+                    "newest one listing it)"
+                )
+            )
         if data["plugin"]:
             echo(wrap(f"moved to a plugin: {data['plugin']}", "  ", "    "))
         profiles = ", ".join(h.profiles) or "none"
@@ -195,21 +202,38 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         return
     pair = f"vLLM {rep.vllm} + transformers {rep.transformers}"
     core = rep.blocking
-    scoped = [f for f in rep.findings if f.architectures]
+    scoped = [f for f in rep.findings if not f.everywhere]
     if core:
         echo(one_line(f"{pair}: not compatible"), fg="red", bold=True)
     else:
         echo(one_line(f"{pair}: compatible"), fg="green", bold=True, nl=False)
         broken = rep.broken_architectures
-        echo(f", except for {len(broken)} architecture(s) below" if broken else "")
+        echo(f", except for {len(broken)} architecture(s) or model type(s) below" if broken else "")
+    if not rep.declared.inside:
+        echo(
+            wrap(
+                f"transformers {rep.transformers} is outside vLLM {rep.vllm}'s declared "
+                f"{rep.declared.requirement}: no installer picks it without an override",
+                "  ",
+                "    ",
+            ),
+            fg="yellow",
+        )
     for f in [*core, *scoped]:
         where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
         origin = f" from {f.module}" if f.module and f.module != f.name else ""
         removed = f", removed in {f.removed_in}" if f.removed_in else ""
-        echo(wrap(f"{f.code.value}: {f.name}{origin}{removed}", "  ", "    "))
+        taken = f", transformers's since {f.taken_in}" if f.taken_in else ""
+        echo(wrap(f"{f.code.value}: {f.name}{origin}{removed}{taken}", "  ", "    "))
         echo(wrap(f"used at {where}", "    ", "      "))
-        if f.architectures:
-            echo(wrap("breaks only: " + ", ".join(f.architectures), "    ", "      "))
+        if f.detail:
+            echo(wrap(f.detail, "    ", "      "))
+        if not f.everywhere:
+            only = list(f.architectures)
+            if f.model_types:
+                kind = "model types" if len(f.model_types) > 1 else "model type"
+                only.append(f"{kind} {', '.join(f.model_types)}")
+            echo(wrap("breaks only: " + "; ".join(only), "    ", "      "))
     against = f", attributes against transformers {rep.reference}" if rep.reference else ""
     how = (
         "from the cache"
@@ -221,7 +245,7 @@ def compat(rep: CompatReport, as_json: bool) -> None:
     )
     echo(one_line(f"  checked {rep.imports_checked} imports{against}; {how}"))
     if rep.undecided:
-        echo(wrap("  names not decidable from source in: " + ", ".join(rep.undecided), "", "    "))
+        echo(wrap("  not decidable from source: " + ", ".join(rep.undecided), "", "    "))
 
 
 def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -> None:

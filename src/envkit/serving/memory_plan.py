@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import BadInput
-from envkit.findings import Finding
+from envkit.findings import Finding, Severity
 from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
 from envkit.io.files import present
 from envkit.serving.command import Recommendation, serve_command
@@ -373,7 +373,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
             f"hybrid model: {s.full_attention_layers} of {s.layers} layers hold a KV "
             "cache; linear-attention layers keep a fixed-size state"
         )
-    loadable = not inp.load_problems
+    loadable = not any(p.severity is Severity.ERROR for p in inp.load_problems)
     command = (
         serve_command(model_arg, recommended, inp.kv_cache_dtype) if rec_len and loadable else ""
     )
@@ -382,7 +382,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     elif not rec_len:
         notes.append("no setting fits this model on this GPU: no command to recommend")
     return Plan(
-        ok=not problems,
+        ok=not any(p.severity is Severity.ERROR for p in problems),  # warnings say, not refuse
         problems=tuple(problems),
         memory=memory,
         numbers=numbers,

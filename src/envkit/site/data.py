@@ -163,7 +163,7 @@ def _cell(arch: str, scan: Scan | None, bounds: Mapping[str, Bound]) -> tuple[st
         return State.UNREADABLE, ""
     if arch in scan.architectures:
         bound = bounds.get(arch)
-        return State.LISTED, (f"vLLM's tests need {bound.describe()}" if bound else "")
+        return State.LISTED, (f"vLLM's tests need {bound.describe_tier()}" if bound else "")
     if arch in scan.out_of_tree:
         return State.PLUGIN, f"moved to {scan.out_of_tree[arch]}"
     if arch in scan.previously_supported:

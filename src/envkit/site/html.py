@@ -139,7 +139,7 @@ def profile_page(item: ProfilePage) -> str:
         for f in item.files
     )
     bounds = "".join(
-        f"<li>{e(arch)}: {e(b.describe())}{e(' (' + b.reason + ')') if b.reason else ''}</li>"
+        f"<li>{e(arch)}: {e(b.describe_tier())}{e(' (' + b.reason + ')') if b.reason else ''}</li>"
         for arch, b in sorted(p.models.transformers_bounds.items())
     )
     archs = ", ".join(e(a) for a in p.models.architectures)
@@ -154,7 +154,7 @@ def profile_page(item: ProfilePage) -> str:
         f"<h2>compat of its pins</h2>\n{_compat_block(item.compat, item.compat_error)}"
         f"<h2>Architectures it loads ({len(p.models.architectures)})</h2>\n"
         f"<details><summary>the pinned vLLM's registry</summary><p>{archs}</p></details>\n"
-        f"<h2>Listed, but vLLM's own tests skip them with these pins</h2>\n"
+        f"<h2>Listed, but vLLM's test registry bounds them away from these pins</h2>\n"
         f"<ul>{bounds or '<li>none</li>'}</ul>\n"
     )
     return page(p.name, body, depth=1)
@@ -174,7 +174,8 @@ def _findings(report: CompatReport) -> str:
         f"<tr><td>{e(f.code.value)}</td><td><code>{e(f.name)}</code></td>"
         f"<td>{e(f.module if f.module != f.name else '')}</td>"
         f"<td><code>{e(f.file)}:{f.line}</code>{e(f' (+{f.places - 1})') if f.places > 1 else ''}"
-        f"</td><td>{e(f.removed_in)}</td><td>{e(', '.join(f.architectures) or 'vLLM itself')}"
+        f"</td><td>{e(f.removed_in)}</td>"
+        f"<td>{e(', '.join([*f.architectures, *f.model_types]) or 'vLLM itself')}"
         "</td></tr>\n"
         for f in report.findings
     )
