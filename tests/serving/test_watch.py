@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from test_explain import run
 
 from envkit.errors import BadInput
-from envkit.serving.knowledge import Tables, gpu_key, safe_utilization
+from envkit.serving.knowledge import Tables, gpu_key
 from envkit.serving.logfacts import parse_command, parse_dump
 from envkit.serving.logread import ReadStats, candidates, normalise
+from envkit.serving.memory_plan import safe_utilization
 from envkit.serving.watch import BootWatch, Status
 
 ENCODER = (

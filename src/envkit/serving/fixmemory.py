@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 from envkit.serving.fixcontext import Builder, Context, Fix, first, gib
-from envkit.serving.knowledge import Patch, safe_utilization
+from envkit.serving.knowledge import Patch
+from envkit.serving.memory_plan import safe_utilization
 from envkit.serving.signatures import Code
 from envkit.serving.watch import Hit
 

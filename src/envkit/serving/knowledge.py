@@ -9,7 +9,6 @@ their ``[models]`` tables) and :mod:`envkit.gpu.cards` the first time a fix asks
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -206,10 +205,3 @@ def loading(knowledge: Knowledge, model_type: str = "", architecture: str = "") 
         if (not model_type or model_type in p.model_types)
         and (not architecture or architecture in p.architectures)
     ]
-
-
-def safe_utilization(free: float, total: float) -> float:
-    """The highest ``--gpu-memory-utilization`` that starts: one point below the free
-    fraction, down to two decimals (the rule ``envkit plan`` uses: the CUDA context takes a
-    little more once vLLM starts; report 2: 6.98 of 8 GiB -> 0.86)."""
-    return max(0.0, math.floor((free / total - 0.01) * 100) / 100)

@@ -300,9 +300,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     # what the profile cannot load comes first: no memory setting fixes it
     problems: list[Finding] = [*inp.load_problems, *dtype_problems]
     requested = int(inp.utilization * inp.gpu_memory)
-    # one point below the free fraction: the CUDA context and other processes take a little
-    # more once vLLM starts (field report 2: 6.98 of 8 GiB free, 0.86 works)
-    safe = max(0.0, math.floor((free / inp.gpu_memory - 0.01) * 100) / 100)
+    safe = safe_utilization(free, inp.gpu_memory)
     if requested > free:
         problems.append(
             Finding(
@@ -391,3 +389,10 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         command=command,
         notes=tuple(notes),
     )
+
+
+def safe_utilization(free: float, total: float) -> float:
+    """The highest ``--gpu-memory-utilization`` that starts: one point below the free
+    fraction, down to two decimals (the CUDA context and other processes take a little more
+    once vLLM starts; field report 2: 6.98 of 8 GiB free -> 0.86). Shared by plan and explain."""
+    return max(0.0, math.floor((free / total - 0.01) * 100) / 100)
