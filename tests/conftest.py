@@ -115,7 +115,7 @@ def built_template(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -
     (root / "envs").mkdir()
     (root / "envs" / "good.toml").write_text(profile_text())
     res = envkit("build", "good", *build_args(indexes.default), cwd=root)
-    assert res.code == 0, res.err
+    res.assert_ok()
     return root
 
 

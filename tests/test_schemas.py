@@ -81,7 +81,7 @@ def test_lock_outputs(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.Monk
 def test_environment_outputs(built_copy: Path, indexes: Indexes) -> None:
     output("verify", envkit("verify", "good", "--json", cwd=built_copy).out)
     res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=built_copy)
-    assert res.code == 0, res.err
+    res.assert_ok()
     output("build", res.out)
 
 
@@ -112,5 +112,5 @@ def test_new_profile_output(tmp_path: Path, world: indexserver.Server, scan_cach
         "--envs", str(tmp_path / "envs"), "new-profile", "q", "--for-model", str(qwen35),
         "--index-url", indexserver.url(world), "--json",
     )  # fmt: skip
-    assert res.code == 0, res.err
+    res.assert_ok()
     output("new-profile", res.out)

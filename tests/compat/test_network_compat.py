@@ -31,7 +31,7 @@ def test_report_1_pair_names_the_tokenizer_attribute(tmp_path: Path, scan_cache:
 )
 def test_every_shipped_profiles_pins_are_compatible(profile, scan_cache: Path) -> None:  # type: ignore[no-untyped-def]
     res = run_cli("--envs", str(ROOT / "envs"), "compat", profile.name, "--json")
-    assert res.code == 0, res.out
+    res.assert_ok()
     data = res.json()
     assert all(f["architectures"] or f["model_types"] for f in data["findings"])  # scoped ones
 

@@ -45,7 +45,7 @@ def test_pinned_build_passes_and_entry_points_survive_the_move(
     project: Path, indexes: Indexes
 ) -> None:
     res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
-    assert res.code == 0, res.err + res.out
+    res.assert_ok()
     data = res.json()
     assert data["ok"] is True
     # the argv that ran: uv itself, then the install into the new venv's interpreter
@@ -111,7 +111,7 @@ def test_torch_from_default_index_still_demands_the_profile_cuda(
 def test_torch_index_mirror_url(project: Path, indexes: Indexes) -> None:
     args = ["--index-url", indexes.default, "--python", sys.executable]
     res = envkit("build", "good", "--json", *args, "--torch-index", indexes.mirror, cwd=project)
-    assert res.code == 0, res.out + res.err
+    res.assert_ok()
     data = res.json()
     assert "--index" in data["command"] and indexes.mirror in data["command"]
     torch = next(c for c in data["verify"]["checks"] if c["kind"] == "torch")
@@ -158,7 +158,7 @@ def test_killed_between_the_two_renames_is_restored(project: Path, built: Path) 
     (state / "new").mkdir()
     (state / "journal.json").write_text(json.dumps({"phase": "swapping", "build_id": "x"}))
     res = envkit("verify", "good", cwd=project)
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert "restored the previous environment" in res.err
     assert marker(built)["build_id"] == before
     assert not (state / "old").exists() and not (state / "new").exists()

@@ -53,7 +53,7 @@ def doctor(project: Path, *args: str, env: dict[str, str] | None = None):  # typ
 
 def test_clean_venv_without_a_gpu(project: Path, tmp_path: Path) -> None:
     res, found = doctor(project, "--profile", "good", env={"PATH": no_gpu_path(tmp_path)})
-    assert res.code == 0, res.out
+    res.assert_ok()
     assert found["no-nvidia-driver"]["message"].startswith("no NVIDIA driver found")
     assert found["no-nvidia-driver"]["severity"] == "info"
     assert res.json()["venv"] is True and "drift-version" not in found

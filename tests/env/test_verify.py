@@ -35,7 +35,7 @@ def test_verify_uses_the_compat_findings_of_the_installed_pair(
 ) -> None:
     env = {"UV_DEFAULT_INDEX": indexserver.url(compat_world)}
     res = envkit("verify", "good", "--json", cwd=project, env=env)
-    assert res.code == 0, res.out
+    res.assert_ok()
     assert checks(res)[("compat", "vllm 0.8.5 + transformers 4.51.3")]["status"] == "pass"
     install_into(project / ".venv", indexes.default, "transformers==5.0.0")
     res = envkit("verify", "good", "--json", cwd=project, env=env)

@@ -116,7 +116,7 @@ def test_verify_and_doctor_fail_a_venv_whose_kernels_do_not_link(built_copy: Pat
     diagnosis = envkit("doctor", "--venv", ".venv", "--json", cwd=project)
     assert not [f for f in diagnosis.json()["findings"] if f["code"].startswith("kernels")]
     res = envkit("verify", "good", "--json", cwd=project)
-    assert res.code == 0, res.out
+    res.assert_ok()
     (check,) = [c for c in res.json()["checks"] if c["kind"] == "kernels"]
     assert check["status"] == "pass" and "need 1 torch symbols" in check["found"]
 

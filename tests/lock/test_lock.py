@@ -29,7 +29,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes) -> None:
     res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo)
-    assert res.code == 0, res.err
+    res.assert_ok()
     cells = {c["cell"]: c for c in res.json()["cells"]}
     assert set(cells) == {
         f"py{p}-{plat}-cu124" for p in (PY, OTHER) for plat in ("linux-x86_64", "linux-aarch64")
@@ -82,7 +82,7 @@ def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes) -> None
     ok = envkit("lock", "m", "--check", "--json", cwd=repo)
     assert ok.code == 0 and ok.json()["stale"] == []
     resolved = envkit("lock", "m", "--check", "--resolve", *lock_args(indexes), cwd=repo)
-    assert resolved.code == 0, resolved.out + resolved.err
+    resolved.assert_ok()
     profile = repo / "envs" / "m.toml"
     profile.write_text(profile.read_text().replace("transformers==4.51.3", "transformers==5.0.0"))
     stale = envkit("lock", "m", "--check", "--json", cwd=repo)
@@ -173,7 +173,7 @@ def test_check_resolve_uses_the_torch_source_each_cell_was_locked_with(
     --torch-index given (the PyTorch index would give another resolution, or none)."""
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
     check = envkit("lock", "m", "--check", "--resolve", "--index-url", indexes.default, cwd=repo)
-    assert check.code == 0, check.out + check.err
+    check.assert_ok()
 
 
 def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_build_installs_the_published_lock(repo: Path, indexes: Indexes) -> None
     # hashes are of those files (uv's --torch-backend would ask the unreachable PyTorch index)
     args = ["--index-url", indexes.default, "--python", sys.executable]
     res = envkit("build", "m", "--json", *args, cwd=repo)
-    assert res.code == 0, res.err
+    res.assert_ok()
     data = res.json()
     assert data["lock"].endswith(f"py{PY}-linux-x86_64-cu124.txt")
     assert "--require-hashes" in data["command"] and "--torch-backend" not in data["command"]
@@ -244,7 +244,7 @@ def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_p
         shim.chmod(0o755)
     env = {"PATH": f"{shims}:{os.environ['PATH']}"}
     res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo, env=env)
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert {c["state"] for c in res.json()["cells"]} == {"locked"}
     assert not ran.exists(), ran.read_text()
 

@@ -41,7 +41,7 @@ def envs(world: indexserver.Server, tmp_path_factory: pytest.TempPathFactory) ->
     (folder / "new.toml").write_text(pinned("0.33.0", "5.20.2"))
     for name in ("old", "new"):
         res = envkit("scan", "--update", name, "--index-url", url(world), cwd=root)
-        assert res.code == 0, res.err
+        res.assert_ok()
     return folder
 
 
@@ -63,7 +63,7 @@ def test_scan_update_writes_sorted_lists_and_keeps_comments(envs: Path) -> None:
 
 def test_report_1_models_against_the_old_profile(envs: Path) -> None:
     ok = run(envs, "check-model", "old", str(QWEN2VL), "--json")
-    assert ok.code == 0, ok.err
+    ok.assert_ok()
     data = ok.json()
     assert data["ok"] is True and data["model_type"] == "qwen2_vl"
     assert data["architectures"] == ["Qwen2VLForConditionalGeneration"]
@@ -217,7 +217,7 @@ def test_new_profile_drafts_a_loadable_profile(
         "--json",
         cwd=tmp_path,
     )
-    assert res.code == 0, res.err
+    res.assert_ok()
     profile = load_profile(folder / "qwen35.toml")
     assert profile.requirements == ("vllm==0.33.0",)
     # vLLM 0.33.0 allows >=5.16.1,<5.21.0; 5.24.0 is outside, 5.20.2 inside and knows qwen3_5
@@ -251,7 +251,7 @@ def test_new_profile_drafts_a_loadable_profile(
         url(world),
         cwd=tmp_path,
     )
-    assert older.code == 0, older.err
+    older.assert_ok()
     assert "transformers==4.51.3" in load_profile(folder / "q085.toml").constraints
     wrong = envkit(
         "--envs",
@@ -304,7 +304,7 @@ def test_scan_update_keeps_the_models_table_where_it_is_with_its_comments(
     res = envkit(
         "--envs", str(folder), "scan", "--update", "p", "--index-url", url(world), cwd=tmp_path
     )
-    assert res.code == 0, res.err
+    res.assert_ok()
     after = (folder / "p.toml").read_text()
     assert "# why this table matters to us" in after and "# a note about the architectures" in after
     assert after.index("[models]") < after.index("[matrix]")  # where it was
@@ -327,7 +327,7 @@ def test_a_stale_models_table_is_said_and_the_pins_answer(
         "--envs", str(folder), "check-model", "edited", str(QWEN35), "--json",
         "--index-url", url(world), cwd=tmp_path,
     )  # fmt: skip
-    assert res.code == 0, res.out + res.err
+    res.assert_ok()
     data = res.json()
     assert data["ok"] is True
     assert any("[models] table of edited is stale" in n for n in data["notes"])
@@ -490,7 +490,7 @@ def test_new_profile_solves_and_says_why_newer_candidates_lost(
         )  # fmt: skip
 
     res = new("qwen35", QWEN35)
-    assert res.code == 0, res.err
+    res.assert_ok()
     solution = res.json()["solution"]
     assert (solution["vllm"], solution["transformers"]) == ("0.33.0", "5.20.2")
     assert solution["cuda_source"].startswith("the default index's wheel")
@@ -531,7 +531,7 @@ def test_new_profile_takes_the_torch_build_vllm_is_compiled_against(
         )  # fmt: skip
 
     newer = new("c126", "--cuda", "12.6")
-    assert newer.code == 0, newer.err
+    newer.assert_ok()
     solution = newer.json()["solution"]
     assert (solution["torch"], solution["cuda"]) == ("2.6.0", "12.4")
     assert "the one vLLM's wheel is built and tested with" in solution["cuda_source"]
@@ -550,12 +550,12 @@ def test_a_drafted_profile_locks(envs: Path, world: indexserver.Server, tmp_path
         "--envs", str(folder), "new-profile", "qwen35", "--for-model", str(QWEN35),
         "--index-url", url(world), cwd=tmp_path,
     )  # fmt: skip
-    assert drafted.code == 0, drafted.err
+    drafted.assert_ok()
     locked = envkit(
         "--envs", str(folder), "lock", "qwen35", "--index-url", url(world),
         "--torch-index", "default", "--json", cwd=tmp_path,
     )  # fmt: skip
-    assert locked.code == 0, locked.out + locked.err
+    locked.assert_ok()
     assert {c["state"] for c in locked.json()["cells"]} == {"locked"}
 
 

@@ -32,7 +32,7 @@ def test_vllm_0_17_1_applies_a_maximum_only_when_its_reason_names_vllm(scan_cach
 
 def history(arch: str) -> dict[str, Any]:
     res = run_cli("history", arch, "--json")
-    assert res.code == 0, res.err
+    res.assert_ok()
     found: dict[str, Any] = res.json()["architectures"][0]
     return found
 

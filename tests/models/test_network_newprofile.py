@@ -25,7 +25,7 @@ def test_a_draft_for_qwen2_vl_on_vllm_085_locks_and_builds(tmp_path: Path) -> No
         "--envs", str(envs), "new-profile", "q2vl", "--for-model",
         str(MODELS / "Qwen2-VL-2B-Instruct"), "--vllm", "0.8.5", "--json", cwd=tmp_path,
     )  # fmt: skip
-    assert drafted.code == 0, drafted.err
+    drafted.assert_ok()
     solution = drafted.json()["solution"]
     assert (solution["vllm"], solution["transformers"]) == ("0.8.5", "4.51.3")
     profile = load_profile(envs / "q2vl.toml")
@@ -34,7 +34,7 @@ def test_a_draft_for_qwen2_vl_on_vllm_085_locks_and_builds(tmp_path: Path) -> No
     locked = envkit(
         "--envs", str(envs), "lock", "q2vl", "--torch-index", "default", "--json", cwd=tmp_path
     )  # fmt: skip
-    assert locked.code == 0, locked.out + locked.err
+    locked.assert_ok()
     assert {c["state"] for c in locked.json()["cells"]} <= {"locked", "source-only"}
     cache = os.environ.get("ENVKIT_TEST_UV_CACHE", str(Path.home() / ".cache/uv"))
     try:
@@ -42,7 +42,7 @@ def test_a_draft_for_qwen2_vl_on_vllm_085_locks_and_builds(tmp_path: Path) -> No
             "--envs", str(envs), "build", "q2vl", "--torch-index", "default", "--json",
             cwd=tmp_path, env={"UV_CACHE_DIR": cache},
         )  # fmt: skip
-        assert built.code == 0, built.out + built.err
+        built.assert_ok()
         checks = {(c["kind"], c["name"]): c for c in built.json()["verify"]["checks"]}
         assert checks[("compat", "vllm 0.8.5 + transformers 4.51.3")]["status"] == "pass"
     finally:
@@ -55,11 +55,11 @@ def test_the_newest_set_for_qwen35_locks(tmp_path: Path) -> None:
         "--envs", str(envs), "new-profile", "q35", "--for-model", str(MODELS / "Qwen3.5-9B"),
         "--json", cwd=tmp_path,
     )  # fmt: skip
-    assert drafted.code == 0, drafted.err
+    drafted.assert_ok()
     locked = envkit(
         "--envs", str(envs), "lock", "q35", "--torch-index", "default", "--json", cwd=tmp_path
     )  # fmt: skip
-    assert locked.code == 0, locked.out + locked.err
+    locked.assert_ok()
 
 
 def test_report_1_from_a_folder_of_ones_own(
@@ -73,14 +73,14 @@ def test_report_1_from_a_folder_of_ones_own(
     model = here / "models" / "Qwen3.5-4B"
     shutil.copytree(MODELS / "Qwen3.5-9B", model)
     drafted = envkit("new-profile", "qwen3.5-4b", "--for-model", str(model), cwd=here)
-    assert drafted.code == 0, drafted.err
+    drafted.assert_ok()
     user = tmp_path / "data" / "envkit"
     assert (user / "envs" / "qwen3.5-4b.toml").is_file() and not (here / "envs").exists()
     assert "envkit lock qwen3.5-4b" in " ".join(drafted.out.split())
     locked = envkit("lock", "qwen3.5-4b", "--torch-index", "default", "--json", cwd=here)
-    assert locked.code == 0, locked.out + locked.err
+    locked.assert_ok()
     assert locked.json()["profiles"][0]["locks"] == str(user / "constraints" / "qwen3.5-4b")
     matrix = envkit("matrix", "--envs", str(user / "envs"), "qwen3.5-4b", "--json", cwd=here)
     assert {c["state"] for c in matrix.json()["cells"]} == {"locked"}
     checked = envkit("check-model", "qwen3.5-4b", str(model), cwd=here)
-    assert checked.code == 0, checked.out
+    checked.assert_ok()

@@ -37,7 +37,7 @@ def test_the_draft_is_locked_published_built_and_verified_from_the_users_folder(
     locks = data / "constraints" / "draft"
     index = ["--index-url", indexes.default]
     res = envkit("lock", "draft", *index, "--torch-index", "default", cwd=user)
-    assert res.code == 0, res.err
+    res.assert_ok()
     # the first lines say where the profile is and where its locks went
     assert [line.split() for line in res.out.splitlines()[:2]] == [
         ["PROFILE", "FILE", "LOCKS"],
@@ -52,10 +52,10 @@ def test_the_draft_is_locked_published_built_and_verified_from_the_users_folder(
     # with no ./envs, --all means the user's folder
     assert "draft" in envkit("matrix", cwd=user).out
     published = envkit("publish", "draft", cwd=user)
-    assert published.code == 0, published.err
+    published.assert_ok()
     assert json.loads((data / "constraints" / "index.json").read_text())["files"]
     built = envkit("build", "draft", "--json", *index, "--python", sys.executable, cwd=user)
-    assert built.code == 0, built.err
+    built.assert_ok()
     got = built.json()
     assert (got["cell"], got["lock"], got["resolved_afresh"]) == (
         CELL, str(locks / f"{CELL}.txt"), None
@@ -63,7 +63,7 @@ def test_the_draft_is_locked_published_built_and_verified_from_the_users_folder(
     assert got["profile_path"] == str(data / "envs" / "draft.toml")
     assert (user / ".venv" / "bin" / "python").exists()
     text = envkit("verify", "draft", cwd=user)
-    assert text.code == 0, text.out
+    text.assert_ok()
     assert text.out.splitlines()[:2] == [
         f"profile file  {data / 'envs' / 'draft.toml'}",
         f"locks         {locks}",
@@ -73,7 +73,7 @@ def test_the_draft_is_locked_published_built_and_verified_from_the_users_folder(
 def test_build_says_why_it_resolves_afresh(user: Path, indexes: Indexes) -> None:
     args = ["--index-url", indexes.default, "--torch-index", "default", "--python", sys.executable]
     res = envkit("build", "draft", *args, cwd=user)
-    assert res.code == 0, res.err
+    res.assert_ok()
     locks = user.parent / "data" / "envkit" / "constraints" / "draft"
     why = f"no lock of cell {CELL} in {locks} (envkit lock draft --cell {CELL} writes one)"
     # piped, the step is one line on stderr; the result names the reason again

@@ -175,7 +175,7 @@ def test_cli_bad_inputs_exit_2_with_one_message_and_no_traceback(tmp_path: Path)
 def test_shipped_profiles_and_locks_work_from_any_folder(tmp_path: Path) -> None:
     model = FIXTURES / "models" / "Qwen2-VL-2B-Instruct"
     res = envkit("which", str(model), "--json", cwd=tmp_path)
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert "vllm-0.8.5+qwen2-vl" in res.json()["supported_by"]
     shown = envkit("show", "vllm-0.8.5+qwen2-vl", "--json", cwd=tmp_path)
     assert shown.code == 0

@@ -110,7 +110,7 @@ def test_check_model_refuses_what_vllm_applies_and_warns_of_the_rest(
     )
     index = indexserver.url(tiers)
     res = envkit("--envs", str(envs), "scan", "--update", "p", "--index-url", index, cwd=tmp_path)
-    assert res.code == 0, res.err
+    res.assert_ok()
     bounds = load_profile(envs / "p.toml").models.transformers_bounds
     assert bounds["Qwen3ForCausalLM"].hf_only == ("max",)  # written, and read back
     assert 'hf_only = "max"' in (envs / "p.toml").read_text()

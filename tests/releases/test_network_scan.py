@@ -23,7 +23,7 @@ def scanner() -> Scanner:
 
 def test_vllm_085_scan_reads_under_one_percent(tmp_path: Path) -> None:
     res = envkit("scan", "vllm==0.8.5", "--no-cache", "--json", cwd=tmp_path)
-    assert res.code == 0, res.err
+    res.assert_ok()
     data = res.json()
     assert len(data["architectures"]) == 146
     assert data["bytes_read"] < 0.01 * data["wheel_bytes"]
@@ -83,7 +83,7 @@ def test_history_of_real_architectures(  # type: ignore[no-untyped-def]
     arch, first, newest, dropped_in, plugin, tmp_path: Path
 ) -> None:
     res = envkit("history", arch, "--json", cwd=tmp_path)
-    assert res.code == 0, res.err
+    res.assert_ok()
     (found,) = res.json()["architectures"]
     assert found["first"] == first
     if newest:

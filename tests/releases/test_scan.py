@@ -102,7 +102,7 @@ def test_scan_reads_a_small_part_of_the_wheel(
     world: indexserver.Server, scan_cache: Path, tmp_path: Path
 ) -> None:
     res = envkit("scan", "vllm==0.8.5", "--index-url", url(world), "--json", cwd=tmp_path)
-    assert res.code == 0, res.err
+    res.assert_ok()
     data = res.json()
     truth = layouts.vllm_085()
     assert set(data["architectures"]) == truth.architectures

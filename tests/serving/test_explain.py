@@ -199,7 +199,7 @@ def test_cli_exit_codes_stdin_and_schema(tmp_path: Path, monkeypatch: pytest.Mon
     good = tmp_path / "good.log"
     good.write_text("\n".join([*preamble(), "INFO:     Application startup complete."]))
     res = envkit("explain", str(good), "--json", cwd=tmp_path)
-    assert res.code == 0, res.err
+    res.assert_ok()
     data = res.json()
     schema_check(data, "explain")
     assert data["cause"]["code"] == "none" and data["facts"]["vllm_version"] == "0.8.5"

@@ -51,7 +51,7 @@ def test_a_switch_vllm_never_reads_takes_the_same_path(tmp_path: Path) -> None:
     res = envkit(
         "explain", "--diff", str(on), str(off), "--json", cwd=tmp_path, env=EMPTY(tmp_path)
     )
-    assert res.code == 0, res.err
+    res.assert_ok()
     data = res.json()
     assert data["same_failure"] is True and data["acknowledged"][0]["verdict"] == "not-acknowledged"
     from test_explain import schema_check

@@ -218,7 +218,7 @@ def test_cli_json_shape_exit_codes_and_compose(tmp_path: Path) -> None:
     assert data["recommended"]["max_model_len"] == 4096
     assert data["command"].startswith(f"vllm serve {folder} --dtype float16")
     fits = envkit(*args, "--gpu-memory-utilization", "0.86", "--compose", cwd=tmp_path)
-    assert fits.code == 0, fits.out
+    fits.assert_ok()
     assert "It fits as asked." in fits.out and "image: vllm/vllm-openai:v0.8.5" in fits.out
     vl = envkit(
         "--envs",

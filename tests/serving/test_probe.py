@@ -111,7 +111,7 @@ def test_candidates_correct_the_usual_mistakes() -> None:
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/v1", "/v1/chat/completions"])
 def test_finds_the_base_url_that_works(server: Server, tmp_path: Path, suffix: str) -> None:
     res = envkit("probe", base(server) + suffix, "--json", cwd=tmp_path)
-    assert res.code == 0, res.out
+    res.assert_ok()
     data = res.json()
     assert data["ok"] is True and data["base_url"] == base(server) + "/v1"
     assert data["models"] == ["Qwen/Qwen2-VL-2B-Instruct"] and data["reply"] == "OK"

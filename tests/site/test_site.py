@@ -26,7 +26,7 @@ def profile(folder: Path, world: indexserver.Server, vllm: str, transformers: st
         f'constraints = ["transformers=={transformers}"]\n'
     )
     res = run_cli("--envs", str(folder), "scan", "--update", f"p{vllm}", "--index-url", url(world))
-    assert res.code == 0, res.err
+    res.assert_ok()
     return folder
 
 
@@ -35,7 +35,7 @@ def site(world: indexserver.Server, scan_cache: Path, tmp_path: Path) -> Path:
     envs = profile(tmp_path / "envs", world, "0.8.5", "4.51.3")
     out = tmp_path / "site"
     res = run_cli("--envs", str(envs), "site", "--out", str(out), "--index-url", url(world))
-    assert res.code == 0, res.err
+    res.assert_ok()
     return out
 
 
@@ -72,7 +72,7 @@ def test_the_same_caches_give_the_same_bytes(
         "--envs", str(tmp_path / "envs"), "site", "--out", str(again), "--index-url", url(world),
         cwd=tmp_path, env={"PYTHONHASHSEED": "12345", "ENVKIT_CACHE_DIR": str(scan_cache)},
     )  # fmt: skip
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert digests(again) == digests(site)
     rerun = run_cli(
         "--envs", str(tmp_path / "envs"), "site", "--out", str(site), "--index-url", url(world),
@@ -100,7 +100,7 @@ def test_known_bad_pairs_come_from_compat(
     envs = profile(tmp_path / "envs", compat_world, "0.8.5", "4.51.3")
     out = tmp_path / "site"
     res = run_cli("--envs", str(envs), "site", "--out", str(out), "--index-url", url(compat_world))
-    assert res.code == 0, res.err
+    res.assert_ok()
     page = (out / "compat.html").read_text()
     assert "vLLM 0.8.5 + transformers 5.0.0" in page  # what vLLM 0.8.5's own range allows
     assert "all_special_tokens_extended" in page and "vllm/transformers_utils/tokenizer.py" in page

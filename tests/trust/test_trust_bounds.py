@@ -186,7 +186,7 @@ def test_an_html_only_index_is_read(
             loopback.origin(server) + "/simple",
             "--json",
         )
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert "qwen2_vl" in json.loads(res.out)["model_types"]
 
 

@@ -62,7 +62,7 @@ def locked_template(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) 
     (root / "envs").mkdir()
     (root / "envs" / "m1.toml").write_text(ONE_CELL)
     res = envkit("lock", "m1", "--index-url", indexes.default, "--torch-index", "default", cwd=root)
-    assert res.code == 0, res.err
+    res.assert_ok()
     for name in PROFILES[1:]:
         shutil.copy(root / "envs" / "m1.toml", root / "envs" / f"{name}.toml")
         shutil.copytree(root / "constraints" / "m1", root / "constraints" / name)
@@ -247,7 +247,7 @@ def test_publish_to_over_its_own_earlier_copy_is_fine(four: Path, tmp_path: Path
     out = tmp_path / "out"
     for _ in range(2):
         res = run_cli("--envs", str(four / "envs"), "publish", "m1", "--to", str(out))
-        assert res.code == 0, res.err
+        res.assert_ok()
     assert index_profiles(out) == {"m1"} and len(list((out / "m1").iterdir())) == 2
 
 
@@ -332,7 +332,7 @@ def test_scan_update_writes_through_a_link_and_keeps_the_mode(
         "--envs", str(envs), "scan", "--update", "team", "--index-url", indexserver.url(world),
         cwd=tmp_path,
     )  # fmt: skip
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert "Updated" in res.out + res.err
     assert (envs / "team.toml").is_symlink()
     assert os.readlink(envs / "team.toml") == str(Path("..") / "shared" / "team.toml")
@@ -400,10 +400,10 @@ def test_a_lock_never_takes_uvs_cache_for_an_index_that_is_gone(
     monkeypatch.chdir(project)
     with serving(default) as index:
         first = run_cli("lock", "x", "--index-url", index, "--torch-index", "default")
-        assert first.code == 0, first.err
+        first.assert_ok()
         with serving(mirror) as gone:
             res = run_cli("lock", "x", "--index-url", index, "--torch-index", gone)
-            assert res.code == 0, res.err
+            res.assert_ok()
         before, text = snapshot(project / "constraints"), profile.read_text()
         profile.write_text(text + "# edited: the cell is stale now\n")
         res = run_cli("lock", "x", "--index-url", index, "--torch-index", gone, "--json")

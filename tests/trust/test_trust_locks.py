@@ -137,14 +137,14 @@ def test_index_credentials_reach_no_file_or_output(
     outputs = []
     for extra in ((), ("--json",)):
         res = run_cli("lock", "m", "--index-url", index, "--torch-index", "default", *extra)
-        assert res.code == 0, res.err
+        res.assert_ok()
         outputs.append(res.out + res.err)
     (tmp_path / "envs" / "b.toml").write_text(profile_text())
     build = run_cli(
         "build", "b", "--index-url", index, "--torch-index", "default", "--no-lock",
         "--python", sys.executable, "--json",
     )  # fmt: skip
-    assert build.code == 0, build.err
+    build.assert_ok()
     outputs.append(build.out + build.err)
     assert all(token not in text for text in outputs)
     written = [p for p in (tmp_path / "constraints").rglob("*") if p.is_file()]

@@ -226,7 +226,7 @@ def test_a_profile_description_is_shown_escaped(here: Path) -> None:
     text = profile_text().replace('"test profile"', json.dumps(description))
     (here / "envs" / "evil.toml").write_text(text)
     show = run_cli("show", "evil")
-    assert show.code == 0, show.err
+    show.assert_ok()
     assert_shown_not_raw(show.out, "\x1b]0;pwned\x07", "\u202egnp.exe")
     listing = run_cli("profiles")
     assert_shown_not_raw(listing.out, "\x1b]52;c;ZXZpbA==\x07")
@@ -251,7 +251,7 @@ def test_wheel_registry_keys_are_shown_escaped(
     with indexserver.serve(folder) as server:
         res = run_cli("scan", "vllm==0.2.7", "--index-url", indexserver.url(server))
         data = run_cli("scan", "vllm==0.2.7", "--index-url", indexserver.url(server), "--json")
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert_shown_not_raw(res.out, *evil)
     assert set(data.json()["architectures"]) == set(evil) and raw_free(data.out)
 
@@ -613,5 +613,5 @@ def test_probe_needs_a_usable_chat_message(
 @pytest.mark.parametrize("content", ["OK", None])
 def test_probe_accepts_a_chat_message(chat_server: loopback.Scripted, content: str | None) -> None:
     res = chat_answer(chat_server, {"choices": [{"message": {"content": content}}]})
-    assert res.code == 0, res.out
+    res.assert_ok()
     assert res.json()["reply"] == (content or "")

@@ -42,7 +42,7 @@ def test_probe_never_follows_a_redirect_with_the_key(monkeypatch: pytest.MonkeyP
             res = run_cli(
                 "probe", loopback.origin(first) + "/v1", "--api-key-env", "PROBE_KEY", "--json"
             )
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert loopback.authorizations(first) == [f"Bearer {KEY}"] * 2
     # another port is another origin: it got the requests, never the key
     assert len(other.seen) == 2 and loopback.authorizations(other) == ["", ""]
@@ -58,7 +58,7 @@ def test_a_redirect_within_the_origin_keeps_the_key(monkeypatch: pytest.MonkeyPa
     }
     with loopback.serve(routes) as server:
         res = run_cli("probe", loopback.origin(server) + "/v1", "--api-key-env", "PROBE_KEY")
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert loopback.authorizations(server) == [f"Bearer {KEY}"] * 3
 
 
@@ -187,7 +187,7 @@ def test_index_credentials_from_the_url_and_from_netrc(
         quoted = password.replace("@", "%40").replace(" ", "%20")
         in_url = f"http://builder:{quoted}@{host}:{port}/simple"
         res = run_cli("scan", "transformers==4.51.3", "--index-url", in_url, "--no-cache")
-        assert res.code == 0, res.err
+        res.assert_ok()
         assert "p%40ss" not in res.out + res.err
         netrc = tmp_path / "netrc"
         netrc.write_text(f"machine {host}\nlogin builder\npassword {password.replace(' ', '_')}\n")
@@ -200,5 +200,5 @@ def test_index_credentials_from_the_url_and_from_netrc(
             "scan", "transformers==4.51.3", "--index-url", f"http://{host}:{port}/simple",
             "--no-cache",
         )  # fmt: skip
-        assert res.code == 0, res.err
+        res.assert_ok()
         assert all(a == expected_netrc for a in loopback.authorizations(server))

@@ -92,7 +92,7 @@ def test_a_folder_holding_only_a_venv_is_replaced(
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     monkeypatch.chdir(project)
     res = run_cli("build", "good", *build_args(indexes.default))
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert build_id(venv)
     state_is_clean(project)
 
@@ -156,7 +156,7 @@ def test_a_signal_during_the_swap_waits_for_it_and_says_so(
     assert build_id(venv) != before
     assert (built_copy / ".envkit" / ".venv" / "old").exists()
     again = envkit("verify", "good", cwd=built_copy)
-    assert again.code == 0, again.err
+    again.assert_ok()
     assert "removed the environment replaced by the last completed build" in again.err
     state_is_clean(built_copy)
 
@@ -173,7 +173,7 @@ def test_a_kill_at_any_step_leaves_one_working_venv(
     done = faulty_build(built_copy, indexes, f"{step}=KILL")
     assert done.returncode == -9
     again = envkit("verify", "good", cwd=built_copy)
-    assert again.code == 0, again.err
+    again.assert_ok()
     swapped = step in ("swap-new-moved", "swap-committed", "old-removed")
     assert (build_id(venv) != before) is swapped
     state_is_clean(built_copy)
@@ -204,7 +204,7 @@ def test_a_symlinked_venv_stays_a_link_through_a_kill_at_every_step(
     assert done.returncode == -9
     assert link.is_symlink() and os.readlink(link) == target
     again = envkit("verify", "good", cwd=built_copy)
-    assert again.code == 0, again.err
+    again.assert_ok()
     assert link.is_symlink() and os.readlink(link) == target  # the link, as it was
     swapped = step in ("swap-new-moved", "swap-committed", "old-removed")
     assert (build_id(real) != before) is swapped
@@ -240,7 +240,7 @@ def test_a_link_to_nothing_is_built_into_and_stays_a_link(
     link = project / ".venv"
     link.symlink_to(disk / "proj-venv")
     res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert res.json()["venv"] == str(link)
     assert link.is_symlink() and os.readlink(link) == str(disk / "proj-venv")
     assert build_id(disk / "proj-venv")
@@ -291,7 +291,7 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
     (state / f".journal.json.{pid}.tmp").write_text("{")
     # a process of its own: the temporary folder is read once per process
     res = envkit_process("verify", "good", cwd=built_copy, env={"TMPDIR": str(scratch)})
-    assert res.code == 0, res.err
+    res.assert_ok()
     assert sorted(p.name for p in scratch.iterdir()) == [
         f"envkit-lock-{os.getpid()}-mine",
         "envkit-notes",
