@@ -120,8 +120,8 @@ def scan(
     """
     from envkit.index.wheels import index_url
     from envkit.models.drafts import rescan
-    from envkit.releases.registry import Scanner, parse_target, with_bounds
-    from envkit.releases.testregistry import transformers_bounds
+    from envkit.releases.registry import Scanner, parse_target
+    from envkit.releases.testregistry import scan_release
 
     scanner = Scanner(index_url(index), use_cache=not no_cache, progress=render.progress)
     if update:
@@ -133,10 +133,7 @@ def scan(
     if not target:
         raise BadInput("Nothing to scan.", "Give vllm==X or transformers==Y, or --update PROFILE.")
     project, version = parse_target(target)
-    result = scanner.scan(project, version)
-    if project == "vllm":  # and its per-architecture transformers bounds (from the sdist)
-        result = with_bounds(result, transformers_bounds(scanner, version))
-    render.scans([result], as_json)
+    render.scans([scan_release(scanner, project, version)], as_json)
     return EXIT_OK
 
 

@@ -23,7 +23,7 @@ from envkit.index.archives import tar_members
 from envkit.io.cache import BOUNDS, Fields
 from envkit.io.http import MiB, status_error
 from envkit.profiles.bounds import Bound, InitPolicy, parse_policy, parse_registry
-from envkit.releases.registry import Scanner, index_key
+from envkit.releases.registry import Scan, Scanner, index_key, with_bounds
 
 REGISTRY = "tests/models/registry.py"
 INIT_TEST = "tests/models/test_initialization.py"
@@ -140,3 +140,12 @@ def bounds_for(
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(zip(wanted, pool.map(one, wanted), strict=True))
+
+
+def scan_release(scanner: Scanner, project: str, version: Version) -> Scan:
+    """What ``envkit scan project==version`` answers: the release's scan, and for vLLM its
+    per-architecture transformers bounds from the sdist's test registry."""
+    result = scanner.scan(project, version)
+    if project == "vllm":
+        result = with_bounds(result, transformers_bounds(scanner, version))
+    return result
