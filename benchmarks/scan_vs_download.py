@@ -21,7 +21,7 @@ from pathlib import Path
 from machine import describe  # benchmarks/machine.py, beside this script
 from packaging.version import Version
 
-from envkit.index.wheels import index_url, pick_wheel
+from envkit.index.pages import index_url, pick_wheel
 from envkit.releases.registry import VLLM_CONFIG, VLLM_LAYOUTS, Scanner, scan_vllm
 
 

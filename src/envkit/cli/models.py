@@ -36,7 +36,7 @@ def _shipped(state: State) -> list[Profile]:
 def _model_report(
     state: State, profile: Profile | None, model: str, index: str | None, revision: str | None
 ) -> int:
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
     from envkit.models import check_model
     from envkit.models.drafts import current_models
     from envkit.releases.registry import Scanner, releases_listing
@@ -118,7 +118,7 @@ def scan(
 
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
     from envkit.models.drafts import rescan
     from envkit.releases.registry import Scanner, parse_target
     from envkit.releases.testregistry import scan_release
@@ -193,7 +193,7 @@ def new_profile(
     """
     from envkit.compat.checker import Checker
     from envkit.env.doctor import nvidia
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
     from envkit.releases.registry import Scanner
@@ -240,7 +240,7 @@ def history(
     and the shipped profiles that can load it. Each release is read once from its wheel and
     cached. Exit 0 when some release lists it, 1 when none does, 2 on bad input.
     """
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
     from envkit.models import history as hist
     from envkit.models.check_model import load_model_config
     from envkit.releases.modeltypes import MODEL_TYPE
@@ -297,7 +297,7 @@ def compat(
     Exit 0 compatible, 1 not, 2 bad input.
     """
     from envkit.compat.checker import Checker
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
 
     vllm, transformers = _pair(state, targets)
     checker = Checker(index_url(index), use_cache=not no_cache, progress=render.progress)

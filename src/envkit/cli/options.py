@@ -147,7 +147,7 @@ def compat_lookup(index: str | None) -> CompatLookup:
     `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
     from envkit.compat.checker import Checker
     from envkit.compat.enforcement import lookup
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
 
     return lookup(Checker(index_url(index), progress=render.progress))
 

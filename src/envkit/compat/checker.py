@@ -37,7 +37,8 @@ from envkit.compat.loading import MODELS_DIR, Loaders, Scope
 from envkit.compat.report import Code, CompatReport, Declared, Incompatibility, load_cached, store
 from envkit.compat.sources import ReleaseProbe, Sources
 from envkit.compat.transformers_source import TransformersRelease
-from envkit.index.wheels import RemoteZip, WheelFile, pick_wheel
+from envkit.index.pages import WheelFile, pick_wheel
+from envkit.index.wheels import RemoteZip
 from envkit.releases.registry import Scanner, requirements
 
 __all__ = ["Checker", "Code", "CompatReport", "Incompatibility", "store"]

@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from envkit.compat.checker import Checker, Code, CompatReport, Incompatibility, store
 from envkit.compat.transformers_source import TransformersRelease
-from envkit.index.wheels import pick_wheel
+from envkit.index.pages import pick_wheel
 
 Opener = Callable[[Version], TransformersRelease]
 # what a release can remove (a name registered or a config field rejected is no removal)

@@ -19,7 +19,8 @@ from envkit.compat.report import Code, Incompatibility
 from envkit.compat.sources import Sources
 from envkit.compat.transformers_source import TransformersRelease
 from envkit.errors import WheelError
-from envkit.index.wheels import Http, RemoteZip
+from envkit.index.wheels import RemoteZip
+from envkit.io.http import Http
 from envkit.releases.registry import VLLM_CONFIG
 
 if TYPE_CHECKING:

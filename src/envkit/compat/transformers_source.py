@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from envkit.compat import apisurface
 from envkit.compat.apisurface import ClassFacts, ModuleFacts
 from envkit.compat.tfaliases import IMPORT_UTILS, INIT, AliasRules, read_rules
-from envkit.index.wheels import Http, RemoteZip, WheelFile
+from envkit.index.pages import WheelFile
+from envkit.index.wheels import RemoteZip
+from envkit.io.http import Http
 
 MAX_STARS = 16  # a package re-exporting more modules than this is a catalogue (transformers.models)
 AUTO_DIR = "transformers/models/auto/"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from packaging.version import Version
 
 from envkit.errors import NetworkError
-from envkit.index.wheels import WheelFile, list_files, list_sdists
+from envkit.index.pages import WheelFile, list_files, list_sdists
 from envkit.io.http import Http
 from envkit.io.redaction import redact
 

@@ -24,29 +24,9 @@ from urllib.request import url2pathname
 
 from envkit.errors import NetworkError, UnreadableFile, WheelError
 from envkit.index.archives import count_entries, zip_directory
-from envkit.index.pages import (
-    WheelFile,
-    html_entries,
-    index_url,
-    list_files,
-    list_sdists,
-    pick_wheel,
-)
 from envkit.io.files import open_regular
-from envkit.io.http import Http, MiB, Traffic
+from envkit.io.http import Http, MiB
 from envkit.io.redaction import redact
-
-__all__ = [
-    "Http",
-    "RemoteZip",
-    "Traffic",
-    "WheelFile",
-    "html_entries",
-    "index_url",
-    "list_files",
-    "list_sdists",
-    "pick_wheel",
-]
 
 MAX_MEMBER = 16 * MiB  # inflated size of one source file read; real registries are < 1 MB
 MAX_WHEEL_READ = 64 * MiB  # everything read out of one wheel

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
-from envkit.index.wheels import RemoteZip, pick_wheel
+from envkit.index.pages import pick_wheel
+from envkit.index.wheels import RemoteZip
 from envkit.io.cache import MODEL_TYPES
 from envkit.releases.registry import Scanner, index_key
 

@@ -27,9 +27,11 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, WheelError
 from envkit.index.asttables import OPAQUE, SourceError, module_tables
+from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
-from envkit.index.wheels import Http, RemoteZip, pick_wheel
+from envkit.index.wheels import RemoteZip
 from envkit.io.cache import SCANS, BadEntry, Fields
+from envkit.io.http import Http
 from envkit.io.urls import parse_url
 from envkit.profiles.bounds import Bound
 

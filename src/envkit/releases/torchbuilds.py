@@ -33,7 +33,8 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, NetworkError, WheelError
 from envkit.index.asttables import SourceError, module_tables
-from envkit.index.wheels import html_entries, pick_wheel, read_members
+from envkit.index.pages import html_entries, pick_wheel
+from envkit.index.wheels import read_members
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields
 from envkit.io.http import Http

@@ -112,7 +112,7 @@ def plan_for(
     Raises BadInput (a bad config.json or setting) and NetworkError (a Hub repo id or a
     stale table that cannot be read).
     """
-    from envkit.index.wheels import index_url
+    from envkit.index.pages import index_url
     from envkit.models import check_model
     from envkit.models.drafts import current_models
     from envkit.releases.registry import Scanner
