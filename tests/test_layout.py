@@ -40,6 +40,8 @@ def imports(name: str) -> set[str]:
                 prefix = ".".join([*base, node.module] if node.module else base)
             else:
                 prefix = node.module or ""
+            if prefix in known and _is_package(prefix):
+                found.add(prefix)  # `from pkg import sub` runs pkg/__init__ first
             for alias in node.names:
                 sub = f"{prefix}.{alias.name}"
                 if sub in known:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from envkit.render import term
+from envkit.io.escaping import shell_command
 from envkit.render.term import (
     cut_left,
     echo,
     emit_json,
     finding_lines,
     interrupted,
+    note,
     one_line,
     table,
     term_width,
@@ -85,8 +86,8 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         )
     echo(table(rows))
     finding_lines(result.problems[shown:])
-    for note in result.notes:
-        echo(wrap(f"note: {note}", "  ", "    "))
+    for said in result.notes:
+        echo(wrap(f"note: {said}", "  ", "    "))
     if not verdict.ok:
         echo("No command: the profile cannot load this model.", fg="red", bold=True)
     elif result.ok:
@@ -120,8 +121,8 @@ def probe(result: ProbeResult, as_json: bool) -> None:
         )
         if result.chat.problem:
             echo(wrap(result.chat.problem, "  ", "  "))
-    for note in result.notes:
-        echo(wrap(f"note: {note}", "", "  "))
+    for said in result.notes:
+        echo(wrap(f"note: {said}", "", "  "))
     if result.ok:
         echo(one_line(f"The server answers at {result.base}."), fg="green", bold=True)
     else:
@@ -246,14 +247,12 @@ def log_diff(d: LogDiff, as_json: bool) -> None:
 
 def serve_start(launch: Launch) -> None:
     """What serve is about to run, and why so (on stderr: stdout carries vLLM's log)."""
-    import shlex
-
     for warning in launch.warnings:
         echo("envkit: warning: ", err=True, fg="yellow", nl=False)
         echo(warning, err=True)
     for text in launch.notes:
-        term.note(text)
-    term.note(f"running {shlex.join(launch.shown)}")
+        note(text)
+    note(f"running {shell_command(launch.shown)}")
 
 
 def serve_log(as_json: bool) -> Callable[[str], None]:
