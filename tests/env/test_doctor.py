@@ -102,15 +102,28 @@ def test_the_known_bad_pair_from_compat_findings(
 
 
 def test_fake_nvidia_smi_driver_and_bfloat16(project: Path, tmp_path: Path) -> None:
-    res, found = doctor(project, env={"PATH": fake_smi(tmp_path)})
-    assert res.code == 1
+    """An RTX 2070 on driver 535.104.05 (CUDA 12.2) under torch's CUDA 12.4 runtime: it runs
+    through minor version compatibility (a warning); a driver of CUDA 11.8 does not."""
+    path = fake_smi(tmp_path)
+    res, found = doctor(project, env={"PATH": path})
+    res.assert_ok()
     data = res.json()
-    assert data["gpus"][0]["name"] == "NVIDIA GeForce RTX 2070"
-    assert "built for CUDA 12.4" in found["driver-too-old"]["message"]
-    assert "supports CUDA 12.2 at most" in found["driver-too-old"]["message"]
+    assert data["gpus"][0] == {
+        "index": 0, "name": "NVIDIA GeForce RTX 2070", "driver": "535.104.05",
+        "compute_capability": "7.5", "memory_total_mib": 8192, "memory_free_mib": 7148,
+    }  # fmt: skip
+    assert data["gpu"]["source"] == "nvidia-smi: NVIDIA GeForce RTX 2070"
+    older = found["driver-older-than-toolkit"]
+    assert older["severity"] == "warning" and "driver 535.104.05" in older["message"]
+    assert "CUDA 12.4's 550.54.14" in older["message"]
     assert "compute capability 7.5" in found["no-bfloat16"]["message"]
     assert "--dtype float16" in found["no-bfloat16"]["fix"]
-    assert "no-nvidia-driver" not in found
+    assert "no-nvidia-driver" not in found and "driver-too-old" not in found
+    res, found = doctor(project, "--driver", "520.61.05", env={"PATH": path})
+    assert res.code == 1
+    assert "driver 520.61.05 cannot run torch's CUDA 12.4" in found["driver-too-old"]["message"]
+    assert found["driver-too-old"]["fix"].startswith("install NVIDIA driver 550.54.14 or newer")
+    assert res.json()["gpu"]["source"] == "nvidia-smi: NVIDIA GeForce RTX 2070, --driver 520.61.05"
 
 
 def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from envkit.gpu.driver import (
     DriverVersion,
     cuda_version,
     fit,
+    header_cuda,
     newest_cuda,
     parse_smi,
     toolkit_driver,
@@ -73,11 +74,11 @@ def test_what_a_driver_gives() -> None:
 
 def test_nvidia_smi_output_read_into_gpus() -> None:
     text = (
-        "NVIDIA GeForce RTX 4090, 8.9, 550.54.14, 24564 MiB\n"
-        "NVIDIA H100 80GB HBM3, 9.0, 570.124.06, 81559 MiB\n"
+        "NVIDIA GeForce RTX 4090, 550.54.14, 24564 MiB, 23000 MiB, 8.9\n"
+        "NVIDIA H100 80GB HBM3, 570.124.06, 81559 MiB, 81000 MiB, 9.0\n"
         "\n"
-        "NVIDIA GB10, 12.1, 580.95.05, [N/A]\n"
-        "Tesla T4, 7.5, 535.104.05, 15360\n"  # --format=csv,noheader,nounits
+        "NVIDIA GB10, 580.95.05, [N/A], [N/A], 12.1\n"
+        "Tesla T4, 535.104.05, 15360, 15000, 7.5\n"  # --format=csv,noheader,nounits
     )
     found = parse_smi(text)
     assert [g.name for g in found] == [
@@ -91,19 +92,24 @@ def test_nvidia_smi_output_read_into_gpus() -> None:
     ]
     assert [g.index for g in found] == [0, 1, 2, 3]
     assert found[0].memory == 24564 * MIB and found[2].memory is None
+    assert found[3].free == 15000 * MIB and found[2].free is None
     assert str(found[1].driver) == "570.124.06"
     assert parse_smi("") == ()
+    header = "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |"
+    assert header_cuda(header) == "12.2" and header_cuda("no header") == ""
 
 
 @pytest.mark.parametrize(
     ("text", "names"),
     [
-        ("NVIDIA A10", "no four fields"),
-        ("NVIDIA A10, eight, 550.54.14, 24 MiB", "compute_cap"),
-        ("NVIDIA A10, 8.6, new, 24 MiB", "driver_version"),
-        ("NVIDIA A10, 8.6, 550.54.14, lots", "memory.total"),
-        (", 8.6, 550.54.14, 24 MiB", "no four fields"),
-        ('Field "compute_cap" is not a valid field to query.', "no four fields"),
+        ("NVIDIA A10", "no five fields"),
+        ("NVIDIA A10, 550.54.14, 24 MiB, 20 MiB, eight", "compute_cap"),
+        ("NVIDIA A10, new, 24 MiB, 20 MiB, 8.6", "driver_version"),
+        ("NVIDIA A10, 550.54.14, lots, 20 MiB, 8.6", "memory.total"),
+        ("NVIDIA A10, 550.54.14, 24 MiB, some, 8.6", "memory.free"),
+        ("NVIDIA A10, 550.54.14, 24 MiB, 25 MiB, 8.6", "exceeds memory.total"),
+        (", 550.54.14, 24 MiB, 20 MiB, 8.6", "no five fields"),
+        ('Field "compute_cap" is not a valid field to query.', "no five fields"),
     ],
 )
 def test_nvidia_smi_lines_are_checked_where_they_enter(text: str, names: str) -> None:

@@ -95,14 +95,14 @@ def test_progress_is_a_line_per_step_piped_and_a_live_line_on_a_terminal(
         steps[0],
     )
     assert "checking vLLM 0.8.5 + transformers 4.51.3 against compat's findings" in steps[1]
-    assert "vLLM's kernels link against the torch beside them" in steps[3]
+    assert "reading the compiled modules' GPU code and symbols (ELF files)" in steps[3]
     seen = on_a_terminal(["verify", "good"], built_copy)
     # on a terminal: a live line (wiped and redrawn in place) with the step's seconds, which
     # becomes the step's line when the next step begins
     assert b"\r\x1b[K" in seen and re.search(
         rb"envkit: \[ +0\.[0-9] s\] verifying .*  \([0-9]+ s\)", seen
     )
-    assert b"kernels link against the torch beside them (ELF symbols)\x1b[0m\r\n" in seen
+    assert b"GPU code and symbols (ELF files)\x1b[0m\r\n" in seen
 
 
 def test_profile_names_complete(here: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +14,8 @@ from envkit.cli.options import (
     compat_lookup,
     complete_profiles,
     constraints_option,
+    gpu_choice,
+    gpu_target_options,
     index_url_option,
     json_option,
     torch_index_option,
@@ -68,10 +71,12 @@ def show(state: State, profile: str, as_json: bool) -> int:
     help="Resolve afresh even when a lock of this machine's cell is published.",
 )
 @constraints_option
+@gpu_target_options
 @json_option
 @click.pass_obj
 def build(
     state: State,
+    /,
     profile: str,
     venv: Path,
     python: str | None,
@@ -81,16 +86,20 @@ def build(
     no_lock: bool,
     constraints: str | None,
     as_json: bool,
+    **target: Any,
 ) -> int:
     """Recreate the venv from PROFILE with uv, verify it, then swap it in.
 
     The new environment is built aside and verified; only then does it replace the one at
     --venv. A failed, interrupted or killed build leaves the previous environment in place.
+    The compiled modules must have kernels for the GPU (--gpu, --compute-capability, else
+    nvidia-smi's) and link against the torch beside them.
     """
     from envkit.env.build import BuildOptions
     from envkit.env.build import build as run_build
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
+    chosen = gpu_choice(target)
     options = BuildOptions(
         venv=venv,
         python=python,
@@ -101,6 +110,7 @@ def build(
         use_lock=not no_lock,
         constraints=constraints,
         compat=compat_lookup(index),
+        gpu=chosen,
     )
     result = run_build(loaded, options, progress=render.progress, note=render.note)
     render.build(result, as_json)
@@ -110,22 +120,27 @@ def build(
 @click.command()
 @click.argument("profile", shell_complete=complete_profiles)
 @venv_option
+@gpu_target_options
 @json_option
 @click.pass_obj
-def verify(state: State, profile: str, venv: Path, as_json: bool) -> int:
-    """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA."""
+def verify(state: State, /, profile: str, venv: Path, as_json: bool, **target: Any) -> int:
+    """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA, and
+    the GPU layer: kernels for the GPU (--gpu, --compute-capability, else nvidia-smi's; with
+    none, which GPUs it runs on), torch symbols, CUDA libraries, the driver."""
     from envkit.env.venvslot import VenvSlot
     from envkit.env.verify import verify as run_verify
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
+    chosen = gpu_choice(target)
     slot = VenvSlot(venv)
     try:
         with slot.locked(render.note, existing=True) as recovered:
             for done in recovered:
                 render.note(f"recovered: {done}")
             report = run_verify(
-                loaded, slot.venv, compat=compat_lookup(None), progress=render.progress
-            )
+                loaded, slot.venv, compat=compat_lookup(None), gpu=chosen,
+                progress=render.progress,
+            )  # fmt: skip
     except KeyboardInterrupt:
         raise Interrupted(slot.describe()) from None  # the last line says what is there
     from envkit.lock.cells import place

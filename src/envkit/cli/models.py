@@ -192,7 +192,7 @@ def new_profile(
     `envkit compat`. The output says why newer candidates were rejected.
     """
     from envkit.compat.checker import Checker
-    from envkit.env.doctor import nvidia
+    from envkit.gpu.detect import smi
     from envkit.index.pages import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
@@ -201,7 +201,7 @@ def new_profile(
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
     config = load_model_config(model, revision=revision)
-    driver = cuda or nvidia()[1] or None
+    driver = cuda or smi().cuda or None
     scanner = Scanner(index_url(index), progress=render.progress)
     checker = Checker(scanner.index, http=scanner.http, progress=render.progress)
     path = Catalog.from_option(state.envs).writable() / f"{name}.toml"

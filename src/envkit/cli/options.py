@@ -17,6 +17,7 @@ from envkit.io.escaping import visible
 
 if TYPE_CHECKING:
     from envkit.env.checks import CompatLookup
+    from envkit.gpu.detect import Choice
     from envkit.serving.planning import Gpu, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -152,6 +153,34 @@ def compat_lookup(index: str | None) -> CompatLookup:
     return lookup(Checker(index_url(index), progress=render.progress))
 
 
+GPU_HELP = "A known card (rtx-5090, h100-80gb, t4, ...): its compute capability."
+CAPABILITY_HELP = "The GPU's compute capability (nvidia-smi's compute_cap) [or --gpu]."
+DRIVER_HELP = "The NVIDIA driver version the GPU machine has (e.g. 550.54.14)."
+
+
+def gpu_target_options(func: F) -> F:
+    """The GPU a command checks for: --gpu, --compute-capability, --driver; with none of
+    them, nvidia-smi's (see :func:`gpu_choice`)."""
+    options = [
+        click.option("--gpu", "gpu_name", metavar="NAME", help=GPU_HELP),
+        click.option("--compute-capability", metavar="X.Y", help=CAPABILITY_HELP),
+        click.option("--driver", "driver", metavar="VERSION", help=DRIVER_HELP),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def gpu_choice(values: dict[str, Any], *, ask: bool = True) -> Choice:
+    """Take :func:`gpu_target_options`' values out of ``values`` and decide the target
+    (BadInput naming a bad option); with none given, nvidia-smi's GPU (when ``ask``)."""
+    from envkit.gpu.detect import choose
+
+    return choose(
+        values.pop("gpu_name"), values.pop("compute_capability"), values.pop("driver"), ask=ask
+    )
+
+
 def plan_options(func: F) -> F:
     """The GPU and the vLLM settings a memory plan takes (``plan``, ``serve``)."""
     options = [
@@ -166,6 +195,7 @@ def plan_options(func: F) -> F:
             metavar="X.Y",
             help="The card's compute capability (below 8.0: no bfloat16) [or --gpu].",
         ),
+        click.option("--driver", "driver", metavar="VERSION", help=DRIVER_HELP),
         click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts."),
         click.option(
             "--gpu-memory-utilization",
@@ -210,12 +240,14 @@ class PlanOptions:
     gpu: Gpu | None
     settings: Settings
     given: frozenset[str]
+    target: Choice  # the GPU its kernels must run on (from --gpu/--compute-capability/--driver)
 
 
 PLAN_KEYS = (
     "gpu_name",
     "gpu_memory",
     "compute_capability",
+    "driver",
     "free",
     "utilization",
     "max_model_len",
@@ -230,6 +262,7 @@ def plan_values(ctx: click.Context, values: dict[str, Any]) -> PlanOptions:
     """Take :func:`plan_options`' values out of ``values`` (a command's keyword arguments)
     and check them: sizes, the card, the capability (BadInput naming the option)."""
     from envkit.gpu.cards import parse_size
+    from envkit.gpu.detect import choose
     from envkit.serving.planning import Settings, gpu_from_options
 
     raw = {key: values.pop(key) for key in PLAN_KEYS}
@@ -249,4 +282,5 @@ def plan_values(ctx: click.Context, values: dict[str, Any]) -> PlanOptions:
         reserve=parse_size(raw["reserve"], "--reserve", allow_zero=True),
         revision=raw["revision"],
     )
-    return PlanOptions(gpu, settings, given)
+    target = choose(raw["gpu_name"], raw["compute_capability"], raw["driver"], ask=False)
+    return PlanOptions(gpu, settings, given, target)

@@ -15,6 +15,8 @@ from envkit.cli.options import (
     compat_lookup,
     complete_profiles,
     finite,
+    gpu_choice,
+    gpu_target_options,
     json_option,
     plan_options,
     plan_values,
@@ -126,21 +128,26 @@ def probe(
     shell_complete=complete_profiles,
     help="Also report drift from PROFILE.",
 )
+@gpu_target_options
 @json_option
 @click.pass_obj
-def doctor(state: State, venv: Path | None, profile: str | None, as_json: bool) -> int:
+def doctor(
+    state: State, /, venv: Path | None, profile: str | None, as_json: bool, **target: Any
+) -> int:
     """Inspect an environment and this machine without changing them.
 
     Duplicate copies and their installers, drift from a profile, known-bad vLLM and
-    transformers pairs, torch's CUDA against the driver, WSL2, GPUs without bfloat16, old
-    hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
+    transformers pairs, the GPU layer (kernels for the GPU: --gpu, --compute-capability,
+    else nvidia-smi's; torch symbols; CUDA libraries; the driver), WSL2, GPUs without
+    bfloat16, old hf-xet. Secrets in the environment are redacted. Exit 1 when an error is found.
     """
     from envkit.env import doctor as doctor_module
 
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
     diagnosis = doctor_module.diagnose(  # the fixes name the transformers a profile pins
-        venv, loaded, compat=compat_lookup(None), profiles=_known(state), progress=render.progress
-    )
+        venv, loaded, compat=compat_lookup(None), gpu=gpu_choice(target), profiles=_known(state),
+        progress=render.progress,
+    )  # fmt: skip
     render.diagnosis(diagnosis, as_json)
     return EXIT_OK if diagnosis.ok else EXIT_CHECK_FAILED
 

@@ -20,8 +20,9 @@ from envkit.env.checks import CompatLookup, Report
 from envkit.env.facts import venv_python
 from envkit.env.interpreters import find_interpreter
 from envkit.env.venvslot import VenvSlot, new_build_id
-from envkit.env.verify import verify
+from envkit.env.verify import NO_TARGET, verify
 from envkit.errors import EnvkitError, Interrupted, StaleLock
+from envkit.gpu.detect import Choice
 from envkit.io import faults, process
 from envkit.io.redaction import redact
 from envkit.io.uv import Uv
@@ -45,6 +46,7 @@ class BuildOptions:
     use_lock: bool = True  # install the published lock of this machine's cell, if any
     constraints: str | None = None  # the constraints folder (default: beside envs/)
     compat: CompatLookup | None = None  # the installed pair against `envkit compat`
+    gpu: Choice = NO_TARGET  # the GPU the build's compiled modules must have kernels for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,6 +242,7 @@ def build(
                 shown=slot.venv,
                 torch=source.expected,
                 compat=options.compat,
+                gpu=options.gpu,
                 progress=progress,
             )
             seconds["verify"] = time.monotonic() - start

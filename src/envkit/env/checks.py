@@ -46,11 +46,36 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSide:
+    """What the GPU layer's checks were made for (verify's JSON ``gpu``)."""
+
+    capability: str  # the target's compute capability, '' without a target
+    name: str  # the card's name, when known
+    driver: str  # the target's driver version, when known
+    source: str  # where the target came from: "--gpu rtx-5090", "nvidia-smi: ...", ""
+    runs_on: tuple[str, ...]  # compute capabilities every core module has images for
+    torch_cuda: str  # torch.version.cuda as the environment's torch/version.py says
+    files_read: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "capability": self.capability or None,
+            "name": self.name,
+            "driver": self.driver or None,
+            "source": self.source,
+            "runs_on": list(self.runs_on),
+            "torch_cuda": self.torch_cuda or None,
+            "files_read": self.files_read,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     profile: str
     venv: Path
     python: str
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    gpu: GpuSide | None = None  # None when the GPU layer was not looked at
 
     @property
     def ok(self) -> bool:
@@ -67,4 +92,5 @@ class Report:
             "venv": str(self.venv),
             "python": self.python,
             "checks": [c.to_dict() for c in self.checks],
+            "gpu": self.gpu.to_dict() if self.gpu is not None else None,
         }

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +19,18 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import CompatLookup, Report, Status
-from envkit.env.facts import Installed, TorchFacts, collect_facts, venv_python
+from envkit.env.checks import CompatLookup, GpuSide, Report, Status
+from envkit.env.facts import Installed, collect_facts, venv_python
+from envkit.env.gpuchecks import site_packages
 from envkit.env.pairs import known_bad
 from envkit.env.verify import assess, facts_request
 from envkit.errors import BadInput, UnreadableFile
 from envkit.findings import Finding, Severity
-from envkit.gpu import linkage
-from envkit.io import process
+from envkit.gpu import verdicts
+from envkit.gpu.arch import Capability
+from envkit.gpu.assess import assess as assess_gpu
+from envkit.gpu.detect import Choice
+from envkit.gpu.driver import MIB, Gpu
 from envkit.io.escaping import shell_command
 from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable
@@ -46,6 +49,7 @@ RELEVANT_ENV = re.compile(
     r"PYTHONPATH$|PYTHONHOME$|VIRTUAL_ENV$|LD_LIBRARY_PATH$|OPENAI_)"
 )
 HF_XET_MIN = Version("1.1.7")
+BF16_MIN = Capability(8, 0)  # vLLM refuses bfloat16 below it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +59,8 @@ class Diagnosis:
     venv: bool
     findings: tuple[Finding, ...]
     environment: dict[str, str]
-    gpus: tuple[dict[str, str], ...]
+    gpus: tuple[Gpu, ...]  # what nvidia-smi reported
+    gpu: GpuSide | None  # what the GPU layer was checked for (None: no torch or vLLM)
     report: Report | None  # drift from the profile, when one was given
 
     @property
@@ -70,10 +75,22 @@ class Diagnosis:
             "venv": self.venv,
             # "evidence": the message under its name of JSON format 1, kept for readers of it
             "findings": [{**f.to_dict(), "evidence": f.message} for f in self.findings],
-            "gpus": list(self.gpus),
+            "gpus": [_gpu_dict(g) for g in self.gpus],
+            "gpu": self.gpu.to_dict() if self.gpu is not None else None,
             "environment": self.environment,
             "profile": self.report.to_dict() if self.report else None,
         }
+
+
+def _gpu_dict(gpu: Gpu) -> dict[str, Any]:
+    return {
+        "index": gpu.index,
+        "name": gpu.name,
+        "driver": str(gpu.driver),
+        "compute_capability": str(gpu.capability),
+        "memory_total_mib": gpu.memory // MIB if gpu.memory is not None else None,
+        "memory_free_mib": gpu.free // MIB if gpu.free is not None else None,
+    }
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
@@ -114,10 +131,12 @@ def diagnose(
     profile: Profile | None,
     compat: CompatLookup | None = None,
     *,
+    gpu: Choice,
     profiles: Sequence[Profile] = (),
     progress: Progress = quiet,
 ) -> Diagnosis:
-    """Findings about the environment at ``venv`` (or the one found) and this machine;
+    """Findings about the environment at ``venv`` (or the one found) and this machine, its
+    compiled modules checked for ``gpu``'s target (from the options or nvidia-smi);
     ``profiles`` (the catalog's) give the fixes their pins; ``progress`` hears each step."""
     python, folder = target_python(venv)
     progress(f"inspecting {python} (one run of its interpreter)")
@@ -130,8 +149,9 @@ def diagnose(
     report = None
     if profile is not None:
         report = assess(
-            profile, folder or Path(facts.prefix), facts, compat=compat, progress=progress
-        )
+            profile, folder or Path(facts.prefix), facts, compat=compat, gpu=None,
+            progress=progress,
+        )  # fmt: skip
         findings += [
             Finding(
                 severity=ERROR,
@@ -146,16 +166,31 @@ def diagnose(
             if c.status is Status.FAIL
         ]
     dists = facts.distributions
-    if profile is None:  # with one, verify's kernels check spoke above
-        progress("checking that vLLM's kernels link against the torch beside them (ELF symbols)")
-        findings += linkage.findings(list(facts.sys_path))
+    side = None
+    site = site_packages(facts.sys_path, facts.prefix)
+    if site is not None:
+        aim = f" for compute capability {gpu.target}" if gpu.target else ""
+        progress(f"reading the compiled modules' GPU code and symbols{aim} (ELF files)")
+        layer = assess_gpu(site, gpu.target)
+        findings += layer.findings
+        if not layer.torch_cuda and facts.torch is not None and facts.torch.cuda:
+            findings += verdicts.driver(gpu.target, facts.torch.cuda)  # torch said it itself
+        target = layer.target
+        side = GpuSide(
+            capability=str(target.capability) if target else "",
+            name=target.name if target else "",
+            driver=str(target.driver) if target and target.driver else "",
+            source=gpu.source,
+            runs_on=tuple(map(str, layer.runs_on)),
+            torch_cuda=layer.torch_cuda,
+            files_read=layer.files_read,
+        )
     findings += duplicates(dists)
     if profile is None and dists.get("vllm") and dists.get("transformers"):
         progress("checking the installed vLLM + transformers against compat's findings")
     findings += known_bad(dists, compat, [*([profile] if profile else []), *profiles])
-    progress("asking nvidia-smi about the GPUs and the driver")
-    gpus, driver_cuda = nvidia()
-    findings += cuda_findings(facts.torch, gpus, driver_cuda)
+    gpus = gpu.smi.gpus if gpu.smi is not None else ()
+    findings += machine_findings(gpu)
     findings += wsl_findings(os.environ)
     findings += xet_findings(dists, os.environ)
     if not facts.is_venv:
@@ -173,7 +208,8 @@ def diagnose(
         venv=facts.is_venv,
         findings=tuple(findings),
         environment=redact_env(dict(os.environ)),
-        gpus=tuple(gpus),
+        gpus=gpus,
+        gpu=side,
         report=report,
     )
 
@@ -222,51 +258,22 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
     return out
 
 
-def nvidia() -> tuple[list[dict[str, str]], str]:
-    """GPUs and the driver's highest CUDA version, from nvidia-smi ([] and '' without it)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return [], ""
-    try:
-        listing = process.run(
-            [
-                smi,
-                "--query-gpu=name,driver_version,memory.total,memory.free,compute_cap",
-                "--format=csv,noheader,nounits",
-            ],
-            timeout=20,
-        )
-        header = process.run([smi], timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return [], ""
-    gpus = []
-    for line in listing.stdout.splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) == 5:
-            gpus.append(
-                dict(
-                    zip(
-                        (
-                            "name",
-                            "driver",
-                            "memory_total_mib",
-                            "memory_free_mib",
-                            "compute_capability",
-                        ),
-                        cells,
-                        strict=True,
-                    )
-                )
-            )
-    match = re.search(r"CUDA Version:\s*([0-9]+\.[0-9]+)", header.stdout)
-    return gpus, match.group(1) if match else ""
-
-
-def cuda_findings(
-    torch: TorchFacts | None, gpus: list[dict[str, str]], driver_cuda: str
-) -> list[Finding]:
+def machine_findings(gpu: Choice) -> list[Finding]:
+    """What nvidia-smi said, or that it was not there or not readable; a card below compute
+    capability 8.0 has no bfloat16."""
     out = []
-    if not gpus:
+    smi = gpu.smi
+    if smi is not None and smi.problem:
+        out.append(
+            Finding(
+                severity=WARNING,
+                code="nvidia-smi-unreadable",
+                message=f"nvidia-smi is installed but its answer could not be used: {smi.problem}",
+                fix="run nvidia-smi by hand; a driver in a bad state needs a reboot or "
+                "reinstall, or name the GPU: --gpu NAME or --compute-capability X.Y",
+            )
+        )
+    elif smi is not None and not smi.gpus:
         out.append(
             Finding(
                 severity=INFO,
@@ -275,34 +282,17 @@ def cuda_findings(
                 fix="fine for building; serving needs an NVIDIA GPU and driver",
             )
         )
-    built = (torch.cuda or "") if torch and torch.ok else ""
-    if built and driver_cuda and Version(built) > Version(driver_cuda):
+    target = gpu.target
+    if target is not None and target.capability < BF16_MIN:
         out.append(
             Finding(
-                severity=ERROR,
-                code="driver-too-old",
-                message=(
-                    f"torch {torch.version if torch else ''} is built for CUDA {built}; the "
-                    f"driver supports CUDA {driver_cuda} at most"
-                ),
-                fix="update the NVIDIA driver, or use a profile whose torch is built for CUDA "
-                f"{driver_cuda} or older",
+                severity=WARNING,
+                code="no-bfloat16",
+                message=f"{target.name or 'the GPU'} has compute capability "
+                f"{target.capability}: no bfloat16",
+                fix="serve bfloat16 checkpoints with --dtype float16 (envkit plan does)",
             )
         )
-    for gpu in gpus:
-        try:
-            capability = Version(gpu["compute_capability"])
-        except InvalidVersion:
-            continue
-        if capability < Version("8.0"):
-            out.append(
-                Finding(
-                    severity=WARNING,
-                    code="no-bfloat16",
-                    message=(f"{gpu['name']} has compute capability {capability}: no bfloat16"),
-                    fix="serve bfloat16 checkpoints with --dtype float16 (envkit plan does)",
-                )
-            )
     return out
 
 

@@ -17,15 +17,17 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import Check, CompatLookup, Report, Status
+from envkit.env.checks import Check, CompatLookup, GpuSide, Report, Status
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
+from envkit.env.gpuchecks import gpu_checks, site_packages
 from envkit.env.pairs import compat_check
 from envkit.errors import BadInput
-from envkit.gpu import linkage
+from envkit.gpu.detect import Choice
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch
 from envkit.progress import Progress, quiet
 
+NO_TARGET = Choice(None, "")  # the GPU layer checked for no GPU in particular
 Inside = Callable[[str], bool]  # is this path inside the venv?
 Show = Callable[[str], str]  # the path as the user should see it (after a move)
 
@@ -61,10 +63,13 @@ def assess(
     *,
     torch: Torch | None = None,
     compat: CompatLookup | None = None,
+    gpu: Choice | None = NO_TARGET,
     progress: Progress = quiet,
 ) -> Report:
     """Turn probe facts into checks. ``shown`` is the path to report (after a move);
-    ``progress`` hears the compat look-up and the kernels check begin."""
+    ``gpu`` is the GPU the compiled modules are checked for (None: the GPU layer is not
+    looked at, doctor does it itself); ``progress`` hears the compat look-up and the GPU
+    layer's check begin."""
     prefix = os.path.realpath(venv)
     final = str(shown or venv)
 
@@ -120,32 +125,26 @@ def assess(
         pair = f"vLLM {installed['vllm']} + transformers {installed['transformers']}"
         progress(f"checking {pair} against compat's findings")
         checks.append(compat_check(installed["vllm"], installed["transformers"], compat, profile))
-    progress("checking that vLLM's kernels link against the torch beside them (ELF symbols)")
-    linked = linkage.linkage_on(list(facts.sys_path))
-    if linked is not None:
-        checks.append(kernels_check(linked, profile.name))
-    return Report(profile=profile.name, venv=Path(final), python=version, checks=tuple(checks))
-
-
-def kernels_check(linked: linkage.Linkage, profile: str) -> Check:
-    """vLLM's extension modules against the torch beside them (linkage.py)."""
-    ext = f"{len(linked.extensions)} extension module(s)"
-    if linked.unreadable:
-        return Check(
-            kind="kernels", name="vllm", status=Status.WARN, expected="links against torch",
-            found="not checked", detail=f"symbol tables not read: {linked.unreadable}",
-        )  # fmt: skip
-    if linked.links:
-        return Check(
-            kind="kernels", name="vllm", status=Status.PASS, expected="links against torch",
-            found=f"{ext} need {linked.needed} torch symbols; torch defines them all",
-        )  # fmt: skip
-    return Check(
-        kind="kernels", name="vllm", status=Status.FAIL, expected="links against torch",
-        found=f"{len(linked.missing)} torch symbol(s) undefined", detail=linked.problem(),
-        fix="install the torch version vLLM pins, in its default build: "
-        + shell_command(["envkit", "build", profile]),
-    )  # fmt: skip
+    side = None
+    site = site_packages(facts.sys_path, prefix) if gpu is not None else None
+    if gpu is not None and site is not None:
+        aim = f" for compute capability {gpu.target}" if gpu.target else ""
+        progress(f"reading the compiled modules' GPU code and symbols{aim} (ELF files)")
+        found, gpu_report = gpu_checks(site, gpu, profile.name)
+        checks.extend(found)
+        target = gpu_report.target
+        side = GpuSide(
+            capability=str(target.capability) if target else "",
+            name=target.name if target else "",
+            driver=str(target.driver) if target and target.driver else "",
+            source=gpu.source,
+            runs_on=tuple(map(str, gpu_report.runs_on)),
+            torch_cuda=gpu_report.torch_cuda,
+            files_read=gpu_report.files_read,
+        )
+    return Report(
+        profile=profile.name, venv=Path(final), python=version, checks=tuple(checks), gpu=side
+    )
 
 
 def _version_check(
@@ -327,9 +326,11 @@ def verify(
     *,
     torch: Torch | None = None,
     compat: CompatLookup | None = None,
+    gpu: Choice | None = NO_TARGET,
     progress: Progress = quiet,
 ) -> Report:
-    """Gather facts in ``venv`` and assess them against ``profile``; ``torch`` is the torch
+    """Gather facts in ``venv`` and assess them against ``profile`` (``gpu``: the GPU the
+    compiled modules are checked for, :func:`assess`); ``torch`` is the torch
     build to demand when it is not the profile's own (``build --torch-backend``); ``compat``
     looks the installed vLLM + transformers pair up (compat.lookup); ``progress`` hears
     each step begin (the imports, which for vLLM take seconds, then compat and kernels)."""
@@ -337,4 +338,6 @@ def verify(
     imports = ", ".join(profile.checks.imports) or "nothing"
     progress(f"verifying {shown or venv}: importing {imports} in its interpreter (one run)")
     facts = gather(venv, profile)
-    return assess(profile, venv, facts, shown, torch=expected, compat=compat, progress=progress)
+    return assess(
+        profile, venv, facts, shown, torch=expected, compat=compat, gpu=gpu, progress=progress
+    )

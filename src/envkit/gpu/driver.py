@@ -148,46 +148,61 @@ class Gpu:
     capability: Capability
     driver: DriverVersion
     memory: int | None  # bytes; None where nvidia-smi says [N/A] (unified memory: GB10)
+    free: int | None = None  # bytes free now; None where nvidia-smi does not say
 
 
 SMI_QUERY = (
-    "--query-gpu=name,compute_cap,driver_version,memory.total",
-    "--format=csv,noheader",
+    "--query-gpu=name,driver_version,memory.total,memory.free,compute_cap",
+    "--format=csv,noheader,nounits",
 )
+FIELDS = "name, driver_version, memory.total, memory.free, compute_cap"
 MAX_GPUS = 64
 _MEMORY = re.compile(r"([0-9]{1,9})(?:\s*MiB)?")
+_HEADER_CUDA = re.compile(r"CUDA Version:\s*([0-9]{1,2}\.[0-9]{1,2})\b")
 
 
 def parse_smi(text: str) -> tuple[Gpu, ...]:
     """The GPUs in the output of ``nvidia-smi`` with :data:`SMI_QUERY` (``MiB`` units or
     ``nounits``). Each line is checked where it enters: BadInput naming the line when one is
-    not ``name, capability, driver, memory``."""
+    not the five fields of :data:`FIELDS`."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > MAX_GPUS:
         raise BadInput(f"nvidia-smi listed {len(lines)} GPUs; envkit reads at most {MAX_GPUS}.")
     return tuple(_gpu(index, line) for index, line in enumerate(lines))
 
 
+def header_cuda(text: str) -> str:
+    """The highest CUDA the driver runs, from plain ``nvidia-smi``'s header ('' without it)."""
+    match = _HEADER_CUDA.search(text[: 64 * 1024])
+    return match.group(1) if match else ""
+
+
 def _gpu(index: int, line: str) -> Gpu:
     hint = (
-        "Expected `name, compute_cap, driver_version, memory.total` from nvidia-smi "
+        f"Expected `{FIELDS}` from nvidia-smi "
         + " ".join(SMI_QUERY)
         + " (drivers before 510 cannot report compute_cap)."
     )
     cells = [cell.strip() for cell in line[:1024].split(",")]
-    if len(cells) < 4 or not cells[0]:
-        raise BadInput(f"nvidia-smi line {index + 1} {line[:200]!r} has no four fields.", hint)
-    name = ",".join(cells[:-3]).strip()
-    capability_text, driver_text, memory_text = cells[-3:]
+    if len(cells) < 5 or not cells[0]:
+        raise BadInput(f"nvidia-smi line {index + 1} {line[:200]!r} has no five fields.", hint)
+    name = ",".join(cells[:-4]).strip()
+    driver_text, total_text, free_text, capability_text = cells[-4:]
     try:
         capability = Capability.parse(capability_text, f"nvidia-smi line {index + 1}'s compute_cap")
         driver = DriverVersion.parse(driver_text, f"nvidia-smi line {index + 1}'s driver_version")
     except BadInput as exc:
         raise BadInput(exc.message, hint) from None
-    if memory_text.startswith("["):  # [N/A], [Not Supported]
-        memory = None
-    elif match := _MEMORY.fullmatch(memory_text):
-        memory = int(match.group(1)) * MIB
-    else:
-        raise BadInput(f"nvidia-smi line {index + 1}'s memory.total {memory_text!r}.", hint)
-    return Gpu(index, name[:200], capability, driver, memory)
+    memory = _memory(total_text, index, "memory.total", hint)
+    free = _memory(free_text, index, "memory.free", hint)
+    if memory is not None and free is not None and free > memory:
+        raise BadInput(f"nvidia-smi line {index + 1}: memory.free exceeds memory.total.", hint)
+    return Gpu(index, name[:200], capability, driver, memory, free)
+
+
+def _memory(text: str, index: int, field: str, hint: str) -> int | None:
+    if text.startswith("["):  # [N/A], [Not Supported]
+        return None
+    if match := _MEMORY.fullmatch(text):
+        return int(match.group(1)) * MIB
+    raise BadInput(f"nvidia-smi line {index + 1}'s {field} {text[:40]!r}.", hint)

@@ -152,7 +152,9 @@ def site_linkage(
         return None
     walk = walk or modules.extension_modules(site_packages, cache)
     libraries = sorted(p for p in torch_lib.glob("*.so*") if p.is_file())
-    linking = {m.package for m in walk.modules if m.links_torch}
+    # a package links torch when a module names a torch library; vLLM's modules are always
+    # read (one that leaves torch's libraries out of NEEDED still needs their symbols)
+    linking = {m.package for m in walk.modules if m.links_torch or m.package == "vllm"}
     installed = modules.torch_release(site_packages)
     members: dict[str, list[str]] = {}
     needs: dict[str, frozenset[str]] = {}
@@ -164,13 +166,15 @@ def site_linkage(
         if tagged := modules.for_other_torch(module.path.name, installed):
             other.setdefault(module.package, []).append((module.relative, tagged))
             continue
-        symbols = cache.get(module.path, elf.undefined) if module.links_torch else None
+        symbols = cache.get(module.path, elf.undefined)
         if isinstance(module.links, elf.Unreadable) or isinstance(symbols, elf.Unreadable):
             why = module.links if isinstance(module.links, elf.Unreadable) else symbols
             unreadable.setdefault(module.package, []).append((module.relative, str(why)))
-        elif symbols is not None:
+            continue
+        wanted = frozenset(filter(is_torch_symbol, symbols))
+        if module.links_torch or wanted:  # a module of pure C needs nothing of torch
             members.setdefault(module.package, []).append(module.relative)
-            needs[module.relative] = frozenset(filter(is_torch_symbol, symbols))
+            needs[module.relative] = wanted
     defined, damaged = _defined(libraries, frozenset().union(*needs.values()), cache)
     packages = []
     for name in sorted(linking):

@@ -106,6 +106,13 @@ def _report_text(rep: Report) -> None:
     width = term_width()
     venv = str(rep.venv)
     echo(wrap(f"profile {rep.profile}  python {rep.python}  venv {venv}", "", "  "))
+    side = rep.gpu
+    if side is not None and side.capability:
+        name = f" ({side.name})" if side.name else ""
+        driver = f", driver {side.driver}" if side.driver else ""
+        cuda = f"; torch's CUDA {side.torch_cuda}" if side.torch_cuda else ""
+        echo(wrap(f"gpu compute capability {side.capability}{name}{driver}, from "
+                  f"{side.source}{cuda}", "", "  "))  # fmt: skip
     # a name longer than its column is cut on a terminal (--wide shows it), else kept whole
     name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
     indent = 2 + 4 + 2 + 11 + 2 + name_w + 2

@@ -132,6 +132,10 @@ def probe(result: ProbeResult, as_json: bool) -> None:
 _SEVERITY = {"error": "red", "warning": "yellow", "info": "blue"}
 
 
+def _mib(size: int | None) -> str:
+    return str(size // 1024**2) if size is not None else "?"
+
+
 def diagnosis(d: Diagnosis, as_json: bool) -> None:
     if as_json:
         emit_json(d.to_dict())
@@ -141,9 +145,8 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
     for gpu in d.gpus:
         echo(
             one_line(
-                f"gpu {gpu['name']}: driver {gpu['driver']}, compute capability "
-                f"{gpu['compute_capability']}, {gpu['memory_free_mib']} of "
-                f"{gpu['memory_total_mib']} MiB free"
+                f"gpu {gpu.name}: driver {gpu.driver}, compute capability "
+                f"{gpu.capability}, {_mib(gpu.free)} of {_mib(gpu.memory)} MiB free"
             )
         )
     for f in d.findings:

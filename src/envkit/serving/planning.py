@@ -9,7 +9,6 @@ defaults alone.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,27 +69,19 @@ def gpu_from_options(
 def gpu_from_nvidia_smi() -> Gpu | None:
     """The first visible GPU as nvidia-smi reports it (total and free memory, compute
     capability), or None without nvidia-smi or a GPU it can read."""
-    from envkit.env.doctor import nvidia
+    from envkit.gpu.detect import smi
 
-    gpus, _cuda = nvidia()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    index = int(visible) if visible.isdigit() else 0
-    if not 0 <= index < len(gpus):
-        return None
-    card = gpus[index]
-    try:
-        total = int(float(card["memory_total_mib"]) * MIB)
-        free = int(float(card["memory_free_mib"]) * MIB)
-        capability = cards.compute_capability(card["compute_capability"])
-    except (ValueError, BadInput):  # "[N/A]" and the like: nothing to plan with
-        return None
-    if not 0 < total <= cards.MAX_SIZE or not 0 <= free <= total:
+    card = smi().visible()
+    if card is None or card.memory is None or card.free is None:
+        return None  # "[N/A]" and the like: nothing to plan with
+    total, free = card.memory, card.free
+    if not 0 < total <= cards.MAX_SIZE:
         return None
     return Gpu(
         memory=total,
         free=free,
-        capability=capability,
-        source=f"nvidia-smi: {card['name']}, {free / cards.GIB:.2f} of "
+        capability=(card.capability.major, card.capability.minor),
+        source=f"nvidia-smi: {card.name}, {free / cards.GIB:.2f} of "
         f"{total / cards.GIB:.2f} GiB free",
     )
 

@@ -1,0 +1,160 @@
+"""verify's and build's checks of the GPU layer: the environment's compiled modules read once
+(:func:`envkit.gpu.assess.assess`) and turned into :class:`~envkit.env.checks.Check` results.
+
+- ``kernels`` (one per package whose modules link torch): every torch symbol (C++ and the
+  stable C ABI) its modules need is defined in ``torch/lib``; the check says how many modules
+  and symbols were checked.
+- ``gpu`` (``kernel images``): with a target, every core module (torch's CUDA libraries,
+  vLLM's ``_C`` and ``_moe_C``) has an image for its compute capability, and optional kernels
+  without one are a warning; without a target, which GPUs the core kernels run on
+  (information, a pass).
+- ``cuda``: every CUDA library a module needs is in the environment, in its major.
+- ``driver``: the target's driver runs torch's CUDA runtime (with a driver known).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from envkit.env.checks import Check, Status
+from envkit.findings import Finding, Severity
+from envkit.gpu.assess import GpuReport, Role, assess
+from envkit.gpu.detect import Choice, examples
+from envkit.gpu.driver import DriverFit, fit, toolkit_driver
+from envkit.io.escaping import shell_command
+
+KIND = {
+    "no-kernel-image": "gpu",
+    "backend-without-kernels": "gpu",
+    "no-common-gpu": "gpu",
+    "runs-on": "gpu",
+    "cuda-runtime-mismatch": "cuda",
+    "kernels-do-not-link": "kernels",
+    "kernels-not-checked": "kernels",
+    "gpu-check-truncated": "kernels",
+    "driver-too-old": "driver",
+    "driver-older-than-toolkit": "driver",
+}
+STATUS = {Severity.ERROR: Status.FAIL, Severity.WARNING: Status.WARN, Severity.INFO: Status.PASS}
+
+
+def site_packages(sys_path: Iterable[str], prefix: str) -> Path | None:
+    """The site-packages holding torch (else vLLM) among ``sys_path``, inside ``prefix`` when
+    one is; None when neither is installed."""
+    entries = [Path(e) for e in sys_path if e]
+    for marker in (Path("torch") / "lib", Path("vllm") / "__init__.py"):
+        found = [e for e in entries if (e / marker).exists()]
+        own = [
+            e for e in found if os.path.realpath(e).startswith(os.path.realpath(prefix) + os.sep)
+        ]
+        if own or found:
+            return (own or found)[0]
+    return None
+
+
+def gpu_checks(site: Path, choice: Choice, profile: str) -> tuple[list[Check], GpuReport]:
+    """The GPU layer's checks of the environment at ``site`` for ``choice``'s target."""
+    report = assess(site, choice.target)
+    said_apart = ("runs-on", "no-common-gpu")  # without a target: one check below says it
+    checks = [
+        _from_finding(f, profile)
+        for f in report.findings
+        if f.code in KIND and f.code not in said_apart
+    ]
+    failing = {c.kind for c in checks if c.status is not Status.PASS}
+    if report.linkage is not None:
+        for package in report.linkage.packages:
+            if package.links and package.modules:
+                checks.append(
+                    Check(
+                        kind="kernels",
+                        name=package.package,
+                        status=Status.PASS,
+                        expected="links against torch",
+                        found=f"{len(package.modules)} module(s) need {package.symbols} torch "
+                        "symbols (C++ and stable C ABI); torch defines them all",
+                    )
+                )
+    core = [m for m in report.modules if m.role is Role.CORE and m.images is not None]
+    target = choice.target
+    if target is not None and core and "gpu" not in failing:
+        checks.append(
+            Check(
+                kind="gpu",
+                name="kernel images",
+                status=Status.PASS,
+                expected=f"images for compute capability {target}",
+                found=f"{len(core)} core module(s) have them (the GPU: {choice.source})",
+            )
+        )
+    if core and target is None:
+        checks.append(_runs_on(report))
+    needed = sorted({g.needed.soname for m in report.modules for g in m.missing_cuda})
+    if not needed and any(m.images is not None for m in report.modules):
+        held = sorted({lib.soname for lib, _ in report.cuda.libraries})
+        checks.append(
+            Check(
+                kind="cuda",
+                name="cuda libraries",
+                status=Status.PASS,
+                expected="every CUDA library the modules need",
+                found=f"present ({len(held)} in the environment)",
+            )
+        )
+    if target is not None and target.driver is not None and report.torch_cuda:
+        how = fit(target.driver, report.torch_cuda)
+        if how is DriverFit.FULL:
+            checks.append(
+                Check(
+                    kind="driver",
+                    name="driver",
+                    status=Status.PASS,
+                    expected=f"runs CUDA {report.torch_cuda} "
+                    f"(driver {toolkit_driver(report.torch_cuda)}+)",
+                    found=f"driver {target.driver}",
+                )
+            )
+    return checks, report
+
+
+def _runs_on(report: GpuReport) -> Check:
+    shown = "; ".join(
+        f"{c} ({names})" if (names := examples(c)) else str(c) for c in report.runs_on
+    )
+    return Check(
+        kind="gpu",
+        name="kernel images",
+        status=Status.PASS if report.runs_on else Status.FAIL,
+        expected="images for the GPU (none named: --gpu, --compute-capability, or nvidia-smi)",
+        found=f"core kernels run on {shown}"
+        if shown
+        else "no GPU has images for every core module",
+        fix="" if report.runs_on else "install torch and vLLM builds made for the same GPUs",
+    )
+
+
+def _from_finding(finding: Finding, profile: str) -> Check:
+    status = STATUS[finding.severity]
+    fix = finding.fix
+    if finding.code in ("no-kernel-image", "cuda-runtime-mismatch", "kernels-do-not-link"):
+        fix = f"{fix}; then rebuild: {shell_command(['envkit', 'build', profile])}"
+    return Check(
+        kind=KIND[finding.code],
+        name=finding.code if not finding.where else finding.where,
+        status=status,
+        expected=_expected(finding.code),
+        found=finding.code,
+        detail=finding.message,
+        fix=fix if status is not Status.PASS else "",
+    )
+
+
+def _expected(code: str) -> str:
+    return {
+        "gpu": "kernel images for the GPU",
+        "cuda": "the CUDA libraries modules need",
+        "kernels": "links against torch",
+        "driver": "a driver that runs torch's CUDA",
+    }[KIND[code]]
