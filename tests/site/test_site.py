@@ -59,6 +59,7 @@ def test_the_matrix_and_the_profile_pages(site: Path) -> None:
     page = (site / "profiles" / "p0.8.5.html").read_text()
     assert "vllm==0.8.5" in page and "py3.12-linux-x86_64" in page
     assert "MllamaForConditionalGeneration: transformers &lt;= 4.48" in page
+    assert "<p class=driver>not stated: the profile names no CUDA build" in page  # no [torch]
     for name in ("compat.html", "sources.html", "profiles.html", "site.css", ".envkit-site.json"):
         assert (site / name).is_file(), name
 
@@ -133,3 +134,40 @@ def test_the_site_in_a_real_headless_chromium(site: Path, tmp_path: Path) -> Non
         capture_output=True, timeout=120, check=False,
     )  # fmt: skip
     assert taken.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_profile_pages_say_the_driver_each_profile_and_cell_needs(tmp_path: Path) -> None:
+    from envkit.lock.cells import Cell, CellState, CellStatus
+    from envkit.profiles.profile import parse_profile
+    from envkit.site import html
+    from envkit.site.data import ProfilePage, SiteData, _page
+
+    text = (
+        'python = "3.12"\nrequirements = ["vllm==0.8.5"]\n[torch]\nbackend = "cu124"\n'
+        '[matrix]\nbackends = ["cu124", "cpu"]\n'
+    )
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "p.toml").write_text(text)
+    p = parse_profile(text, path=tmp_path / "envs" / "p.toml", name="p")
+    item = _page(p, str(tmp_path / "constraints"), checker=None)  # type: ignore[arg-type]
+    assert item.driver == "CUDA 12.4 or newer (NVIDIA driver 550.54.14 or newer)"
+    assert "525.60.13 or newer also starts it" in item.driver_note
+    cells = tuple(
+        CellState(cell=Cell(profile="p", python="3.12", platform="linux-x86_64", backend=b),
+                  status=CellStatus.MISSING)
+        for b in ("cu124", "cpu")
+    )  # fmt: skip
+    page = html.profile_page(ProfilePage(p, cells, (), None, driver=item.driver))
+    assert (
+        "<h2>NVIDIA driver</h2>\n<p class=driver>CUDA 12.4 or newer (NVIDIA driver 550.54.14 "
+        "or newer)</p>" in page
+    )
+    assert "<td>missing</td><td>CUDA 12.4 or newer (NVIDIA driver 550.54.14 or newer)</td>" in (
+        page.replace(" class=st-missing", "")
+    )
+    assert "<td>no GPU driver (a CPU build)</td>" in page
+    listing = html.profiles_index(
+        SiteData(releases=(), rows=(), profiles=(ProfilePage(p, (), (), None, driver=item.driver),),
+                 known_bad=(), transformers="")
+    )  # fmt: skip
+    assert "driver: CUDA 12.4 or newer (NVIDIA driver 550.54.14 or newer)</li>" in listing

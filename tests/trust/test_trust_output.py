@@ -406,7 +406,7 @@ def test_a_lock_header_is_comments_only_whatever_its_values(index: str, mirror: 
     """Even values that escaped the entry checks cannot add a line to a published file."""
     head = header(f"file:///x/simple{index}", f"https://m/whl/{{backend}}{mirror}")
     lines = head.split("\n")
-    assert lines[-1] == "" and len(lines) == 7  # the six comment lines envkit writes
+    assert lines[-1] == "" and len(lines) == 8  # the seven comment lines envkit writes
     assert all(line.startswith("# ") and raw_free(line, "") for line in lines[:-1])
     # constraints: every line that is not a comment is one of uv's
     kept = [ln for ln in (head + BODY_TXT).splitlines() if not ln.startswith(("#", "    "))]

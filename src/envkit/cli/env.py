@@ -43,8 +43,11 @@ def profiles(state: State, as_json: bool) -> int:
 @json_option
 @click.pass_obj
 def show(state: State, profile: str, as_json: bool) -> int:
-    """Show one profile: pins, torch backend, checks, supported models."""
-    render.show(Catalog.from_option(state.envs).resolve(profile), as_json)
+    """Show one profile: pins, torch backend, the driver it needs, checks, supported models."""
+    from envkit.gpu.needs import for_profile, profile_summary
+
+    found = Catalog.from_option(state.envs).resolve(profile)
+    render.show(found, for_profile(found), profile_summary(found), as_json)
     return EXIT_OK
 
 

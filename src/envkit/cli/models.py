@@ -209,9 +209,11 @@ def new_profile(
         path, config, scanner, checker,
         vllm_version=vllm_version, python=python, cuda=driver, force=force,
     )  # fmt: skip
+    from envkit.gpu.needs import for_profile
     from envkit.lock.cells import place
 
-    render.drafted(profile, found, driver or "", place(profile).locks, as_json)
+    need = for_profile(profile)
+    render.drafted(profile, found, driver or "", need, place(profile).locks, as_json)
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UnreadableFile
+from envkit.gpu.needs import for_backend
 from envkit.io.atomicfile import write_atomic
 from envkit.io.files import MiB, read_small, read_small_text
 from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile
@@ -99,6 +100,13 @@ class Cell:
         }
 
 
+def driver_dict(backend: str) -> dict[str, str | None] | None:
+    """What a cell's JSON (lock, matrix, lock.json, index.json) says of the driver it needs:
+    ``{"cuda", "linux_driver", "minor_compat_floor"}``, None for cpu and other cells."""
+    need = for_backend(backend)
+    return need.to_dict() if need is not None else None
+
+
 def cell_name(python: str, platform_name: str, backend: str) -> str:
     return f"py{python}-{platform_name}-{backend or 'any'}"
 
@@ -156,6 +164,7 @@ class CellState:
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.cell.to_dict(),
+            "driver": driver_dict(self.cell.backend),
             "state": self.status.value,
             "reason": self.reason,
             "source_only": list(self.source_only),
@@ -272,6 +281,7 @@ class ManifestEntry:
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.cell,
+            "driver": driver_dict(self.cell.get("backend", "")),
             "state": self.state.value,
             "reason": self.reason,
             "source_only": list(self.source_only),

@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from envkit.errors import (
     BadInput,
@@ -37,6 +33,7 @@ from envkit.errors import (
     UnreadableFile,
     WheelError,
 )
+from envkit.gpu.needs import backend_summary
 from envkit.io import faults, process
 from envkit.io.atomicfile import held, temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
@@ -56,6 +53,7 @@ from envkit.lock.cells import (
     digest,
     read_lock,
 )
+from envkit.lock.reach import probe
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import PLATFORMS, Profile, cuda_for_backend
 from envkit.releases.torchbuilds import wheel_cuda
@@ -148,7 +146,7 @@ class Locker:
             named.append((torch.mirror_url(backend), "torch/"))
         for url, page in named:
             if url not in self._reached:
-                self._reached[url] = _probe(url, page, self._http)
+                self._reached[url] = probe(url, page, self._http)
             if self._reached[url] is not None:
                 return self._reached[url]
         return None
@@ -175,7 +173,7 @@ class Locker:
         refused = self._torch_build(cell, folder / "pylock.toml", torch or self.options.torch_index)
         if refused:
             return CellState(cell=cell, status=CellStatus.INCOMPATIBLE, reason=refused)
-        sources = source_only(folder / "pylock.toml")
+        sources = pylocks.source_only(folder / "pylock.toml")
         return CellState(
             cell=cell,
             status=CellStatus.SOURCE_ONLY if sources else CellStatus.LOCKED,
@@ -195,7 +193,7 @@ class Locker:
         wanted = cuda_for_backend(cell.backend)  # '' for cpu: a build torch/version.py names
         if torch.origin is TorchOrigin.BACKEND or not (wanted or cell.backend == "cpu"):
             return ""
-        found = _torch_wheel(pylock)
+        found = pylocks.torch_wheel(pylock)
         if found is None:
             return ""
         version, url, sha256 = found
@@ -307,7 +305,8 @@ class Locker:
         return self.options.torch_index.origin
 
     def header(self, profile: Profile, cell: Cell, result: CellState, profile_digest: str) -> str:
-        """The comment lines every file of a cell opens with. Each value is shown with its
+        """The comment lines every file of a cell opens with (``needs:``, the driver its
+        backend's torch build needs, after the reproduce line). Each value is shown with its
         characters that are not printable as escapes, so none can end its comment line (a
         line break in an index URL would otherwise become a requirement line of its own);
         the reproduce line is quoted word by word for a shell."""
@@ -321,6 +320,9 @@ class Locker:
             f"index: {index}; torch: {torch.header_text(cell.backend)}",
             f"reproduce: {shell_command(command)}",
         ]
+        needs = backend_summary(cell.backend)  # from the backend: the same bytes each lock
+        if needs:
+            lines.append(f"needs: {needs}")
         if result.status is CellStatus.SOURCE_ONLY:
             lines.append(f"source-only: {', '.join(result.source_only)}")
         return "".join(f"# {visible(line)}\n" for line in lines)
@@ -372,70 +374,6 @@ def _withdraw(folder: Path, profile: Profile, cell: Cell) -> None:
             continue  # nothing there, or not a file envkit wrote
         except OSError as exc:
             raise FileSystemError(path, exc, "remove") from None
-
-
-_UNREACHED = (
-    "A lock must reach every index it names (uv's cache does not answer for one that is "
-    "gone): check the network and the URL (--index-url, --torch-index). Nothing was changed."
-)
-
-
-def _probe(url: str, page: str, http: Http) -> NetworkError | None:
-    """Whether the index at ``url`` answers (``page`` below it, for an http(s) index)."""
-    if url.lower().startswith(("http://", "https://")):
-        try:
-            http.reach(url.rstrip("/") + "/" + page)
-        except NetworkError as exc:
-            return NetworkError(
-                exc.message,
-                _UNREACHED,
-                url=exc.url,
-                status=exc.status,
-                kind=exc.kind or "unreachable",
-            )
-        return None
-    local = url2pathname(urlsplit(url).path) if url.lower().startswith("file:") else url
-    if os.path.isdir(local):
-        return None
-    return NetworkError(
-        f"Cannot reach {redact(url)}: no such folder.",
-        _UNREACHED,
-        url=redact(url),
-        kind="unreachable",
-    )
-
-
-def _torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
-    """torch's version, and the URL and sha256 of its (first) wheel in a cell's pylock."""
-    for package in pylocks.load(read_lock(pylock)).get("packages", []):
-        if not isinstance(package, dict) or package.get("name") != "torch":
-            continue
-        wheels = package.get("wheels")
-        if isinstance(wheels, list) and wheels and isinstance(wheels[0], dict):
-            wheel: dict[str, Any] = wheels[0]
-            hashes = wheel.get("hashes")
-            hashes = hashes if isinstance(hashes, dict) else {}
-            return (
-                str(package.get("version", "")),
-                str(wheel.get("url", "")),
-                str(hashes.get("sha256", "")),
-            )
-    return None
-
-
-def source_only(pylock: Path) -> tuple[str, ...]:
-    """Packages the resolution takes as a source distribution only (no wheel for the target)."""
-    text = read_lock(pylock)
-    if len(re.findall(r"^wheels = ", text, re.M)) == text.count("[[packages]]"):
-        return ()  # every package has wheels: no need to parse (a tenth of a second a matrix)
-    doc = pylocks.load(text)
-    return tuple(
-        sorted(
-            str(p.get("name"))
-            for p in doc.get("packages", [])
-            if "sdist" in p and not p.get("wheels")
-        )
-    )
 
 
 def _reason(output: str) -> str:

@@ -67,3 +67,36 @@ def validate(text: str, where: str) -> Pylock:
 
 def validate_file(path: Path) -> Pylock:
     return validate(read_lock(path), str(path))
+
+
+def torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
+    """torch's version, and the URL and sha256 of its (first) wheel in a cell's pylock."""
+    for package in load(read_lock(pylock)).get("packages", []):
+        if not isinstance(package, dict) or package.get("name") != "torch":
+            continue
+        wheels = package.get("wheels")
+        if isinstance(wheels, list) and wheels and isinstance(wheels[0], dict):
+            wheel: dict[str, Any] = wheels[0]
+            hashes = wheel.get("hashes")
+            hashes = hashes if isinstance(hashes, dict) else {}
+            return (
+                str(package.get("version", "")),
+                str(wheel.get("url", "")),
+                str(hashes.get("sha256", "")),
+            )
+    return None
+
+
+def source_only(pylock: Path) -> tuple[str, ...]:
+    """Packages the resolution takes as a source distribution only (no wheel for the target)."""
+    text = read_lock(pylock)
+    if len(re.findall(r"^wheels = ", text, re.M)) == text.count("[[packages]]"):
+        return ()  # every package has wheels: no need to parse (a tenth of a second a matrix)
+    doc = load(text)
+    return tuple(
+        sorted(
+            str(p.get("name"))
+            for p in doc.get("packages", [])
+            if "sdist" in p and not p.get("wheels")
+        )
+    )

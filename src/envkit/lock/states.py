@@ -3,7 +3,8 @@
 A cell is stale when its files name another profile digest than the profile has now (the
 profile was edited since), or, with ``resolve``, when resolving it again gives another body
 (the index changed under an unpinned dependency). ``constraints/index.json`` lists every
-published file with its sha256, for people who fetch the files without envkit.
+published file with its sha256 and the NVIDIA driver its cell needs, for people who fetch
+the files without envkit.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from envkit.lock.cells import (
     cells,
     constraints_root,
     digest,
+    driver_dict,
     file_digest,
     read_lock,
     read_lock_bytes,
@@ -216,6 +218,7 @@ def _published_files(
                         "file": f"{profile.name}/{path.name}",
                         "sha256": hashlib.sha256(read_lock_bytes(path)).hexdigest(),
                         "digest": current,
+                        "driver": driver_dict(state.cell.backend),
                     }
                 )
     if stale:
@@ -294,7 +297,11 @@ def _index_entries(path: Path) -> list[dict[str, Any]]:
             f"{str(path)!r} is not an index.json written by envkit publish.",
             "Move it away (or restore it from version control), then publish again.",
         )
-    return [{k: e[k] for k in keys} for e in files]
+    # the driver from the cell's backend (its name's last part), as envkit states it now
+    return [
+        {**{k: e[k] for k in keys}, "driver": driver_dict(e["cell"].rsplit("-", 1)[-1])}
+        for e in files
+    ]
 
 
 # Matrix platform -> the GitHub-hosted runner that is that platform, so a cell is built and

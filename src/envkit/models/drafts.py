@@ -17,6 +17,7 @@ from packaging.version import Version
 from tomlkit.items import Array, Table
 
 from envkit.errors import BadInput
+from envkit.gpu.needs import DriverNeed, for_cuda
 from envkit.io.atomicfile import write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.files import read_small_text
@@ -96,8 +97,12 @@ def update_models(
     write_atomic(path, tomlkit.dumps(doc))
 
 
-def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
-    """A commented profile from the solver's answer."""
+def draft(
+    name: str, model_type: str, found: Solution, scanner: Scanner, *, checked: bool = True
+) -> str:
+    """A commented profile from the solver's answer; above ``[torch]``, the driver its torch
+    build needs, and (``checked`` False: no driver CUDA was given or found) that the need
+    was not checked against any GPU."""
     vllm, transformers = found.vllm, found.transformers
     torch_pin = vllm.requires.get("torch", "")
     doc = tomlkit.document()
@@ -136,13 +141,33 @@ def draft(name: str, model_type: str, found: Solution, scanner: Scanner) -> str:
             visible(f"a CUDA build of torch {found.torch}, from {found.cuda_source}")
         )
         torch.add("cuda", found.cuda)
+    above = need_comment(for_cuda(found.cuda), checked=checked) if found.cuda else []
+    if above:
+        doc.add(tomlkit.nl())
+    for line in above:
+        doc.add(tomlkit.comment(visible(line)))
     doc.add("torch", torch)
+    if above:
+        torch.trivia.indent = ""  # the comment sits right on the table's header
     verify = tomlkit.table()
     verify.add("imports", _array(["vllm", "transformers", "torch"]))
     doc.add("verify", verify)
     bounds = transformers_bounds(scanner, Version(vllm.version))
     doc.add("models", models_table(vllm, transformers, bounds))
     return tomlkit.dumps(doc)
+
+
+def need_comment(need: DriverNeed, *, checked: bool) -> list[str]:
+    """The comment lines a draft states its driver need with (above ``[torch]``)."""
+    lines = [
+        f"The driver this build needs: {need.summary()};",
+        f'on such a driver, nvidia-smi\'s header says "CUDA Version: {need.cuda}" or higher.',
+    ]
+    if not checked:
+        lines.append(
+            "Not checked against a GPU: no --cuda was given and no GPU was found when drafting."
+        )
+    return lines
 
 
 def _cutoff(scanner: Scanner, vllm: Scan, transformers: Scan) -> str:
@@ -228,7 +253,8 @@ def draft_for_model(
         span, config.model_type, scanner, checker,
         python=python, cuda=cuda, vllm=wanted, config=config.raw,
     )  # fmt: skip
-    write_new_profile(path, draft(name, config.model_type, found, scanner), force=force)
+    text = draft(name, config.model_type, found, scanner, checked=cuda is not None)
+    write_new_profile(path, text, force=force)
     return load_profile(path), found
 
 

@@ -20,6 +20,7 @@ from envkit.render.term import (
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.build import BuildResult
     from envkit.env.checks import Report
+    from envkit.gpu.needs import DriverNeed
     from envkit.lock.cells import Place
     from envkit.profiles.catalog import ProfileListing
     from envkit.profiles.profile import Profile
@@ -59,17 +60,21 @@ def profiles(listing: ProfileListing, as_json: bool) -> None:
         echo(one_line(str(err)), err=True)
 
 
-def show(profile: Profile, as_json: bool) -> None:
+def show(profile: Profile, need: DriverNeed | None, driver: str, as_json: bool) -> None:
+    """One profile; ``need`` is the driver its torch build needs (None for a CPU build or
+    none stated), ``driver`` the line that says so."""
     data = profile.to_dict()
     if as_json:
-        emit_json({"ok": True, "profile": data})
+        emit_json({"ok": True, "profile": data, "driver": need.to_dict() if need else None})
         return
+    note = need.compat_note() if need else ""
     rows = [
         ("profile", profile.name),
         ("file", str(profile.path)),
         ("python", profile.python),
         ("torch backend", profile.torch.backend or "-"),
         ("torch CUDA", profile.torch.cuda or "-"),
+        ("driver", driver + (f"; {note}" if note else "")),
         ("requirements", ", ".join(profile.requirements)),
         ("constraints", ", ".join(profile.constraints) or "-"),
         ("exclude newer", profile.exclude_newer or "-"),

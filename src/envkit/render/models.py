@@ -21,6 +21,7 @@ from envkit.render.term import (
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.compat.checker import CompatReport
+    from envkit.gpu.needs import DriverNeed
     from envkit.models.check_model import ModelReport
     from envkit.models.history import History, TypeHistory
     from envkit.models.solver import Solution
@@ -264,13 +265,24 @@ def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -
     echo(one_line(f"Open {result.out / 'index.html'} in a browser (no server needed)."))
 
 
-def drafted(profile: Profile, found: Solution, driver: str, locks: Path, as_json: bool) -> None:
+def drafted(
+    profile: Profile,
+    found: Solution,
+    driver: str,
+    need: DriverNeed | None,
+    locks: Path,
+    as_json: bool,
+) -> None:
+    """``driver``: the CUDA the machine's driver runs ('' when no --cuda and no GPU: the
+    draft's ``need`` is then assumed, said as a warning and ``driver_assumed``)."""
     if as_json:
         emit_json(
             {
                 "ok": True,
                 "profile": profile.to_dict(),
                 "locks": str(locks),
+                "driver": need.to_dict() if need else None,
+                "driver_assumed": not driver,
                 "architecture": found.architecture,
                 "solution": {
                     "vllm": found.vllm.version,
@@ -296,6 +308,26 @@ def drafted(profile: Profile, found: Solution, driver: str, locks: Path, as_json
     if found.cuda_source:
         limit = f"; the driver runs CUDA {driver} at most" if driver else ""
         echo(wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
+    if need is not None:
+        echo(wrap(f"driver: {need.summary()}", "  ", "    "))
+    if not driver:
+        what = (
+            f"it takes CUDA {need.cuda}, so the machine that serves it needs {need.summary()}; "
+            f"check there that nvidia-smi's header says CUDA Version {need.cuda} or higher"
+            if need is not None
+            else "it names no CUDA build, so which driver it needs is not known"
+        )
+        echo(
+            wrap(
+                f"warning: no --cuda was given and no GPU was found, so the draft was not "
+                f"checked against a driver: {what} (or draft again with --cuda X.Y, the "
+                "highest CUDA its driver runs).",
+                "",
+                "  ",
+            ),
+            fg="yellow",
+            bold=True,
+        )
     for line in found.rejected:
         echo(wrap(f"rejected {line}", "  ", "    "))
     lock, build = (shell_command(["envkit", verb, profile.name]) for verb in ("lock", "build"))

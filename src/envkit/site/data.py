@@ -1,6 +1,6 @@
 """What `envkit site` shows, gathered: every vLLM release's registry, vLLM's own transformers
-bounds, which model types name each architecture, the shipped profiles with their lock cells,
-and the known-bad pairs `compat` finds.
+bounds, which model types name each architecture, the shipped profiles with their lock cells
+and the NVIDIA driver each needs, and the known-bad pairs `compat` finds.
 
 Everything comes from caches envkit already keeps (scans per release, bounds per sdist,
 compat per pair) or is cached here (model types per transformers release), so a second run
@@ -21,6 +21,7 @@ from packaging.version import Version
 
 from envkit.compat.checker import Checker, CompatReport
 from envkit.errors import EnvkitError, WheelError
+from envkit.gpu.needs import for_profile, profile_summary
 from envkit.lock.cells import CellState, cell_folder
 from envkit.lock.states import states
 from envkit.profiles.bounds import Bound
@@ -67,6 +68,8 @@ class ProfilePage:
     files: tuple[Path, ...]  # published constraints and pylocks
     compat: CompatReport | None
     compat_error: str = ""
+    driver: str = ""  # the driver its torch build needs (gpu.needs.profile_summary)
+    driver_note: str = ""  # what minor-version compatibility adds ('' when nothing)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,7 +185,16 @@ def _page(profile: Profile, constraints: str | None, checker: Checker) -> Profil
             report = checker.check(Version(pins["vllm"]), Version(pins["transformers"]))
         except EnvkitError as exc:
             error = exc.message
-    return ProfilePage(profile, cells, files, report, error)
+    need = for_profile(profile)
+    return ProfilePage(
+        profile,
+        cells,
+        files,
+        report,
+        error,
+        driver=profile_summary(profile),
+        driver_note=need.compat_note() if need else "",
+    )
 
 
 def _known_bad(

@@ -11,6 +11,7 @@ from html import escape
 from importlib import resources
 
 from envkit.compat.checker import CompatReport
+from envkit.gpu.needs import backend_summary
 from envkit.site.data import ProfilePage, Release, Row, SiteData, State
 
 WORDS = {
@@ -119,7 +120,7 @@ def profiles_index(data: SiteData) -> str:
     items = "".join(
         f'<li><a href="profiles/{e(p.profile.name)}.html">{e(p.profile.name)}</a>: vLLM '
         f"{e(p.profile.models.vllm or '?')}, transformers "
-        f"{e(p.profile.models.transformers or '?')}</li>\n"
+        f"{e(p.profile.models.transformers or '?')}; driver: {e(p.driver or '?')}</li>\n"
         for p in data.profiles
     )
     return page("Shipped profiles", f"<h1>Shipped profiles</h1>\n<ul>\n{items}</ul>\n")
@@ -131,9 +132,10 @@ def profile_page(item: ProfilePage) -> str:
     backend = p.torch.backend or "default"
     cells = "".join(
         f"<tr><td>{e(c.cell.name)}</td><td class=st-{e(c.state)}>{e(c.state)}</td>"
-        f"<td>{e(c.reason)}</td></tr>\n"
+        f"<td>{e(backend_summary(c.cell.backend) or '-')}</td><td>{e(c.reason)}</td></tr>\n"
         for c in item.cells
     )
+    note = f"; {item.driver_note}" if item.driver_note else ""
     files = "".join(
         f'<li><a href="../constraints/{e(p.name)}/{e(f.name)}">{e(f.name)}</a></li>'
         for f in item.files
@@ -148,8 +150,9 @@ def profile_page(item: ProfilePage) -> str:
         f"<h2>Pins</h2>\n<ul>{pins}</ul>\n<p>Python {e(p.python)}; torch backend "
         f"<code>{e(backend)}</code>"
         + (f" (CUDA {e(p.torch.cuda)})" if p.torch.cuda else "")
-        + "</p>\n<h2>Lock cells</h2>\n<table class=plain><thead><tr><th>cell</th><th>state</th>"
-        f"<th>why</th></tr></thead><tbody>{cells}</tbody></table>\n"
+        + f"</p>\n<h2>NVIDIA driver</h2>\n<p class=driver>{e(item.driver)}{e(note)}</p>\n"
+        "<h2>Lock cells</h2>\n<table class=plain><thead><tr><th>cell</th><th>state</th>"
+        f"<th>needs</th><th>why</th></tr></thead><tbody>{cells}</tbody></table>\n"
         f"<h2>Published constraints</h2>\n<ul>{files or '<li>none published</li>'}</ul>\n"
         f"<h2>compat of its pins</h2>\n{_compat_block(item.compat, item.compat_error)}"
         f"<h2>Architectures it loads ({len(p.models.architectures)})</h2>\n"
