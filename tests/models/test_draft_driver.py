@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import tomlkit
 
-from envkit.env import doctor
+from envkit.gpu import detect
+from envkit.gpu.arch import Capability
+from envkit.gpu.driver import DriverVersion, Gpu
 from envkit.profiles.profile import load_profile
 
 import indexserver
@@ -35,7 +37,7 @@ def draft(folder: Path, world: indexserver.Server, *args: str):  # type: ignore[
 
 @pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(doctor, "nvidia", lambda: ([], ""))
+    monkeypatch.setattr(detect, "smi", lambda: detect.Smi(present=False))
 
 
 def test_a_draft_without_a_driver_says_which_it_needs_loudly(
@@ -70,7 +72,8 @@ def test_a_draft_for_a_known_driver_states_its_need_without_a_warning(
     text = (folder / "q.toml").read_text()
     assert ABOVE + "[torch]\n" in text and UNCHECKED not in text
     # a GPU nvidia-smi reports counts as a driver given
-    monkeypatch.setattr(doctor, "nvidia", lambda: ([{"name": "GPU"}], "13.0"))
+    card = Gpu(0, "GPU", Capability(9, 0), DriverVersion.parse("580.65.06"), None)
+    monkeypatch.setattr(detect, "smi", lambda: detect.Smi(present=True, gpus=(card,), cuda="13.0"))
     found = draft(folder, world)
     assert "warning:" not in found.assert_ok().out
     assert "driver: CUDA 13.0 or newer" in " ".join(found.out.split())
