@@ -1,16 +1,19 @@
 """A package index on 127.0.0.1 for the scanner tests: PEP 691 JSON pages, and wheel files
-served with HTTP range requests (like the real index), with a count of bytes sent."""
+served with HTTP range requests (like the real index), with a count of bytes sent; and the
+PyTorch index's per-backend pages (``/whl/cu124/torch/``) for its local-version torch wheels."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -20,6 +23,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body leave in separate writes: without this, each answer waits out
+        # the client's delayed ACK (40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
         self.server.paths.append(self.path)
@@ -31,9 +40,30 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/simple/"):
             self._project(self.path.strip("/").split("/")[1])
         elif self.path.startswith("/files/"):
-            self._file(self.server.root / self.path.split("/", 2)[2])
+            self._file(self.server.root / unquote(self.path.split("/", 2)[2]))
+        elif match := re.fullmatch(r"/whl/(cu[0-9]+)/torch/?", self.path):
+            self._backend(match.group(1))
         else:
             self.send_error(404)
+
+    def _backend(self, tag: str) -> None:
+        """A PyTorch-index page (PEP 503 HTML): the torch wheels of one CUDA backend, their
+        ``+`` quoted and their sha256 in the fragment, as that index lists them."""
+        wheels = sorted(p for p in self.server.root.glob(f"torch-*+{tag}-*.whl"))
+        if not wheels:
+            self.send_error(404)
+            return
+        links = "".join(
+            f'<a href="/files/{quote(p.name)}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">'
+            f"{p.name}</a>\n"
+            for p in wheels
+        )
+        body = f"<html><body>\n{links}</body></html>\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_HEAD(self) -> None:  # uv asks a file's size before reading its metadata by range
         path = self.server.root / self.path.split("/", 2)[-1]

@@ -121,7 +121,7 @@ def gpu_checks(site: Path, choice: Choice, profile: str) -> tuple[list[Check], G
 
 def _runs_on(report: GpuReport) -> Check:
     shown = "; ".join(
-        f"{c} ({names})" if (names := examples(c)) else str(c) for c in report.runs_on
+        f"{c} ({names})" if (names := examples(c, 2)) else str(c) for c in report.runs_on
     )
     return Check(
         kind="gpu",
@@ -144,17 +144,7 @@ def _from_finding(finding: Finding, profile: str) -> Check:
         kind=KIND[finding.code],
         name=finding.code if not finding.where else finding.where,
         status=status,
-        expected=_expected(finding.code),
         found=finding.code,
         detail=finding.message,
         fix=fix if status is not Status.PASS else "",
     )
-
-
-def _expected(code: str) -> str:
-    return {
-        "gpu": "kernel images for the GPU",
-        "cuda": "the CUDA libraries modules need",
-        "kernels": "links against torch",
-        "driver": "a driver that runs torch's CUDA",
-    }[KIND[code]]

@@ -22,6 +22,7 @@ the build's arch list. The verdict:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -123,13 +124,23 @@ class Images:
 def images(found: Fatbin) -> Images:
     """The targets of a parsed fatbin section, grouped by container."""
     counts: Counter[frozenset[Target]] = Counter(c.targets for c in found.containers if c.targets)
+    return from_groups(counts.items(), len(found.entries))
+
+
+def from_groups(groups: Iterable[tuple[frozenset[Target], int]], entries: int) -> Images:
+    """The Images of containers grouped by their targets ((targets, containers) pairs, as
+    :attr:`Images.groups` holds them; a table of kernels keeps them so)."""
+    counts: Counter[frozenset[Target]] = Counter()
+    for targets, count in groups:
+        if targets and count > 0:
+            counts[targets] += count
     every = {t for targets in counts for t in targets}
-    groups = sorted(
+    ordered = sorted(
         counts.items(), key=lambda item: (-_breadth(item[0]), -item[1], sorted(item[0]))
     )
     return Images(
         sass=tuple(sorted(t for t in every if t.kind is Kind.SASS)),
         ptx=tuple(sorted(t for t in every if t.kind is Kind.PTX)),
-        groups=tuple(groups),
-        entries=len(found.entries),
+        groups=tuple(ordered),
+        entries=entries,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -61,6 +62,7 @@ class WheelFile:
     version: Version
     upload_time: str | None
     requires_python: str | None
+    sha256: str = ""  # the index's hash of the file ('' when it gives none)
 
 
 def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str, Any]], str]:
@@ -95,7 +97,23 @@ def _files(project: str, index: str, http: Http, suffix: str) -> Iterator[WheelF
             version,
             upload if isinstance(upload, str) else None,
             requires if isinstance(requires, str) else None,
+            file_sha256(entry),
         )
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def file_sha256(entry: dict[str, Any]) -> str:
+    """A page entry's sha256: PEP 691's ``hashes``, else PEP 503's ``#sha256=`` fragment;
+    '' when the page gives none or one that is not 64 hex digits."""
+    hashes = entry.get("hashes")
+    found = hashes.get("sha256") if isinstance(hashes, dict) else None
+    if not isinstance(found, str):
+        fragment = urldefrag(str(entry.get("url", ""))).fragment
+        found = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else ""
+    found = found.lower()
+    return found if _SHA256.fullmatch(found) else ""
 
 
 def _version_of(project: str, name: str) -> Version | None:
@@ -224,3 +242,43 @@ def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
         return (0 if tags & ours else 1 if any("x86_64" in t for t in tags) else 2, f.size or 0)
 
     return sorted(candidates, key=rank)[0]
+
+
+def pick_linux_wheel(
+    files: Iterable[WheelFile], version: Version, python: int = 12
+) -> WheelFile | None:
+    """The Linux x86_64 wheel of ``version`` that uv picks for CPython 3.``python``: a
+    ``cp3X-cp3X`` wheel for it, else an ``abi3`` one it can load, else (a release built only
+    for older Pythons) the newest CPython's; the highest build tag wins a tie. None when the
+    release has no Linux x86_64 wheel."""
+
+    def rank(f: WheelFile) -> tuple[int, int, int] | None:
+        try:
+            _name, _version, build, tags = parse_wheel_filename(f.filename)
+        except InvalidWheelFilename:
+            return None
+        best: tuple[int, int] | None = None
+        for tag in tags:
+            if not (tag.platform.endswith("x86_64") and "linux" in tag.platform):
+                continue
+            minor = _cpython_minor(tag.interpreter)
+            if tag.abi == tag.interpreter and minor == python:
+                score = (0, 0)
+            elif tag.abi == "abi3" and minor is not None and minor <= python:
+                score = (1, -minor)
+            elif tag.interpreter.startswith("py3") and tag.abi == "none":
+                score = (2, 0)
+            elif minor is not None:
+                score = (3, -minor)
+            else:
+                continue
+            best = score if best is None else min(best, score)
+        return None if best is None else (*best, -(build[0] if build else -1))
+
+    ranked = [(r, f.filename, f) for f in files if f.version == version and (r := rank(f))]
+    return min(ranked, key=lambda item: (item[0], item[1]))[2] if ranked else None
+
+
+def _cpython_minor(interpreter: str) -> int | None:
+    text = interpreter.removeprefix("cp3")
+    return int(text) if interpreter.startswith("cp3") and text.isdigit() else None

@@ -7,17 +7,21 @@ then the few members envkit wants, a few hundred KB out of a 300 MB wheel. The d
 size and entry count are checked (index.archives) before zipfile builds it, every byte
 fetched counts against a budget, and every member is inflated as a stream within a cap.
 
-The index pages that list the wheels are read in index.pages; its names are here too, for
-the modules that read both.
+A large compiled member (a 300 MB kernel library) is not read that way: :meth:`RemoteZip.inflate`
+streams it, its compressed bytes fetched in ranges a few at a time and inflated into a file
+as they arrive, within a compressed cap, an inflated cap and a time budget, its size and
+CRC-32 checked against the directory at the end.
 """
 
 from __future__ import annotations
 
 import io
+import struct
+import time
 import zipfile
 import zlib
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
@@ -32,6 +36,9 @@ MAX_MEMBER = 16 * MiB  # inflated size of one source file read; real registries 
 MAX_WHEEL_READ = 64 * MiB  # everything read out of one wheel
 _BLOCK = 64 * 1024
 PARALLEL_RANGES = 4  # range requests in flight at once for one file
+STREAM_CHUNK = 8 * MiB  # one range request of a member streamed by RemoteZip.inflate
+INFLATE_PIECE = 16 * MiB  # inflated at a time: memory stays bounded whatever the ratio
+_LOCAL_HEADER = 30
 
 
 class RemoteFile(io.RawIOBase):
@@ -161,6 +168,95 @@ class RemoteZip:
                 spans.append([start, end])
         return [(a, b) for a, b in spans]
 
+    def inflate(
+        self, name: str, out: BinaryIO, *, max_compressed: int, max_inflated: int, seconds: float
+    ) -> int:
+        """Member ``name`` inflated into ``out`` as its bytes arrive; the inflated size.
+        WheelError when it is absent, stored in a way envkit does not read, larger than
+        either cap (refused before any of it is fetched, when the directory says so), slower
+        than ``seconds``, or when what arrives does not inflate to the size and CRC-32 the
+        directory gives."""
+        info = self.members.get(name)
+        if info is None:
+            raise WheelError(f"{redact(self.url)} has no member {name}.")
+        if info.compress_size > max_compressed:
+            raise _damaged(
+                self.url,
+                name,
+                f"{info.compress_size:,} bytes compressed, over "
+                f"the {max_compressed:,} envkit fetches",
+            )
+        if info.file_size > max_inflated:
+            raise _damaged(
+                self.url,
+                name,
+                f"it inflates to {info.file_size:,} bytes, over the {max_inflated:,} envkit reads",
+            )
+        if (
+            info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+            or info.flag_bits & 1
+        ):
+            raise _damaged(self.url, name, f"stored with method {info.compress_type}")
+        start = self._data_start(info)
+        ends = time.monotonic() + seconds
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        written, crc = 0, 0
+        for body in self._chunks(start, start + info.compress_size):
+            if time.monotonic() > ends:
+                raise _damaged(self.url, name, f"not read within {seconds:.0f} s")
+            pending = body
+            while pending:
+                if info.compress_type == zipfile.ZIP_STORED:
+                    piece, pending = pending, b""
+                else:
+                    try:
+                        piece = inflater.decompress(pending, INFLATE_PIECE)
+                    except zlib.error as exc:
+                        raise _damaged(self.url, name, f"it does not inflate ({exc})") from None
+                    pending = inflater.unconsumed_tail
+                written += len(piece)
+                if written > min(max_inflated, info.file_size):
+                    raise _damaged(self.url, name, "it inflates to more bytes than listed")
+                crc = zlib.crc32(piece, crc)
+                out.write(piece)
+        done = info.compress_type == zipfile.ZIP_STORED or (inflater.eof and not inflater.flush())
+        if not done or written != info.file_size or crc != info.CRC:
+            raise _damaged(self.url, name, "its bytes do not inflate to the size and CRC-32 listed")
+        return written
+
+    def _data_start(self, info: zipfile.ZipInfo) -> int:
+        """Where a member's compressed bytes start, from its local header, checked to lie
+        before the next member."""
+        at = info.header_offset
+        header = self._file.read_span(at, at + _LOCAL_HEADER)
+        if len(header) < _LOCAL_HEADER or header[:4] != b"PK\x03\x04":
+            raise _damaged(self.url, info.filename, "no local header where the directory says")
+        name_length, extra_length = struct.unpack_from("<HH", header, 26)
+        start = int(at) + _LOCAL_HEADER + int(name_length) + int(extra_length)
+        if start + info.compress_size > self._ends.get(at, self._file.size):
+            raise _damaged(self.url, info.filename, "it overlaps the next member")
+        return start
+
+    def _chunks(self, start: int, end: int) -> Iterator[bytes]:
+        """Bytes ``start`` to ``end`` in order, in ranges of STREAM_CHUNK, a few in flight."""
+        http, url = self._file.http, self.url
+
+        def get(a: int, b: int) -> bytes:
+            body, _total = http.get_range(url, a, b - 1)
+            if len(body) != b - a:
+                raise _damaged(url, "a member", f"a range of {b - a} bytes came as {len(body)}")
+            return body
+
+        spans = [(a, min(a + STREAM_CHUNK, end)) for a in range(start, end, STREAM_CHUNK)]
+        with ThreadPoolExecutor(max_workers=PARALLEL_RANGES) as pool:
+            window: list[Future[bytes]] = []
+            for span in spans:
+                window.append(pool.submit(get, *span))
+                if len(window) >= PARALLEL_RANGES:
+                    yield window.pop(0).result()
+            while window:
+                yield window.pop(0).result()
+
     def read(self, names: Iterable[str], limit: int = MAX_MEMBER) -> dict[str, bytes]:
         """The contents of ``names`` (members that do not exist are left out). Each member is
         inflated as a stream and refused past ``limit`` bytes (a zip bomb ends here)."""
@@ -223,6 +319,13 @@ def _members(archive: zipfile.ZipFile, url: str, names: list[str], limit: int) -
 
 def _offset(info: zipfile.ZipInfo) -> int:
     return info.header_offset
+
+
+def _damaged(url: str, name: str, why: str) -> WheelError:
+    return WheelError(
+        f"{name} in {redact(url)} cannot be read: {why}.",
+        "Try again later; if it persists, the published wheel is broken.",
+    )
 
 
 def _member_too_large(url: str, name: str, limit: int) -> WheelError:

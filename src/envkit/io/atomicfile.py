@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from filelock import FileLock, Timeout
 
@@ -181,7 +181,12 @@ def held(path: Path, *, wait: float = 120.0) -> Iterator[None]:
 
 
 _TEMP_PREFIX = "envkit-"
-_TEMP_KINDS = ("lock", "check", "facts")  # every scratch folder envkit makes is one of these
+_TEMP_KINDS = (
+    "lock",
+    "check",
+    "facts",
+    "kernels",
+)  # every scratch folder envkit makes is one of these
 
 
 @contextmanager
@@ -220,3 +225,14 @@ def open_new(path: Path, mode: int = 0o600) -> TextIO | None:
     except FileExistsError:
         return None
     return open(fd, "w", encoding="utf-8", newline="", buffering=1)
+
+
+def create_binary(path: Path, mode: int = 0o600) -> BinaryIO | None:
+    """A file that did not exist, created owner-only for streaming bytes into (a kernel
+    library inflated out of a wheel); None when ``path`` already exists. Never opens an
+    existing file, and never follows a link at ``path``."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        return None
+    return open(fd, "wb")

@@ -219,3 +219,4 @@ BOUNDS = Kind("bounds", 2, 4 * MiB)  # vLLM's test-registry bounds per release (
 COMPAT = Kind("compat", 2, 4 * MiB)  # a vLLM x transformers report (compat.report)
 MODEL_TYPES = Kind("site", 1, 8 * MiB, numbered=False)  # arch -> model types (site.data)
 TORCH_BUILDS = Kind("torch-builds", 1, 4 * KiB, numbered=False)  # a torch wheel's CUDA
+GPU_KERNELS = Kind("gpu-kernels", 1, 1 * MiB)  # what a wheel's compiled modules hold (wheelkernels)
