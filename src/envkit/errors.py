@@ -120,6 +120,12 @@ class CommandFailed(EnvkitError):
         return data
 
 
+class NoSolution(EnvkitError):
+    """A resolution that failed: no release (or set of them) meets what was asked."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
 class EnvironmentBroken(EnvkitError):
     """The venv's on-disk state is not one envkit can repair by itself."""
 

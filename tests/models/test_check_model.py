@@ -501,16 +501,21 @@ def test_new_profile_solves_and_says_why_newer_candidates_lost(
     assert "Newer, rejected: transformers 5.24.0" in (folder / "qwen35.toml").read_text()
     # vLLM 0.33.0 needs Python >= 3.11 and no other release lists Qwen3.5: nothing fits
     old_python = new("p310", QWEN35, "--python", "3.10")
-    assert old_python.code == 2
+    assert old_python.code == 1  # a resolution that failed
     assert "requires Python <3.15,>=3.11, not 3.10" in old_python.json()["message"]
     # torch 2.14.0's default build (its wheel says so) is CUDA 13.0: a 12.4 driver cannot run it
     old_driver = new("c124", QWEN35, "--cuda", "12.4")
-    assert old_driver.code == 2
+    assert old_driver.code == 1
     assert "whose default build (CUDA 13.0, the one" in old_driver.json()["message"]
     assert "it runs CUDA 12.4 at most" in old_driver.json()["message"]
+    # and the least CUDA (and driver) at which a solution exists
+    assert old_driver.json()["message"].endswith(
+        "Qwen3_5ForConditionalGeneration first appears in vLLM 0.33.0, whose torch 2.14.0 "
+        "needs CUDA 13.0 (NVIDIA driver 580.65.06 or newer)."
+    )
     # vLLM 0.8.5's test registry needs transformers >= 4.52.dev0 for Qwen3: 4.51.3 cannot do
     bounded = new("q3", qwen3_config(tmp_path / "q3"), "--vllm", "0.8.5")
-    assert bounded.code == 2
+    assert bounded.code == 1
     assert "test registry needs transformers >= 4.52.dev0" in bounded.json()["message"]
     bad = new("x", QWEN35, "--cuda", "twelve")
     assert bad.code == 2 and "--cuda" in bad.json()["message"]
@@ -537,7 +542,7 @@ def test_new_profile_takes_the_torch_build_vllm_is_compiled_against(
     assert "the one vLLM's wheel is built and tested with" in solution["cuda_source"]
     assert 'backend = "cu124"' in (folder / "c126.toml").read_text()
     older = new("c122", "--cuda", "12.2")
-    assert older.code == 2
+    assert older.code == 1
     message = older.json()["message"]
     assert "pins torch 2.6.0, whose default build (CUDA 12.4, the one vLLM" in message
     assert "its CUDA 11.8 build(s)" in message and "are not taken" in message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from packaging.version import Version
@@ -12,6 +13,8 @@ from envkit import render
 from envkit.cli.options import (
     State,
     complete_profiles,
+    gpu_choice,
+    gpu_target_options,
     index_url_option,
     json_option,
     revision_option,
@@ -19,6 +22,9 @@ from envkit.cli.options import (
 from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from envkit.profiles.catalog import Catalog
 from envkit.profiles.profile import NAME_RE, Profile
+
+if TYPE_CHECKING:
+    from envkit.gpu.detect import Choice
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -34,8 +40,14 @@ def _shipped(state: State) -> list[Profile]:
 
 
 def _model_report(
-    state: State, profile: Profile | None, model: str, index: str | None, revision: str | None
+    state: State,
+    profile: Profile | None,
+    model: str,
+    index: str | None,
+    revision: str | None,
+    target: Choice,
 ) -> int:
+    from envkit.gpu import profilefit
     from envkit.index.pages import index_url
     from envkit.models import check_model
     from envkit.models.drafts import current_models
@@ -57,6 +69,8 @@ def _model_report(
         [current(p) for p in _shipped(state)],
         lambda arch: releases_listing(scanner, arch),
         stale,
+        gpu=profilefit.checker(target.target) if target.target is not None else None,
+        gpu_source=f"compute capability {target.target}, from {target.source}",
     )
     render.model_report(report, state.json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
@@ -67,30 +81,50 @@ def _model_report(
 @click.argument("model")
 @index_url_option
 @revision_option
+@gpu_target_options
 @json_option
 @click.pass_obj
 def check_model(
-    state: State, profile: str, model: str, index: str | None, revision: str | None, as_json: bool
+    state: State,
+    /,
+    profile: str,
+    model: str,
+    index: str | None,
+    revision: str | None,
+    as_json: bool,
+    **target: Any,
 ) -> int:
     """Can PROFILE load MODEL (a folder, a config.json, or a Hub repo id)?
 
     Decided from config.json before anything is installed: the model type must be known to
     the pinned transformers or configured by the pinned vLLM, and an architecture must be in
-    the pinned vLLM's registry. Exit 0 loadable, 1 not, 2 bad input.
+    the pinned vLLM's registry. With a GPU (--gpu, --compute-capability, else nvidia-smi's),
+    the pinned vLLM and torch builds must also have kernels for it (envkit's table of the
+    published wheels). Exit 0 loadable, 1 not, 2 bad input.
     """
     loaded = Catalog.from_option(state.envs).resolve(profile)
-    return _model_report(state, loaded, model, index, revision)
+    return _model_report(state, loaded, model, index, revision, gpu_choice(target))
 
 
 @click.command()
 @click.argument("model")
 @index_url_option
 @revision_option
+@gpu_target_options
 @json_option
 @click.pass_obj
-def which(state: State, model: str, index: str | None, revision: str | None, as_json: bool) -> int:
-    """Every shipped profile's verdict on MODEL, loadable first."""
-    return _model_report(state, None, model, index, revision)
+def which(
+    state: State,
+    /,
+    model: str,
+    index: str | None,
+    revision: str | None,
+    as_json: bool,
+    **target: Any,
+) -> int:
+    """Every shipped profile's verdict on MODEL, loadable first (with a GPU: --gpu,
+    --compute-capability, else nvidia-smi's, only profiles whose builds have its kernels)."""
+    return _model_report(state, None, model, index, revision, gpu_choice(target))
 
 
 @click.command()
@@ -169,10 +203,12 @@ def scan(
 @click.option("--force", is_flag=True, help="Replace an existing profile of that name.")
 @index_url_option
 @revision_option
+@gpu_target_options
 @json_option
 @click.pass_obj
 def new_profile(
     state: State,
+    /,
     name: str,
     model: str,
     vllm_version: str | None,
@@ -182,17 +218,19 @@ def new_profile(
     index: str | None,
     revision: str | None,
     as_json: bool,
+    **target: Any,
 ) -> int:
     """Draft NAME.toml (in ./envs, else your profile folder): the newest vLLM + transformers
     that load MODEL, solved.
 
-    vLLM must list the architecture, accept --python and pin a torch with a CUDA build the
-    driver runs (--cuda, or nvidia-smi); transformers must be in vLLM's range, published
-    before it, within vLLM's own bound for the architecture, know the model type and pass
-    `envkit compat`. The output says why newer candidates were rejected.
+    vLLM must list the architecture, accept --python, have kernels (with its torch's default
+    build) for the GPU (--gpu, --compute-capability, else nvidia-smi's) and pin a torch with a
+    CUDA build the driver runs (--cuda, --driver, or nvidia-smi); transformers must be in
+    vLLM's range, published before it, within vLLM's own bound for the architecture, know the
+    model type and pass `envkit compat`. The output says why newer candidates were rejected.
     """
     from envkit.compat.checker import Checker
-    from envkit.gpu.detect import smi
+    from envkit.gpu.detect import driver_cuda
     from envkit.index.pages import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
@@ -200,14 +238,16 @@ def new_profile(
 
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
+    chosen = gpu_choice(target)  # checked before any network, like the name
     config = load_model_config(model, revision=revision)
-    driver = cuda or smi().cuda or None
+    driver = driver_cuda(cuda, chosen)
     scanner = Scanner(index_url(index), progress=render.progress)
     checker = Checker(scanner.index, http=scanner.http, progress=render.progress)
     path = Catalog.from_option(state.envs).writable() / f"{name}.toml"
     profile, found = draft_for_model(
         path, config, scanner, checker,
         vllm_version=vllm_version, python=python, cuda=driver, force=force,
+        gpu=chosen.target.capability if chosen.target is not None else None,
     )  # fmt: skip
     from envkit.gpu.needs import for_profile
     from envkit.lock.cells import place

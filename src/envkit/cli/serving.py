@@ -55,6 +55,7 @@ def plan(
     Give the GPU with --gpu NAME or --gpu-memory SIZE. Exit 0 when it fits as asked, 1 when
     not (with the recommendation), 2 on bad input.
     """
+    from envkit.gpu import profilefit
     from envkit.serving.compose import compose as compose_service
     from envkit.serving.planning import plan_for
 
@@ -63,9 +64,11 @@ def plan(
     if asked.gpu is None:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
     loaded = Catalog.from_option(state.envs).resolve(profile)
+    target = asked.target.target
     result, loaded, verdict = plan_for(
-        loaded, model, asked.gpu, asked.settings, render.progress, known=_known(state)
-    )
+        loaded, model, asked.gpu, asked.settings, render.progress, known=_known(state),
+        gpu_check=profilefit.checker(target) if target is not None else None,
+    )  # fmt: skip
     extra = (
         compose_service(
             model, result.recommended, loaded.models.vllm, asked.settings.kv_cache_dtype

@@ -23,6 +23,8 @@ from envkit.findings import Finding, Severity
 from envkit.gpu.assess import GpuReport, Role, assess
 from envkit.gpu.detect import Choice, examples
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
+from envkit.gpu.profilefit import releases_said
+from envkit.gpu.report import GpuTarget
 from envkit.io.escaping import shell_command
 
 KIND = {
@@ -59,7 +61,7 @@ def gpu_checks(site: Path, choice: Choice, profile: str) -> tuple[list[Check], G
     report = assess(site, choice.target)
     said_apart = ("runs-on", "no-common-gpu")  # without a target: one check below says it
     checks = [
-        _from_finding(f, profile)
+        _from_finding(f, profile, choice.target)
         for f in report.findings
         if f.code in KIND and f.code not in said_apart
     ]
@@ -135,9 +137,11 @@ def _runs_on(report: GpuReport) -> Check:
     )
 
 
-def _from_finding(finding: Finding, profile: str) -> Check:
+def _from_finding(finding: Finding, profile: str, target: GpuTarget | None) -> Check:
     status = STATUS[finding.severity]
     fix = finding.fix
+    if finding.code == "no-kernel-image" and target is not None:
+        fix += releases_said(target.capability)
     if finding.code in ("no-kernel-image", "cuda-runtime-mismatch", "kernels-do-not-link"):
         fix = f"{fix}; then rebuild: {shell_command(['envkit', 'build', profile])}"
     return Check(

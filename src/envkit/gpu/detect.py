@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from envkit.errors import BadInput
 from envkit.gpu import cards
 from envkit.gpu.arch import Capability
-from envkit.gpu.driver import SMI_QUERY, DriverVersion, Gpu, header_cuda, parse_smi
+from envkit.gpu.driver import (
+    SMI_QUERY,
+    DriverVersion,
+    Gpu,
+    header_cuda,
+    newest_cuda,
+    parse_smi,
+)
 from envkit.gpu.report import GpuTarget
 from envkit.io import process
 
@@ -126,3 +133,25 @@ def examples(capability: Capability, limit: int = 3) -> str:
     """Cards envkit knows of one compute capability, for people: 'A100, A30'."""
     names = [c.name.removeprefix("NVIDIA ") for c in cards.CARDS if c.capability == capability]
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def driver_cuda(cuda: str | None, choice: Choice) -> str | None:
+    """The highest CUDA the target machine's driver runs: the lowest of ``--cuda``, what
+    ``--driver``'s version gives (NVIDIA's table) and nvidia-smi's header; None when none
+    says."""
+    said = [cuda] if cuda else []
+    target = choice.target
+    if target is not None and target.driver is not None:
+        newest = newest_cuda(target.driver)
+        if newest is None:
+            raise BadInput(
+                f"driver {target.driver} is older than any CUDA envkit knows (11.8 needs "
+                "520.61.05).",
+                "Install a newer NVIDIA driver.",
+            )
+        said.append(f"{newest[0]}.{newest[1]}")
+    if choice.smi is not None and choice.smi.cuda:  # this machine's, when no GPU was named
+        said.append(choice.smi.cuda)
+    if not said:
+        return None
+    return min(said, key=lambda v: tuple(int(p) for p in v.split(".")))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envkit.errors import NetworkError
 from envkit.findings import Finding, Severity
@@ -33,6 +33,9 @@ from envkit.models.configfile import (
 )
 from envkit.profiles.bounds import HF_ONLY, Bound
 from envkit.profiles.profile import Profile
+
+if TYPE_CHECKING:  # the GPU check is handed in; check-model without a GPU loads no table
+    from envkit.gpu.profilefit import GpuCheck
 
 __all__ = [
     "MAX_CONFIG_BYTES", "ModelConfig", "ModelReport", "Verdict", "judge", "load_json",
@@ -205,6 +208,7 @@ class ModelReport:
     verdicts: tuple[Verdict, ...]  # every shipped profile, loadable first
     releases: Any = None  # registry_scan.ReleaseSpan when nothing shipped can load it
     lookup: str = ""  # why releases could not be looked up
+    gpu: str = ""  # the GPU the builds were checked for, where it came from ('' for none)
 
     @property
     def supported_by(self) -> tuple[str, ...]:
@@ -240,6 +244,7 @@ class ModelReport:
         )
         if self.lookup:
             data["releases_lookup"] = self.lookup
+        data["gpu"] = self.gpu or None
         return data
 
 
@@ -302,7 +307,21 @@ def _from_registries(problem: Finding, find_releases: Any, spans: dict[str, Any]
     return dataclasses.replace(problem, message=message, fix=f"use vLLM {span.newest} or older")
 
 
-def rank(profiles: list[Profile], config: ModelConfig) -> tuple[Verdict, ...]:
+def on_gpu(verdict: Verdict, profile: Profile, gpu: GpuCheck | None) -> Verdict:
+    """The verdict with what the profile's builds do on the GPU (:mod:`envkit.gpu.profilefit`):
+    an error among them makes it not ok."""
+    found = gpu(profile) if gpu is not None else ()
+    if not found:
+        return verdict
+    failing = any(f.severity is Severity.ERROR for f in found)
+    return dataclasses.replace(
+        verdict, ok=verdict.ok and not failing, problems=(*verdict.problems, *found)
+    )
+
+
+def rank(
+    profiles: list[Profile], config: ModelConfig, gpu: GpuCheck | None = None
+) -> tuple[Verdict, ...]:
     """Every profile's verdict: loadable first, newer vLLM first within each group."""
     from packaging.version import InvalidVersion, Version
 
@@ -313,7 +332,7 @@ def rank(profiles: list[Profile], config: ModelConfig) -> tuple[Verdict, ...]:
             return Version("0")
 
     ordered = sorted(profiles, key=lambda p: (newest(p), p.name), reverse=True)
-    verdicts = [judge(p, config) for p in ordered]
+    verdicts = [on_gpu(judge(p, config), p, gpu) for p in ordered]
     return tuple(sorted(verdicts, key=lambda v: not v.ok))
 
 
@@ -323,17 +342,22 @@ def report(
     shipped: list[Profile],
     find_releases: Any,
     stale: dict[str, str] | None = None,
+    gpu: GpuCheck | None = None,
+    gpu_source: str = "",
 ) -> ModelReport:
     """``find_releases(architecture)`` returns a ReleaseSpan or None, or raises NetworkError;
     None for ``find_releases`` looks nothing up (plan). ``stale`` names the profiles whose
-    ``[models]`` table was replaced by a fresh scan. Every fix names what to take: the
-    profiles that can load the model, else the command that drafts one."""
+    ``[models]`` table was replaced by a fresh scan; ``gpu`` adds what each profile's builds
+    do on the target GPU. Every fix names what to take: the profiles that can load the
+    model (and run on the GPU), else the command that drafts one."""
     spans: dict[str, Any] = {}
     verdicts = tuple(
-        _confirmed(_noted(v, stale), find_releases, spans) for v in rank(shipped, config)
+        _confirmed(_noted(v, stale), find_releases, spans) for v in rank(shipped, config, gpu)
     )
     verdict = (
-        _confirmed(_noted(judge(profile, config), stale), find_releases, spans)
+        _confirmed(
+            _noted(on_gpu(judge(profile, config), profile, gpu), stale), find_releases, spans
+        )
         if profile is not None
         else None
     )
@@ -363,6 +387,7 @@ def report(
         verdicts=tuple(named.verdict(v) for v in verdicts),
         releases=releases,
         lookup=lookup,
+        gpu=gpu_source if gpu is not None else "",
     )
 
 

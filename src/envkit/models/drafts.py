@@ -27,6 +27,8 @@ from envkit.profiles.profile import MAX_PROFILE_BYTES, NAME_RE, Models, Profile,
 if TYPE_CHECKING:  # read for their types only
     from envkit.compat.checker import Checker
     from envkit.models.check_model import ModelConfig
+from envkit.gpu import kerneltable
+from envkit.gpu.arch import Capability
 from envkit.models.solver import Solution, solve
 from envkit.releases.registry import Scan, Scanner, parse_target, releases_listing, with_bounds
 from envkit.releases.testregistry import transformers_bounds
@@ -221,11 +223,13 @@ def draft_for_model(
     vllm_version: str | None = None,
     python: str | None = None,
     cuda: str | None = None,
+    gpu: Capability | None = None,
     force: bool = False,
 ) -> tuple[Profile, Solution]:
     """``new-profile``: solve for the newest vLLM + transformers that load the model (within
-    ``vllm_version``, ``python`` and the driver's ``cuda`` when given) and write the profile
-    at ``path``. Returns the profile as read back and the solver's answer."""
+    ``vllm_version``, ``python``, the driver's ``cuda`` and kernels for ``gpu`` when given)
+    and write the profile at ``path``. Returns the profile as read back and the solver's
+    answer."""
     name = path.stem
     if not NAME_RE.fullmatch(name):
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
@@ -252,6 +256,7 @@ def draft_for_model(
     found = solve(
         span, config.model_type, scanner, checker,
         python=python, cuda=cuda, vllm=wanted, config=config.raw,
+        gpu=gpu, table=kerneltable.shipped(),
     )  # fmt: skip
     text = draft(name, config.model_type, found, scanner, checked=cuda is not None)
     write_new_profile(path, text, force=force)

@@ -30,13 +30,18 @@ from packaging.version import InvalidVersion, Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
 from envkit.compat.checker import Checker
-from envkit.errors import BadInput, EnvkitError, WheelError
+from envkit.errors import BadInput, NoSolution, WheelError
+from envkit.gpu.arch import KNOWN, Capability
+from envkit.gpu.driver import toolkit_driver
+from envkit.gpu.kerneltable import KernelTable
+from envkit.gpu.kernelverdict import BuildVerdict, Verdict
 from envkit.profiles.profile import minor_fits
 from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import CudaBuilds, torch_cuda
 
 Test = Callable[[Version], str]  # '' when the version passes, else why it does not
+MAX_LEAST_TRIES = 4  # releases tried, oldest first, for the least CUDA a solution needs
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class Solution:
     cuda_source: str
     rejected: tuple[str, ...]  # one line per project and reason
     why_transformers: str
+    gpu: str = ""  # the compute capability solved for ('' when none was given or found)
+    gpu_note: str = ""  # what the kernel table said of the chosen builds on it
 
 
 @dataclass
@@ -155,11 +162,15 @@ class Solver:
         python: str | None,
         cuda: str | None,
         config: Mapping[str, Any] | None = None,
+        gpu: Capability | None = None,
+        table: KernelTable | None = None,
     ) -> None:
         self.scanner, self.checker, self.cuda_builds = scanner, checker, builds
         self.config = config  # the model's config.json, for findings that depend on it
         self.arch, self.model_type = architecture, model_type
         self.python, self.cuda = python, cuda
+        self.gpu, self.table = gpu, table  # the GPU whose kernels the builds must carry
+        self.unknown: set[Version] = set()  # releases the kernel table cannot decide
         self.defaults: dict[str, str | None] = {}  # torch version -> its default build's CUDA
 
     def vllm_test(self, version: Version) -> str:
@@ -171,6 +182,12 @@ class Solver:
             return f"does not list {self.arch}"
         if self.python and not _fits(scan.requires_python, self.python):
             return f"requires Python {scan.requires_python}, not {self.python}"
+        if self.gpu is not None and self.table is not None:
+            verdict = self.table.release_verdict(str(version), self.gpu)
+            if verdict.verdict is Verdict.NO_KERNEL_IMAGE:
+                return _no_image(verdict.vllm, verdict.torch)
+            if verdict.verdict is Verdict.UNKNOWN:
+                self.unknown.add(version)
         pin = scan.requires.get("torch", "")
         if self.cuda and pin.startswith("=="):
             return self._cuda_test(pin[2:], self.cuda)
@@ -248,14 +265,66 @@ def solve(
     cuda: str | None = None,
     vllm: Version | None = None,
     config: Mapping[str, Any] | None = None,
+    gpu: Capability | None = None,
+    table: KernelTable | None = None,
 ) -> Solution:
-    """The newest working vLLM + transformers for ``span.architecture`` (BadInput, with
-    every reason, when none works)."""
+    """The newest working vLLM + transformers for ``span.architecture`` whose builds run on
+    ``gpu`` (from ``table``) and the driver's ``cuda``. NoSolution (exit 1), with every reason
+    and, when the driver is what stops it, the least CUDA at which a solution exists."""
     solver = Solver(
         scanner, checker, CudaBuilds(scanner),
         architecture=span.architecture, model_type=model_type, python=python, cuda=cuda,
-        config=config,
+        config=config, gpu=gpu, table=table,
     )  # fmt: skip
+    try:
+        result, why = _resolve(solver, span, vllm)
+    except _Unsolvable as impossible:
+        lines = impossible.lines
+        least = _least_cuda(span, model_type, scanner, checker, python, vllm, config, gpu, table)
+        target = f", kernels for compute capability {gpu}" if gpu is not None else ""
+        raise NoSolution(
+            f"No vLLM + transformers release can load {span.architecture} "
+            f"(model type {model_type}) with what was asked{target}:\n  "
+            + "\n  ".join(lines[:12])
+            + "."
+            + (f"\n{least}" if least and cuda else ""),
+            "A newer NVIDIA driver runs newer CUDA builds: install one, then draft again with "
+            "its CUDA (--cuda, or nvidia-smi)"
+            if least and cuda
+            else "Relax --python, --cuda or --vllm, pick another model revision, or another GPU.",
+        ) from None
+    chosen = {name: c.version for name, c in result.mapping.items()}
+    v = scanner.scan("vllm", chosen["vllm"])
+    t = scanner.scan("transformers", chosen["transformers"])
+    pin = v.requires.get("torch", "")
+    take, source = _cuda(solver, pin, cuda)
+    note = ""
+    if gpu is not None and table is not None:
+        note = table.release_verdict(str(chosen["vllm"]), gpu).describe()
+    elif table is not None:
+        note = runs_on(table, str(chosen["vllm"]))
+    return Solution(
+        architecture=span.architecture,
+        vllm=v,
+        transformers=t,
+        python=python or _python_for(v.requires_python),
+        torch=pin[2:] if pin.startswith("==") else "",
+        cuda=take,
+        cuda_source=source,
+        rejected=why.lines(chosen),
+        why_transformers=(
+            f"newest transformers in vLLM {v.version}'s range (transformers"
+            f"{v.requires.get('transformers', '') or ' any'}) published before it, within "
+            f"vLLM's bound for {span.architecture}, knowing model type {model_type}, compat clean"
+        ),
+        gpu=str(gpu) if gpu is not None else "",
+        gpu_note=note,
+    )
+
+
+def _resolve(solver: Solver, span: ReleaseSpan, vllm: Version | None) -> tuple[Any, Rejections]:
+    """resolvelib over the releases; ResolutionImpossible carries the rejection lines."""
+    scanner = solver.scanner
     first, newest = Version(span.first), Version(span.newest)
     vllms = [v for v in reversed(scanner.releases("vllm")) if first <= v <= newest]
     if vllm is not None:
@@ -272,34 +341,61 @@ def solve(
             [Need("vllm", solver.vllm_test, "the model")], max_rounds=500
         )
     except ResolutionImpossible:
-        lines = why.lines({})
-        raise BadInput(
-            f"No vLLM + transformers release can load {span.architecture} "
-            f"(model type {model_type}) with what was asked:\n  " + "\n  ".join(lines[:12]) + ".",
-            "Relax --python or --cuda, or pick another model revision.",
-        ) from None
-    except EnvkitError:
-        raise
-    chosen = {name: c.version for name, c in result.mapping.items()}
-    v = scanner.scan("vllm", chosen["vllm"])
-    t = scanner.scan("transformers", chosen["transformers"])
-    pin = v.requires.get("torch", "")
-    take, source = _cuda(solver, pin, cuda)
-    return Solution(
-        architecture=span.architecture,
-        vllm=v,
-        transformers=t,
-        python=python or _python_for(v.requires_python),
-        torch=pin[2:] if pin.startswith("==") else "",
-        cuda=take,
-        cuda_source=source,
-        rejected=why.lines(chosen),
-        why_transformers=(
-            f"newest transformers in vLLM {v.version}'s range (transformers"
-            f"{v.requires.get('transformers', '') or ' any'}) published before it, within "
-            f"vLLM's bound for {span.architecture}, knowing model type {model_type}, compat clean"
-        ),
-    )
+        raise _Unsolvable(why.lines({})) from None
+    return result, why
+
+
+class _Unsolvable(Exception):
+    """No resolution: the lines say why newer candidates lost."""
+
+    def __init__(self, lines: tuple[str, ...]) -> None:
+        super().__init__(lines)
+        self.lines = lines
+
+
+def _least_cuda(
+    span: ReleaseSpan,
+    model_type: str,
+    scanner: Scanner,
+    checker: Checker,
+    python: str | None,
+    vllm: Version | None,
+    config: Mapping[str, Any] | None,
+    gpu: Capability | None,
+    table: KernelTable | None,
+) -> str:
+    """Without the driver's limit, the oldest release that loads the model (and runs on the
+    GPU), and the CUDA (and driver) its torch needs: '' when there is none either."""
+    solver = Solver(
+        scanner, checker, CudaBuilds(scanner),
+        architecture=span.architecture, model_type=model_type, python=python, cuda=None,
+        config=config, gpu=gpu, table=table,
+    )  # fmt: skip
+    first, newest = Version(span.first), Version(span.newest)
+    oldest = [v for v in scanner.releases("vllm") if first <= v <= newest]
+    tried = 0
+    for version in oldest if vllm is None else [vllm]:
+        if solver.vllm_test(version) or tried >= MAX_LEAST_TRIES:
+            continue
+        tried += 1
+        pin = scanner.scan("vllm", version).requires.get("torch", "")
+        needs = solver.default_build(pin[2:]) if pin.startswith("==") else None
+        if not needs:
+            continue
+        try:
+            _resolve(solver, span, version)
+        except _Unsolvable:
+            continue
+        driver = toolkit_driver(needs)
+        where = "first appears in" if version == first else "first loads with"
+        return (
+            f"{span.architecture} {where} vLLM {version}"
+            + (f" (of the releases with kernels for {gpu})" if gpu is not None else "")
+            + f", whose torch {pin[2:]} needs CUDA {needs}"
+            + (f" (NVIDIA driver {driver} or newer)" if driver else "")
+            + "."
+        )
+    return ""
 
 
 def _cuda(solver: Solver, pin: str, driver: str | None) -> tuple[str, str]:
@@ -312,6 +408,25 @@ def _cuda(solver: Solver, pin: str, driver: str | None) -> tuple[str, str]:
         return "", "nowhere: the default index's torch wheel could not be read"
     given = "" if driver else " (no driver CUDA given or found)"
     return found, f"the default index's wheel, the one vLLM's wheel is built and tested with{given}"
+
+
+def runs_on(table: KernelTable, vllm: str) -> str:
+    """For a draft made without a GPU: which compute capabilities the release's default
+    builds (vLLM and the torch it pins) have kernels for, as the table says."""
+    able = [c for c in KNOWN if table.release_verdict(vllm, c).verdict is Verdict.RUNS]
+    if able:
+        return (
+            f"vLLM {vllm} and its torch's default build have kernels for compute capabilities "
+            + ", ".join(map(str, able))
+        )
+    return f"which GPUs vLLM {vllm}'s builds run on is not in envkit's kernel table"
+
+
+def _no_image(vllm: BuildVerdict, torch: BuildVerdict) -> str:
+    """Why a release's builds cannot run on the GPU, in the solver's words."""
+    if vllm.verdict is Verdict.NO_KERNEL_IMAGE:
+        return "its " + vllm.reason.split("'s ", 1)[-1]
+    return f"pins {torch.build}, whose " + torch.reason.split("'s ", 1)[-1]
 
 
 def _fits(requires_python: str, python: str) -> bool:

@@ -89,6 +89,8 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
             + ("; ships remote code (auto_map)" if cfg.remote_code else "")
         )
     )
+    if rep.gpu:
+        echo(one_line(f"  gpu {rep.gpu}"))
     shown = [rep.verdict] if rep.verdict is not None else list(rep.verdicts)
     for verdict in shown:
         mark, colour = ("can load", "green") if verdict.ok else ("CANNOT load", "red")
@@ -292,6 +294,8 @@ def drafted(
                     "cuda": found.cuda or None,
                     "cuda_source": found.cuda_source or None,
                     "driver_cuda": driver or None,
+                    "gpu": found.gpu or None,
+                    "gpu_note": found.gpu_note,
                     "rejected": list(found.rejected),
                 },
             }
@@ -310,6 +314,22 @@ def drafted(
         echo(wrap(f"CUDA {found.cuda or '?'} from {found.cuda_source}{limit}", "  ", "    "))
     if need is not None:
         echo(wrap(f"driver: {need.summary()}", "  ", "    "))
+    if found.gpu:
+        echo(
+            wrap(f"gpu: solved for compute capability {found.gpu}: {found.gpu_note}", "  ", "    ")
+        )
+    elif found.gpu_note:
+        echo(
+            wrap(
+                f"warning: no GPU was named or found, so the draft was not checked against "
+                f"one: {found.gpu_note} (draft again with --gpu NAME or --compute-capability "
+                "X.Y for the GPU that serves it).",
+                "",
+                "  ",
+            ),
+            fg="yellow",
+            bold=True,
+        )
     if not driver:
         what = (
             f"it takes CUDA {need.cuda}, so the machine that serves it needs {need.summary()}; "

@@ -21,6 +21,7 @@ from envkit.serving import memory_plan
 from envkit.serving.memory_plan import Plan, PlanInput
 
 if TYPE_CHECKING:
+    from envkit.gpu.profilefit import GpuCheck
     from envkit.models.check_model import Verdict
 
 MIB = 1024**2
@@ -94,11 +95,14 @@ def plan_for(
     progress: Callable[[str], None],
     *,
     known: Sequence[Profile] = (),
+    gpu_check: GpuCheck | None = None,
 ) -> tuple[Plan, Profile, Verdict]:
     """The plan for ``model`` with ``profile``'s vLLM on ``gpu``, the profile as judged
     (its ``[models]`` table rescanned from its pins when stale) and its verdict on the
     model: a profile that cannot load the model gets a plan without a command, and its
     fixes name the ``known`` profiles that can (no release look-up here: new-profile does it).
+    ``gpu_check`` (:func:`envkit.gpu.profilefit.checker`) adds whether the profile's builds
+    have kernels for the GPU: a profile whose builds cannot run there gets no command.
 
     Raises BadInput (a bad config.json or setting) and NetworkError (a Hub repo id or a
     stale table that cannot be read).
@@ -114,7 +118,7 @@ def plan_for(
     config = check_model.load_model_config(model, revision=settings.revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
     others = [current_models(p, scanner)[0] for p in known]
-    verdict = check_model.report(config, profile, others, None).verdict
+    verdict = check_model.report(config, profile, others, None, gpu=gpu_check).verdict
     assert verdict is not None  # a report on one profile carries its verdict
     inp = PlanInput(
         model=folder,

@@ -1,0 +1,142 @@
+"""Can a profile's builds run on a GPU, before anything is installed?
+
+From envkit's kernel table (:mod:`envkit.gpu.kerneltable`, read from the published wheels):
+the pinned vLLM release's core modules and the pinned torch build's CUDA libraries must have
+kernel images for the GPU's compute capability (``no-kernel-image`` otherwise, naming what the
+build has and the first release whose builds carry the GPU); the CUDA runtime major vLLM's
+modules need must be the one torch brings (``cuda-runtime-mismatch``); the GPU's driver, when
+known, must run torch's CUDA (``driver-too-old``). A build the table does not hold is said
+(``kernels-not-known``, information), never guessed. check-model, which and plan add these
+findings to each profile's verdict; new-profile's solver asks the same questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from packaging.version import InvalidVersion, Version
+
+from envkit.findings import Finding, Severity
+from envkit.gpu import kerneltable
+from envkit.gpu.arch import Capability
+from envkit.gpu.driver import DriverFit, fit, toolkit_driver
+from envkit.gpu.kerneltable import KernelTable
+from envkit.gpu.kernelverdict import BuildVerdict, Verdict
+from envkit.gpu.report import GpuTarget
+from envkit.profiles.profile import Profile
+
+NO_IMAGE = "'no kernel image is available for execution on the device'"
+GpuCheck = Callable[[Profile], tuple[Finding, ...]]
+
+
+def build_cuda(profile: Profile) -> str:
+    """The CUDA the profile's torch build reports ('12.4'), '' for none or unknown."""
+    if profile.torch.cuda:
+        return profile.torch.cuda
+    backend = profile.torch.backend
+    if backend.startswith("cu") and backend[2:].isdigit() and len(backend) >= 5:
+        return f"{backend[2:-1]}.{backend[-1]}"
+    return ""
+
+
+def checker(target: GpuTarget, table: KernelTable | None = None) -> GpuCheck:
+    """check-model's question for every profile: its findings on ``target``."""
+    known = table or kerneltable.shipped()
+    return lambda profile: on_gpu(profile, target, known)
+
+
+def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Finding, ...]:
+    """The profile's pinned vLLM and torch build on ``target`` (see the module's text)."""
+    pins = profile.expected_versions()
+    vllm, torch = pins.get("vllm", ""), pins.get("torch", "")
+    cuda = build_cuda(profile)
+    found: list[Finding] = []
+    gpu = target.capability
+    build = table.vllm_build(vllm) if vllm else None
+    verdicts: list[BuildVerdict] = []
+    if build is not None:
+        verdicts.append(build.on(gpu))
+        torch = torch or build.torch
+    torch_build = table.torch_build(torch, cuda or None) if torch else None
+    if torch_build is not None:
+        verdicts.append(torch_build.on(gpu))
+    for verdict in verdicts:
+        if verdict.verdict is Verdict.NO_KERNEL_IMAGE:
+            found.append(_no_image(verdict, target, table))
+    unknown = [
+        *([f"vLLM {vllm}"] if vllm and build is None else []),
+        *([f"torch {torch}"] if torch and torch_build is None else []),
+        *(v.build for v in verdicts if v.verdict is Verdict.UNKNOWN),
+    ]
+    if unknown:
+        found.append(
+            Finding(
+                severity=Severity.INFO,
+                code="kernels-not-known",
+                message=f"{' and '.join(unknown)}: not in envkit's kernel table, so whether "
+                f"its kernels run on {target} is not decided here",
+                fix="envkit verify PROFILE --gpu NAME reads the installed builds",
+            )
+        )
+    major = build.cuda_major if build is not None else None
+    if major is not None and cuda and int(cuda.split(".")[0]) != major:
+        found.append(
+            Finding(
+                code="cuda-runtime-mismatch",
+                message=f"vLLM {vllm}'s modules need CUDA {major}'s runtime "
+                f"(libcudart.so.{major}); the profile's torch is a CUDA {cuda} build",
+                fix=f"use torch's CUDA {major} build, the one vLLM {vllm} pins",
+            )
+        )
+    if target.driver is not None and cuda and fit(target.driver, cuda) is DriverFit.TOO_OLD:
+        found.append(
+            Finding(
+                code="driver-too-old",
+                message=f"driver {target.driver} cannot run the profile's CUDA {cuda} torch "
+                f"build (it needs {toolkit_driver(cuda)} or newer)",
+                fix=f"install NVIDIA driver {toolkit_driver(cuda)} or newer, or draft a "
+                "profile for this driver: envkit new-profile NAME --for-model MODEL --driver "
+                f"{target.driver}",
+            )
+        )
+    return tuple(found)
+
+
+def _no_image(verdict: BuildVerdict, target: GpuTarget, table: KernelTable) -> Finding:
+    return Finding(
+        code="no-kernel-image",
+        message=f"{verdict.reason}: on {target} vLLM fails with {NO_IMAGE}",
+        fix="draft a profile for this GPU: envkit new-profile NAME --for-model MODEL "
+        f"--compute-capability {target.capability}{releases_said(target.capability, table)}",
+    )
+
+
+def releases_said(gpu: Capability, table: KernelTable | None = None) -> str:
+    """' (the vLLM releases whose builds ... run from vLLM A to B)' for a fix; '' for none."""
+    found = releases_for(gpu, table or kerneltable.shipped())
+    if not found:
+        return ""
+    first, newest = found
+    span = f"vLLM {first}" if first == newest else f"vLLM {first} to {newest}"
+    return (
+        f" (the releases whose default builds, with the torch they pin, carry kernels for "
+        f"{gpu}: {span})"
+    )
+
+
+def releases_for(gpu: Capability, table: KernelTable) -> tuple[str, str] | None:
+    """The oldest and the newest vLLM release in the table whose default builds (vLLM and its
+    torch) run on ``gpu``; None when none does."""
+    running = [
+        build.version
+        for build in sorted(table.vllm, key=lambda b: _version(b.version))
+        if table.release_verdict(build.version, gpu).verdict is Verdict.RUNS
+    ]
+    return (running[0], running[-1]) if running else None
+
+
+def _version(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")
