@@ -36,24 +36,24 @@ def step(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, object]:
 
 
 def kernels(venv: Path) -> dict[str, object]:
-    """verify's kernels check alone, in this process: vLLM's extension modules' symbols
-    against the torch beside them (gpu/linkage.py)."""
-    from envkit.gpu import linkage
+    """verify's GPU layer alone, in this process: every compiled module's fatbins, NEEDED
+    entries and torch symbols (gpu/assess.py), with no GPU named."""
+    from envkit.gpu.assess import assess
 
-    sys_path = json.loads(
-        subprocess.run(
-            [str(venv / "bin" / "python"), "-c", "import json, sys; print(json.dumps(sys.path))"],
-            capture_output=True, text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    site = next((venv / "lib").glob("python3*/site-packages"))
     start = time.perf_counter()
-    found = linkage.linkage_on(sys_path)
+    found = assess(site)
     seconds = time.perf_counter() - start
-    said = (
-        f"{len(found.extensions)} extension modules, {found.needed} torch symbols" if found else ""
+    vllm = (
+        next((p for p in found.linkage.packages if p.package == "vllm"), None)
+        if (found.linkage)
+        else None
     )
-    print(f"{seconds:7.2f} s  kernels check: {said}", file=sys.stderr)
-    return {"command": ["kernels check"], "seconds": round(seconds, 2), "exit": 0, "found": said}
+    said = f"{found.files_read} files read" + (
+        f"; vLLM: {len(vllm.modules)} modules, {vllm.symbols} torch symbols" if vllm else ""
+    )
+    print(f"{seconds:7.2f} s  GPU layer: {said}", file=sys.stderr)
+    return {"command": ["gpu layer"], "seconds": round(seconds, 2), "exit": 0, "found": said}
 
 
 def main() -> int:

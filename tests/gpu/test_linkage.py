@@ -16,7 +16,7 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envkit.gpu.linkage import Linkage, is_torch_symbol, linkage, linkage_on, site_linkage
+from envkit.gpu.linkage import PackageLinkage, is_torch_symbol, site_linkage
 
 from helpers import envkit
 
@@ -57,12 +57,19 @@ def site(root: Path, *, extension_abi: int = 0, torch_abi: int = 0, defines: boo
     return root
 
 
+def vllm_of(root: Path) -> PackageLinkage:
+    found = site_linkage(root)
+    assert found is not None
+    (vllm,) = [p for p in found.packages if p.package == "vllm"]
+    return vllm
+
+
 @needs_cxx
 def test_kernels_that_link(tmp_path: Path) -> None:
-    found = linkage_on(["", str(tmp_path / "nothing"), str(site(tmp_path / "sp"))])
-    assert found is not None and found.links
-    assert found.extensions == ("_C.abi3.so",) and found.needed == 1
-    assert found.libraries == ("libc10.so",)
+    found = site_linkage(site(tmp_path / "sp"))
+    assert found is not None and found.links and found.libraries == ("libc10.so",)
+    vllm = vllm_of(tmp_path / "sp")
+    assert vllm.modules == ("vllm/_C.abi3.so",) and vllm.symbols == 1
 
 
 @needs_cxx
@@ -77,22 +84,23 @@ def test_kernels_that_do_not_link(
     """The failure behind 'undefined symbol' in vllm/_C.abi3.so: torch 2.6.0's CUDA 12.6
     build (new ABI) under vLLM 0.8.5 (old ABI), or a torch that dropped the function."""
     root = site(tmp_path, extension_abi=extension_abi, torch_abi=torch_abi, defines=defines)
-    found = linkage(root / "vllm", root / "torch" / "lib")
-    assert found is not None and not found.links and not found.unreadable
+    found = vllm_of(root)
+    assert not found.links and not found.unreadable
     ((where, symbol),) = found.missing
-    assert where == "_C.abi3.so" and symbol.startswith("_ZN3c1010check_fail")
+    assert where == "vllm/_C.abi3.so" and symbol.startswith("_ZN3c1010check_fail")
     assert ("Ss" in symbol) == (extension_abi == 0)  # the old ABI's std::string
 
 
 def test_nothing_to_link_and_unreadable_files(tmp_path: Path) -> None:
     (tmp_path / "vllm").mkdir()
     (tmp_path / "vllm" / "__init__.py").write_text("")
+    assert site_linkage(tmp_path) is None  # no torch/lib: nothing to link against
     (tmp_path / "torch" / "lib").mkdir(parents=True)
-    assert linkage_on([str(tmp_path)]) is None  # pure Python: no extension modules
-    assert linkage_on([str(tmp_path / "vllm")]) is None  # no vllm package on that path
+    found = site_linkage(tmp_path)
+    assert found is not None and found.packages == ()  # pure Python: no extension modules
     (tmp_path / "vllm" / "_C.abi3.so").write_bytes(b"\x7fELF" + b"\0" * 12 + b"not elf")
-    found = linkage(tmp_path / "vllm", tmp_path / "torch" / "lib")
-    assert found is not None and found.unreadable and not found.links
+    damaged = vllm_of(tmp_path)
+    assert damaged.unreadable and not damaged.links
 
 
 @needs_cxx
@@ -129,18 +137,19 @@ def test_any_bytes_as_an_extension_are_one_answer(
     tmp_path: Path, tail: bytes, elf_class: bytes
 ) -> None:
     """Whatever an extension module's bytes are (a damaged download, another format), the
-    answer is a Linkage, never an exception."""
+    answer is a SiteLinkage, never an exception."""
     package = tmp_path / "vllm"
     package.mkdir(exist_ok=True)
     (package / "_C.abi3.so").write_bytes(b"\x7fELF" + elf_class + b"\x01\x01" + tail)
     (tmp_path / "torch" / "lib").mkdir(parents=True, exist_ok=True)
-    found = linkage(package, tmp_path / "torch" / "lib")
-    assert found is not None and (found.links or found.unreadable or found.missing)
+    found = site_linkage(tmp_path)
+    assert found is not None
+    assert all(p.links or p.unreadable or p.missing for p in found.packages)
 
 
 @needs_cxx
 def test_a_damaged_extension_is_one_answer(tmp_path: Path) -> None:
-    """Real shared objects with bytes overwritten anywhere: a Linkage, never an exception."""
+    """Real shared objects with bytes overwritten anywhere: a SiteLinkage, never an exception."""
     import random
 
     root = site(tmp_path / "sp")
@@ -155,8 +164,7 @@ def test_a_damaged_extension_is_one_answer(tmp_path: Path) -> None:
             )
             data[at : at + 2] = rng.randbytes(2)
         (root / "vllm" / "_C.abi3.so").write_bytes(bytes(data))
-        found = linkage(root / "vllm", root / "torch" / "lib")
-        assert found is not None
+        assert site_linkage(root) is not None
 
 
 # --- torch's stable C ABI, damaged hash tables, every package that links torch ---------
@@ -214,11 +222,13 @@ def test_the_stable_abi_is_torchs_too(tmp_path: Path) -> None:
     lib = torch_lib(tmp_path)
     (tmp_path / "vllm" / "__init__.py").parent.mkdir(parents=True)
     module(tmp_path / "vllm" / "_C_stable_libtorch.abi3.so", lib, *SHIMS)
-    found = linkage(tmp_path / "vllm", lib)
-    assert found is not None and found.links and found.needed == 3
+    assert lib == tmp_path / "torch" / "lib"
+    found = vllm_of(tmp_path)
+    assert found.links and found.symbols == 3
     torch_lib(tmp_path / "old", shims=False)
-    old = linkage(tmp_path / "vllm", tmp_path / "old" / "torch" / "lib")
-    assert old is not None and not old.links
+    shutil.copytree(tmp_path / "vllm", tmp_path / "old" / "vllm")
+    old = vllm_of(tmp_path / "old")
+    assert not old.links
     assert sorted(symbol for _, symbol in old.missing) == sorted(SHIMS)
 
 
@@ -283,10 +293,11 @@ def test_a_hash_chain_that_loops_is_a_damaged_library(tmp_path: Path, style: str
         for chained in range(buckets + 4 * nbuckets, at + size - 3, 4):
             struct.pack_into("<I", data, chained, 2)  # even: no chain ever ends
     (lib / "libc10.so").write_bytes(bytes(data))
-    found = finish_within(10, lambda: linkage(tmp_path / "vllm", lib))
-    assert isinstance(found, Linkage) and not found.links and not found.missing
-    assert found.unreadable.startswith("torch/lib/libc10.so: damaged library")
-    assert ("loops" if style == "sysv" else "runs past the symbol table") in found.unreadable
+    found = finish_within(10, lambda: vllm_of(tmp_path))
+    assert isinstance(found, PackageLinkage) and not found.links and not found.missing
+    ((where, why),) = found.unreadable
+    assert where == "torch/lib/libc10.so" and why.startswith("damaged library")
+    assert ("loops" if style == "sysv" else "runs past the symbol table") in why
 
 
 @needs_cxx
@@ -356,6 +367,6 @@ def test_a_gnu_hash_whose_chains_no_bucket_reaches_are_left_out(tmp_path: Path) 
     lib.write_bytes(bytes(data))
     (tmp_path / "vllm").mkdir()
     module(tmp_path / "vllm" / "_C.abi3.so", lib.parent, CHECK_FAIL, needs=())
-    found = linkage(tmp_path / "vllm", lib.parent)
-    assert found is not None and not found.unreadable
-    assert found.missing == (("_C.abi3.so", CHECK_FAIL),)
+    found = vllm_of(tmp_path)
+    assert not found.unreadable
+    assert found.missing == (("vllm/_C.abi3.so", CHECK_FAIL),)

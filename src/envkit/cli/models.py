@@ -69,8 +69,10 @@ def _model_report(
         [current(p) for p in _shipped(state)],
         lambda arch: releases_listing(scanner, arch),
         stale,
-        gpu=profilefit.checker(target.target) if target.target is not None else None,
-        gpu_source=f"compute capability {target.target}, from {target.source}",
+        gpu=profilefit.checker(target.target),
+        gpu_source=f"compute capability {target.target}, from {target.source}"
+        if target.target is not None
+        else "",
     )
     render.model_report(report, state.json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED

@@ -18,11 +18,9 @@ answer, never a hang).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.findings import Finding, Severity
 from envkit.gpu import elf, modules
 from envkit.gpu.filecache import FileCache
 
@@ -40,31 +38,6 @@ MAX_EXTENSIONS = 64  # vLLM ships a handful; more is not a vLLM package
 def is_torch_symbol(name: str) -> bool:
     """Whether an undefined symbol is one torch's libraries must define."""
     return name.startswith(TORCH_C) or TORCH_CXX.match(name) is not None
-
-
-@dataclass(frozen=True)
-class Linkage:
-    extensions: tuple[str, ...]  # the extension modules read, relative to the package
-    needed: int  # distinct torch symbols they need
-    missing: tuple[tuple[str, str], ...]  # (extension, symbol) torch's libraries lack
-    libraries: tuple[str, ...]  # torch/lib files that were searched
-    unreadable: str = ""  # why it could not be decided ('' when it was)
-
-    @property
-    def links(self) -> bool:
-        return not self.missing and not self.unreadable
-
-    def problem(self) -> str:
-        """One sentence on what does not link ('' when all does), for verify and doctor."""
-        if not self.missing:
-            return ""
-        where, symbol = self.missing[0]
-        more = f" and {len(self.missing) - 1} more" if len(self.missing) > 1 else ""
-        return (
-            f"vllm/{where} needs {symbol}{more}, which no library in torch/lib defines: "
-            "vLLM's kernels fail to load there (undefined symbol); another torch version or "
-            "build (C++ ABI, CUDA) than vLLM was built with is installed"
-        )
 
 
 @dataclass(frozen=True)
@@ -94,46 +67,6 @@ class SiteLinkage:
     @property
     def links(self) -> bool:
         return all(p.links for p in self.packages) and not self.truncated
-
-
-def linkage_on(sys_path: Iterable[object], package: str = "vllm") -> Linkage | None:
-    """The linkage of ``package``'s extensions against the torch that ``sys_path`` (as the
-    facts probe reports it) imports first; None when either is absent or the package has no
-    extension modules."""
-    entries = [str(entry) for entry in sys_path]
-    home = _first(entries, Path(package) / "__init__.py")
-    torch = _first(entries, Path("torch") / "lib")
-    if home is None or torch is None:
-        return None
-    return linkage(home / package, torch / "torch" / "lib")
-
-
-def linkage(package: Path, torch_lib: Path, cache: FileCache | None = None) -> Linkage | None:
-    """Every extension module under ``package`` against the libraries in ``torch_lib``;
-    None without extension modules. A file that cannot be read, or a torch library whose
-    tables do not hold together, is an ``unreadable`` answer."""
-    cache = cache or FileCache()
-    extensions = sorted(p for p in package.rglob("*.so") if p.is_file())[:MAX_EXTENSIONS]
-    if not extensions:
-        return None
-    names = tuple(str(p.relative_to(package)) for p in extensions)
-    libraries = sorted(p for p in torch_lib.glob("*.so*") if p.is_file())
-    shown = tuple(p.name for p in libraries)
-    needs: dict[str, frozenset[str]] = {}
-    for name, path in zip(names, extensions, strict=True):
-        symbols = cache.get(path, elf.undefined)
-        if isinstance(symbols, elf.Unreadable):
-            return Linkage(names, 0, (), shown, unreadable=str(symbols)[:200])
-        needs[name] = frozenset(filter(is_torch_symbol, symbols))
-    wanted = frozenset().union(*needs.values())
-    defined, damaged = _defined(libraries, wanted, cache)
-    if damaged:
-        where, why = damaged[0]
-        return Linkage(names, len(wanted), (), shown, unreadable=f"{where}: {why}"[:200])
-    missing = tuple(
-        (ext, symbol) for ext, symbols in needs.items() for symbol in sorted(symbols - defined)
-    )
-    return Linkage(names, len(wanted), missing, shown)
 
 
 def site_linkage(
@@ -216,23 +149,3 @@ def _defined(
         else:
             defined |= found
     return defined, damaged
-
-
-def _first(sys_path: list[str], marker: Path) -> Path | None:
-    for entry in sys_path:
-        if entry and (Path(entry) / marker).exists():
-            return Path(entry)
-    return None
-
-
-def findings(sys_path: Iterable[object]) -> list[Finding]:
-    """doctor's findings: vLLM's kernels against the torch the interpreter imports."""
-    linked = linkage_on(sys_path)
-    if linked is None or linked.links:
-        return []
-    if linked.unreadable:
-        return [Finding(severity=Severity.WARNING, code="kernels-not-checked", message=(
-            f"vLLM's extension modules could not be read: {linked.unreadable}"))]  # fmt: skip
-    return [Finding(code="kernels-do-not-link", message=linked.problem(), fix=(
-        "install the torch version vLLM pins from the default index, or rebuild: "
-        "envkit build PROFILE"))]  # fmt: skip

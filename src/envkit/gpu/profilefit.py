@@ -12,13 +12,14 @@ findings to each profile's verdict; new-profile's solver asks the same questions
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from packaging.version import InvalidVersion, Version
 
 from envkit.findings import Finding, Severity
 from envkit.gpu import kerneltable
-from envkit.gpu.arch import Capability
+from envkit.gpu.arch import KNOWN, Capability
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
 from envkit.gpu.kerneltable import KernelTable
 from envkit.gpu.kernelverdict import BuildVerdict, Verdict
@@ -39,10 +40,38 @@ def build_cuda(profile: Profile) -> str:
     return ""
 
 
-def checker(target: GpuTarget, table: KernelTable | None = None) -> GpuCheck:
-    """check-model's question for every profile: its findings on ``target``."""
+def checker(target: GpuTarget | None, table: KernelTable | None = None) -> GpuCheck:
+    """check-model's question for every profile: its findings on ``target``; without one,
+    which compute capabilities its builds run on (information, ``runs-on``)."""
     known = table or kerneltable.shipped()
+    if target is None:
+        return lambda profile: runs_on(profile, known)
     return lambda profile: on_gpu(profile, target, known)
+
+
+def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
+    """Where the profile's pinned vLLM and torch builds both have kernel images (the cards
+    envkit knows, by compute capability); nothing when the table lacks either build."""
+    pins = profile.expected_versions()
+    build = table.vllm_build(pins.get("vllm", ""))
+    torch = pins.get("torch", "") or (build.torch if build is not None else "")
+    torch_build = table.torch_build(torch, build_cuda(profile) or None) if torch else None
+    if build is None or torch_build is None:
+        return ()
+    able = [
+        c
+        for c in KNOWN
+        if build.on(c).verdict is Verdict.RUNS and torch_build.on(c).verdict is Verdict.RUNS
+    ]
+    return (
+        Finding(
+            severity=Severity.INFO,
+            code="runs-on",
+            message=f"its builds (vLLM {build.version}, {torch_build.label}) have kernels for "
+            f"compute capabilities {', '.join(map(str, able)) or 'none envkit knows'}",
+            fix="name the GPU to check it: --gpu NAME or --compute-capability X.Y",
+        ),
+    )
 
 
 def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Finding, ...]:
@@ -62,7 +91,9 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Fin
         verdicts.append(torch_build.on(gpu))
     for verdict in verdicts:
         if verdict.verdict is Verdict.NO_KERNEL_IMAGE:
-            found.append(_no_image(verdict, target, table))
+            lacking = _no_image(verdict, target, table)
+            said = any(f.fix == lacking.fix for f in found)  # one fix serves both builds
+            found.append(dataclasses.replace(lacking, fix="") if said else lacking)
     unknown = [
         *([f"vLLM {vllm}"] if vllm and build is None else []),
         *([f"torch {torch}"] if torch and torch_build is None else []),

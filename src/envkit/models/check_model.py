@@ -314,8 +314,12 @@ def on_gpu(verdict: Verdict, profile: Profile, gpu: GpuCheck | None) -> Verdict:
     if not found:
         return verdict
     failing = any(f.severity is Severity.ERROR for f in found)
+    notes = tuple(f.message for f in found if f.code == "runs-on")  # information, not a problem
     return dataclasses.replace(
-        verdict, ok=verdict.ok and not failing, problems=(*verdict.problems, *found)
+        verdict,
+        ok=verdict.ok and not failing,
+        problems=(*verdict.problems, *(f for f in found if f.code != "runs-on")),
+        notes=(*verdict.notes, *notes),
     )
 
 
@@ -387,7 +391,7 @@ def report(
         verdicts=tuple(named.verdict(v) for v in verdicts),
         releases=releases,
         lookup=lookup,
-        gpu=gpu_source if gpu is not None else "",
+        gpu=gpu_source,
     )
 
 

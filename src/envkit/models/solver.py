@@ -284,10 +284,10 @@ def solve(
         target = f", kernels for compute capability {gpu}" if gpu is not None else ""
         raise NoSolution(
             f"No vLLM + transformers release can load {span.architecture} "
-            f"(model type {model_type}) with what was asked{target}:\n  "
-            + "\n  ".join(lines[:12])
+            f"(model type {model_type}) with what was asked{target}: "
+            + "; ".join(lines[:12])
             + "."
-            + (f"\n{least}" if least and cuda else ""),
+            + (f" {least}" if least and cuda else ""),
             "A newer NVIDIA driver runs newer CUDA builds: install one, then draft again with "
             "its CUDA (--cuda, or nvidia-smi)"
             if least and cuda
