@@ -70,6 +70,24 @@ def test_real_vllm_085_build(tmp_path: Path, real_env: dict[str, str]) -> None:
     # vLLM's compiled kernels link against the torch built beside them
     kernels = found["kernels", "vllm"]
     assert kernels["status"] == "pass" and "need 120 torch symbols" in kernels["found"]
+    # and have images for Volta to Hopper, none for Blackwell (vLLM 0.8.5: sm_70..sm_90)
+    assert data["verify"]["gpu"]["runs_on"] == [
+        "7.0",
+        "7.2",
+        "7.5",
+        "8.0",
+        "8.6",
+        "8.7",
+        "8.9",
+        "9.0",
+    ]
+    profile = str(ROOT / "envs" / "vllm-0.8.5+qwen2-vl.toml")
+    for card, code in (("v100-16gb", 0), ("a100-80gb", 0), ("h100-80gb", 0), ("rtx-5090", 1)):
+        on = envkit("verify", profile, "--venv", str(venv), "--gpu", card, "--json", cwd=tmp_path)
+        assert on.code == code, (card, on.out[-2000:])
+        failed = sorted(c["name"] for c in on.json()["checks"] if c["status"] == "fail")
+        expected = ["torch/lib/libtorch_cuda.so", "vllm/_C.abi3.so", "vllm/_moe_C.abi3.so"]
+        assert failed == (expected if code else []), card
     # torch 2.7.0 (built with the new C++ ABI) in place of 2.6.0, as `pip install -U torch`
     # would leave it: nothing fails on import here, yet vLLM's kernels could not load
     from envkit.io.uv import find_uv

@@ -62,6 +62,12 @@ def test_the_matrix_and_the_profile_pages(site: Path) -> None:
     assert "<p class=driver>not stated: the profile names no CUDA build" in page  # no [torch]
     for name in ("compat.html", "sources.html", "profiles.html", "site.css", ".envkit-site.json"):
         assert (site / name).is_file(), name
+    # the sources page's GPU facts, from envkit's kernel table of the real releases' wheels
+    sources = (site / "sources.html").read_text()
+    assert "<td>sm_70, sm_75, sm_80, sm_86, sm_89, sm_90</td><td>12</td>" in sources
+    assert "<td>torch 2.6.0 (CUDA 12.4): sm_50, sm_60, sm_70, sm_75, sm_80, sm_86, sm_90</td>" in (
+        sources
+    )
 
 
 def test_the_same_caches_give_the_same_bytes(

@@ -21,6 +21,7 @@ from packaging.version import Version
 
 from envkit.compat.checker import Checker, CompatReport
 from envkit.errors import EnvkitError, WheelError
+from envkit.gpu import kerneltable
 from envkit.gpu.needs import for_profile, profile_summary
 from envkit.lock.cells import CellState, cell_folder
 from envkit.lock.states import states
@@ -50,6 +51,9 @@ class Release:
     uploaded: str  # the day its wheel was published ('' when the index does not say)
     wheel: str
     readable: bool
+    kernels: str = ""  # what its core modules' main fatbin containers carry ('' unknown)
+    cuda: str = ""  # the CUDA runtime major its modules need ('12'; '' unknown)
+    torch: str = ""  # the torch it pins and that build's CUDA and kernels ('' unknown)
 
 
 @dataclass(frozen=True)
@@ -127,12 +131,18 @@ def _scans(scanner: Scanner, versions: list[Version]) -> dict[Version, Scan | No
 
 def _release(scanner: Scanner, version: Version, scan: Scan | None) -> Release:
     uploaded = (scanner.upload_time("vllm", version) or "")[:10]
+    table = kerneltable.shipped()
+    build = table.vllm_build(str(version))
+    torch = table.torch_build(build.torch) if build is not None and build.torch else None
     return Release(
         version=str(version),
         transformers=scan.requires.get("transformers", "") if scan else "",
         uploaded=uploaded,
         wheel=scan.wheel if scan else "",
         readable=scan is not None,
+        kernels=build.targets() if build is not None else "",
+        cuda=str(build.cuda_major) if build is not None and build.cuda_major else "",
+        torch=f"{torch.label}: {torch.targets()}" if torch is not None else "",
     )
 
 

@@ -209,7 +209,9 @@ def compat_page(data: SiteData) -> str:
 def sources_page(data: SiteData) -> str:
     rows = "".join(
         f"<tr><td>{e(r.version)}</td><td>{e(r.uploaded)}</td><td>{e(r.transformers)}</td>"
-        f"<td>{e(r.wheel) if r.readable else 'registry unreadable'}</td></tr>\n"
+        f"<td>{e(r.wheel) if r.readable else 'registry unreadable'}</td>"
+        f"<td>{e(r.kernels) or 'not in the table'}</td><td>{e(r.cuda)}</td>"
+        f"<td>{e(r.torch)}</td></tr>\n"
         for r in reversed(data.releases)
     )
     body = (
@@ -217,9 +219,14 @@ def sources_page(data: SiteData) -> str:
         "release's wheel (model registry, read by HTTP range requests and parsed, never run), "
         "each release's source distribution (its test registry's transformers bounds), and "
         f"transformers {e(data.transformers)}'s auto model tables (which model types name an "
-        "architecture). The same caches give the same pages, byte for byte.</p>\n"
+        "architecture). The GPU columns come from envkit's kernel table "
+        "(<code>data/gpu-kernels.json</code>, read from the same wheels and the pinned torch's "
+        "default build): the SASS and PTX targets every main fatbin container of the core "
+        "modules carries, and the CUDA runtime major they need. The same caches give the same "
+        "pages, byte for byte.</p>\n"
         "<table class=plain><thead><tr><th>vLLM</th><th>published</th><th>transformers "
-        f"declared</th><th>wheel read</th></tr></thead><tbody>{rows}</tbody></table>\n"
+        "declared</th><th>wheel read</th><th>kernels (core modules)</th><th>CUDA runtime</th>"
+        f"<th>pinned torch (default build)</th></tr></thead><tbody>{rows}</tbody></table>\n"
     )
     return page("Sources", body)
 
