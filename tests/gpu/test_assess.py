@@ -123,6 +123,27 @@ def test_a_module_built_for_another_cuda_runtime(site: Path) -> None:
     assert "(it has libcudart.so.12 only) (and 1 more of flash_attn's modules)" in mismatch.message
 
 
+def test_a_standalone_cuda_package_lacking_a_library_is_a_warning(
+    tmp_path: Path, site: Path
+) -> None:
+    """cupy's cuDNN bindings need libcudnn.so.8 beside torch's cuDNN 9 (a real locked vLLM
+    0.8.5 venv): they do not link torch and vLLM never loads them, so it is a warning."""
+    copy = tmp_path / "site-packages"
+    shutil.copytree(site, copy, symlinks=True)
+    (copy / "flash_attn").rename(tmp_path / "gone")
+    (copy / FLASH).unlink()
+    libs = elfbuild.built().root / "lib"
+    elfbuild.compile_so(
+        elfbuild.USES_CUDART, copy / "cupy_backends" / "cudnn.so", f"-L{libs}",
+        "-Wl,--no-as-needed", "-l:libcudart.so.13",
+    )  # fmt: skip
+    report = assess(copy, GpuTarget(Capability(8, 6)))
+    (mismatch,) = [f for f in report.findings if f.code == "cuda-runtime-mismatch"]
+    assert mismatch.where == "cupy_backends/cudnn.so" and mismatch.severity is Severity.WARNING
+    assert "cupy_backends does not link torch, so vLLM does not load it" in mismatch.message
+    assert report.ok
+
+
 def test_the_linkage_of_every_package_that_links_torch(site: Path) -> None:
     report = assess(site)
     assert report.linkage is not None and report.linkage.links

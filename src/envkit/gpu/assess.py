@@ -117,4 +117,6 @@ def _module(
         )
     held = images(read) if read is not None and read.containers else None
     coverage = held.on(target.capability) if held is not None and target is not None else None
-    return ModuleReport(module.relative, module.package, role, held, "", coverage, gone)
+    return ModuleReport(
+        module.relative, module.package, role, held, "", coverage, gone, module.links_torch
+    )

@@ -49,6 +49,14 @@ class ModuleReport:
     damaged: str = ""  # why its ELF file or fatbin section could not be read
     coverage: Coverage | None = None  # on the target GPU, when there is one and kernels
     missing_cuda: tuple[cudalibs.Missing, ...] = ()
+    links_torch: bool = False  # a torch extension (vLLM loads those), not a standalone one
+
+    @property
+    def loaded_with_vllm(self) -> bool:
+        """Whether vLLM's start-up loads it: torch's and vLLM's own files and the torch
+        extensions; a standalone CUDA package's module (cupy's cudnn bindings) is loaded only
+        by what imports it."""
+        return self.role is Role.CORE or self.package in ("vllm", "torch") or self.links_torch
 
 
 @dataclass(frozen=True)

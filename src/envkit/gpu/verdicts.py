@@ -76,18 +76,31 @@ def cuda(reports: tuple[ModuleReport, ...]) -> list[Finding]:
     """A CUDA library that modules need and the environment does not hold: one finding per
     package and library, naming the first module and how many more there are."""
     groups: dict[tuple[str, str], list[cudalibs.Missing]] = {}
+    loaded: set[tuple[str, str]] = set()  # groups with a module vLLM's start-up loads
     for report in reports:
         for gone in report.missing_cuda:
-            groups.setdefault((report.package, gone.needed.soname), []).append(gone)
+            key = (report.package, gone.needed.soname)
+            groups.setdefault(key, []).append(gone)
+            if report.loaded_with_vllm:
+                loaded.add(key)
     found = []
-    for (package, _), lacking in groups.items():
+    for (package, soname), lacking in groups.items():
         first = lacking[0]
         count = len(lacking) - 1
         more = f" (and {count} more of {package}'s modules)" if count else ""
+        alone = (package, soname) not in loaded
         found.append(
             Finding(
+                severity=Severity.WARNING if alone else Severity.ERROR,
                 code="cuda-runtime-mismatch",
-                message=first.describe() + more,
+                message=first.describe()
+                + more
+                + (
+                    f" ({package} does not link torch, so vLLM does not load it: it fails only "
+                    "where something imports it)"
+                    if alone
+                    else ""
+                ),
                 fix=f"install the {first.needed.family.value} library {first.needed.soname} "
                 "comes from, or builds of torch and its kernels made for the same CUDA "
                 "(envkit build PROFILE)",
