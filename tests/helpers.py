@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import os
 import subprocess
@@ -187,17 +189,32 @@ def lock_args(indexes: Indexes, *extra: str) -> list[str]:
 
 # the JSON Schemas envkit ships
 def schema(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = copy.deepcopy(_checked_schema(name))
+    return data
+
+
+@functools.cache
+def _checked_schema(name: str) -> dict[str, Any]:
+    """Read and checked against the metaschema once per process (a second or so for the
+    outputs schema): the file does not change while the tests run."""
     text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
     data: dict[str, Any] = json.loads(text)
     jsonschema.Draft202012Validator.check_schema(data)
     return data
 
 
+@functools.cache
+def _output_validator(command: str) -> jsonschema.Draft202012Validator:
+    outputs = _checked_schema("outputs")  # checked already: validate() would check it again
+    return jsonschema.Draft202012Validator({**outputs, "$ref": f"#/$defs/{command}"})
+
+
 def output(command: str, text: str) -> dict[str, Any]:
     """``text`` parsed and validated against the schema of ``command``'s --json output."""
     data: dict[str, Any] = json.loads(text)
-    outputs = schema("outputs")
-    jsonschema.validate(data, {**outputs, "$ref": f"#/$defs/{command}"})
+    error = jsonschema.exceptions.best_match(_output_validator(command).iter_errors(data))
+    if error is not None:
+        raise error  # as jsonschema.validate raises it
     return data
 
 

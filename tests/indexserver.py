@@ -157,7 +157,7 @@ def serve(root: Path, *, ranges: bool = True) -> Iterator[_Server]:
     server.root, server.paths, server.sent = root, [], 0
     server.ranges, server.status, server.upload_times = ranges, 0, {}
     server.hashes = False
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.005,), daemon=True)
     thread.start()
     try:
         yield server

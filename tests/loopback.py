@@ -89,7 +89,7 @@ def serve(routes: dict[str, Route] | None = None) -> Iterator[Scripted]:
     server.routes = dict(routes or {})
     server.seen = []
     server.stopping = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.005,), daemon=True)
     thread.start()
     try:
         yield server

@@ -44,6 +44,24 @@ def test_every_shipped_profile_is_valid() -> None:
     assert {"vllm-0.8.5+qwen2-vl", "vllm-0.17.1+qwen3.5"} <= names
 
 
+def test_a_file_read_again_is_parsed_again_only_when_it_changed(tmp_path: Path) -> None:
+    """Profiles are kept per process by their text: an edit is seen, a broken file is
+    refused every time, and the same file under another name is its own profile."""
+    path = tmp_path / "p.toml"
+    path.write_text(profile_text())
+    first = load_profile(path)
+    assert load_profile(path) is first  # the same text: not parsed again
+    path.write_text(profile_text(constraints=("transformers==5.0.0",)))
+    assert load_profile(path).constraints == ("transformers==5.0.0",)
+    path.write_text(profile_text())
+    assert load_profile(path) == first
+    assert load_profile(path, name="other").name == "other"
+    path.write_text('python = "3.12"\nrequirements = ["vllm==0.8.5"\n')
+    for _ in range(2):
+        with pytest.raises(ProfileError, match="malformed TOML"):
+            load_profile(path)
+
+
 def test_malformed_toml_reports_the_line(tmp_path: Path) -> None:
     found = problems(tmp_path, 'python = "3.12"\nrequirements = ["vllm==0.8.5"\n')
     assert len(found) == 1
