@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.env.checks import CompatLookup, GpuSide, Report, Status
 from envkit.env.facts import Installed, collect_facts, venv_python
-from envkit.env.gpuchecks import site_packages
+from envkit.env.gpuchecks import gpu_side, reading, site_packages
 from envkit.env.pairs import known_bad
 from envkit.env.verify import assess, facts_request
 from envkit.errors import BadInput, UnreadableFile
@@ -169,22 +169,12 @@ def diagnose(
     side = None
     site = site_packages(facts.sys_path, facts.prefix)
     if site is not None:
-        aim = f" for compute capability {gpu.target}" if gpu.target else ""
-        progress(f"reading the compiled modules' GPU code and symbols{aim} (ELF files)")
+        progress(reading(gpu))
         layer = assess_gpu(site, gpu.target)
         findings += layer.findings
         if not layer.torch_cuda and facts.torch is not None and facts.torch.cuda:
             findings += verdicts.driver(gpu.target, facts.torch.cuda)  # torch said it itself
-        target = layer.target
-        side = GpuSide(
-            capability=str(target.capability) if target else "",
-            name=target.name if target else "",
-            driver=str(target.driver) if target and target.driver else "",
-            source=gpu.source,
-            runs_on=tuple(map(str, layer.runs_on)),
-            torch_cuda=layer.torch_cuda,
-            files_read=layer.files_read,
-        )
+        side = gpu_side(layer, gpu.source)
     findings += duplicates(dists)
     if profile is None and dists.get("vllm") and dists.get("transformers"):
         progress("checking the installed vLLM + transformers against compat's findings")

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from envkit.env.checks import Check, Status
+from envkit.env.checks import Check, GpuSide, Status
 from envkit.findings import Finding, Severity
 from envkit.gpu.assess import GpuReport, Role, assess
 from envkit.gpu.detect import Choice, examples
@@ -54,6 +54,26 @@ def site_packages(sys_path: Iterable[str], prefix: str) -> Path | None:
         if own or found:
             return (own or found)[0]
     return None
+
+
+def gpu_side(report: GpuReport, source: str) -> GpuSide:
+    """What the GPU layer was checked for, for verify's and doctor's JSON ``gpu``."""
+    target = report.target
+    return GpuSide(
+        capability=str(target.capability) if target else "",
+        name=target.name if target else "",
+        driver=str(target.driver) if target and target.driver else "",
+        source=source,
+        runs_on=tuple(map(str, report.runs_on)),
+        torch_cuda=report.torch_cuda,
+        files_read=report.files_read,
+    )
+
+
+def reading(choice: Choice) -> str:
+    """The progress line of the GPU layer's look."""
+    aim = f" for compute capability {choice.target}" if choice.target else ""
+    return f"reading the compiled modules' GPU code and symbols{aim} (ELF files)"
 
 
 def gpu_checks(site: Path, choice: Choice, profile: str) -> tuple[list[Check], GpuReport]:

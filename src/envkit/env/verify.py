@@ -17,9 +17,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import Check, CompatLookup, GpuSide, Report, Status
+from envkit.env.checks import Check, CompatLookup, Report, Status
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
-from envkit.env.gpuchecks import gpu_checks, site_packages
+from envkit.env.gpuchecks import gpu_checks, gpu_side, reading, site_packages
 from envkit.env.pairs import compat_check
 from envkit.errors import BadInput
 from envkit.gpu.detect import Choice
@@ -128,20 +128,10 @@ def assess(
     side = None
     site = site_packages(facts.sys_path, prefix) if gpu is not None else None
     if gpu is not None and site is not None:
-        aim = f" for compute capability {gpu.target}" if gpu.target else ""
-        progress(f"reading the compiled modules' GPU code and symbols{aim} (ELF files)")
+        progress(reading(gpu))
         found, gpu_report = gpu_checks(site, gpu, profile.name)
         checks.extend(found)
-        target = gpu_report.target
-        side = GpuSide(
-            capability=str(target.capability) if target else "",
-            name=target.name if target else "",
-            driver=str(target.driver) if target and target.driver else "",
-            source=gpu.source,
-            runs_on=tuple(map(str, gpu_report.runs_on)),
-            torch_cuda=gpu_report.torch_cuda,
-            files_read=gpu_report.files_read,
-        )
+        side = gpu_side(gpu_report, gpu.source)
     return Report(
         profile=profile.name, venv=Path(final), python=version, checks=tuple(checks), gpu=side
     )
