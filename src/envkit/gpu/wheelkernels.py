@@ -40,7 +40,6 @@ from envkit.gpu.arch import Target, target
 from envkit.gpu.assess import CORE_TORCH, CORE_VLLM
 from envkit.gpu.images import Images, from_groups, images
 from envkit.gpu.report import Role
-from envkit.index.asttables import SourceError, module_tables
 from envkit.index.pages import WheelFile
 from envkit.index.wheels import RemoteZip
 from envkit.io.atomicfile import create_binary, temporary_folder
@@ -48,6 +47,7 @@ from envkit.io.cache import GPU_KERNELS, BadEntry, Fields
 from envkit.io.http import Http, MiB
 from envkit.io.redaction import redact
 from envkit.releases.registry import requirements
+from envkit.releases.torchbuilds import version_cuda
 
 PROJECTS = ("vllm", "torch")
 TORCH_OPTIONAL = ("libtorch_cuda_linalg.so",)
@@ -350,15 +350,4 @@ def _facts(member: str, role: Role, size: int, path: Path) -> ModuleKernels:
 
 def _torch_cuda(small: dict[str, bytes], filename: str) -> str:
     """torch.version.cuda from ``torch/version.py`` ('' for a CPU build)."""
-    if "torch/version.py" not in small:
-        raise WheelError(f"{filename} has no torch/version.py.")
-    try:
-        text = small["torch/version.py"].decode("utf-8", "replace")
-        found = module_tables(text, filename="torch/version.py").get("cuda")
-    except SourceError as exc:
-        raise WheelError(str(exc)) from None
-    if found is None:
-        return ""
-    if not isinstance(found, str) or not _CUDA.fullmatch(found):
-        raise WheelError(f"torch/version.py in {filename} says cuda = {found!r:.40}.")
-    return found
+    return version_cuda(small, filename)

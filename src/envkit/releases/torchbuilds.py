@@ -155,6 +155,23 @@ def torch_cuda(scanner: Scanner, version: Version) -> str:
     return wheel_cuda(pick_wheel(scanner.files("torch"), version).url, scanner.http)
 
 
+def version_cuda(members: dict[str, bytes], wheel: str) -> str:
+    """torch.version.cuda as a torch wheel's ``torch/version.py`` (among ``members``) sets
+    it ('' for a CPU build, which says None); WheelError naming ``wheel`` otherwise."""
+    if "torch/version.py" not in members:
+        raise WheelError(f"{wheel} has no torch/version.py.")
+    try:
+        text = members["torch/version.py"].decode("utf-8", "replace")
+        found = module_tables(text, filename="torch/version.py").get("cuda")
+    except SourceError as exc:
+        raise WheelError(str(exc)) from None
+    if found is None:
+        return ""
+    if not isinstance(found, str) or not _CUDA.fullmatch(found):
+        raise WheelError(f"torch/version.py in {wheel} says cuda = {found!r:.40}, not a version.")
+    return found
+
+
 def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
     """The CUDA version the torch wheel at ``url`` was built with ('' if CPU), from its
     ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
@@ -165,18 +182,7 @@ def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
         if known is not None:
             return known
     name = redact(url.rsplit("/", 1)[-1])
-    texts = read_members(url, http, ["torch/version.py"])
-    if "torch/version.py" not in texts:
-        raise WheelError(f"{name} has no torch/version.py.")
-    try:
-        text = texts["torch/version.py"].decode("utf-8", "replace")
-        found = module_tables(text, filename="torch/version.py").get("cuda")
-    except SourceError as exc:
-        raise WheelError(str(exc)) from None
-    if found is None:
-        found = ""  # a CPU build says cuda = None
-    if not isinstance(found, str) or (found and not _CUDA.fullmatch(found)):
-        raise WheelError(f"torch/version.py in {name} says cuda = {found!r:.40}, not a version.")
+    found = version_cuda(read_members(url, http, ["torch/version.py"]), name)
     if cacheable:
         with _torch_cache:  # one writer at a time (the locker's threads)
             TORCH_BUILDS.store(sha256, {"cuda": found})
