@@ -63,7 +63,8 @@ def _no_image(report: ModuleReport, target: GpuTarget) -> Finding:
     able = toolkits_for(target.capability) or "no CUDA toolkit envkit knows"
     return Finding(
         code="no-kernel-image",
-        message=f"{report.path} has no kernel image for compute capability {target} "
+        message=f"{report.path} has no kernel image for compute capability {target}, "
+        f"sm_{target.capability.sm} "
         f"({report.coverage.describe()}; it holds {report.images.describe()}): its kernels "
         f"fail with {NO_IMAGE}",
         fix=f"install torch and vLLM builds compiled for {target.capability} ({able} can "
