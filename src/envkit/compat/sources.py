@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from envkit.compat import apisurface, receivers
 from envkit.compat.apisurface import Use
+from envkit.compat.callers import Callers
 from envkit.compat.conditions import INSTALLED
 from envkit.compat.guards import Guards, within
 from envkit.compat.loading import Loaders, Scope
@@ -25,9 +26,12 @@ _VERSIONED = re.compile(rb"__version__|version\(\s*[\"']transformers|TRANSFORMER
 class ReleaseProbe:
     """What the guards ask of the target release, its modules read on demand."""
 
-    def __init__(self, release: TransformersRelease) -> None:
+    def __init__(self, release: TransformersRelease, absent: frozenset[str] = frozenset()) -> None:
+        """``absent``: attribute names the release's classes surely lack (those a
+        removed-attribute finding is made of, but for names vLLM defines too)."""
         self.release = release
         self.version = release.version
+        self.absent = absent
 
     def module_exists(self, module: str) -> bool | None:
         self.release.load([module.rpartition(".")[0]])
@@ -39,6 +43,9 @@ class ReleaseProbe:
 
     def has_member(self, module: str, cls: str, name: str) -> bool | None:
         return self.release.has_member(module, cls, name)
+
+    def lacks(self, name: str) -> bool:
+        return name in self.absent
 
 
 class Sources:
@@ -52,6 +59,7 @@ class Sources:
         self._only: dict[str, list[tuple[int, int, tuple[str, ...]]]] = {}
         self._flags: dict[str, dict[str, object]] = {}
         self._types: dict[str, set[str]] = {}
+        self._callers: Callers | None = None
         self.paths = {p[:-3].removesuffix("/__init__").replace("/", "."): p for p in texts}
 
     def tree(self, path: str) -> ast.Module | None:
@@ -102,11 +110,14 @@ class Sources:
 
     def scope(self, loaders: Loaders, use: Use) -> Scope:
         """What a failure at the use breaks: the model types a ``model_type`` test around it
-        names, else what loads its code."""
+        names, else what loads its code, narrowed to what calls the function around it
+        (callers.py)."""
         self._guard(use.file)
         types = {
             t for a, b, found in self._only.get(use.file, ()) if a <= use.line <= b for t in found
         }
-        return (
-            Scope(False, (), tuple(sorted(types))) if types else loaders.scope(use.file, use.line)
-        )
+        if types:
+            return Scope(False, (), tuple(sorted(types)))
+        if self._callers is None or self._callers.loaders is not loaders:
+            self._callers = Callers(self.texts, self.tree, loaders)
+        return self._callers.scope(use.file, use.line)
