@@ -7,7 +7,8 @@
   by a model file and by a convertor a model-type table selects; a RoPE check refusing a dict
   whose ``rope_type`` and ``type`` differ or that has no ``rope_type``; model files importing
   a config class from transformers' top level, a name a module's ``__getattr__ =
-  deprecate_attr(...)`` answers, and reading ``tokenizer.add_bos_token``;
+  deprecate_attr(...)`` answers, and reading ``tokenizer.add_bos_token``; a module refusing
+  transformers 4 at import time;
 - transformers 4.57.6 (a top-level catalogue of model packages, no ``FalconH1Config``, the
   Gemma tokenizer defining ``add_bos_token``), 5.5.3 (Phi-3 and Phi-4-multimodal configs
   writing ``rope_type="longrope"`` for ``type`` su/yarn, Gemma 3's RoPE dict nested by layer
@@ -96,6 +97,18 @@ from vllm.transformers_utils.convertor import CONVERTORS, Base
 def layers(hf_config):
     return CONVERTORS.get(hf_config.model_type, Base)(hf_config).layers()
 """
+REQUIREMENT = """from importlib.metadata import version
+
+from packaging.version import Version
+
+if Version(version("transformers")) < Version("5.0.0"):
+    raise ImportError("Support for transformers 4 was removed")
+
+
+def later_feature():
+    if Version(version("transformers")) < Version("9.0.0"):
+        raise RuntimeError("needs transformers 9")
+"""
 MODELS = {
     "vllm/model_executor/models/gemma4.py": (
         "from vllm.transformers_utils.configs.gemma4 import layer_overrides\n\n\n"
@@ -125,6 +138,7 @@ def _vllm() -> Wheel:
         "vllm/transformers_utils/__init__.py": "",
         "vllm/transformers_utils/config.py": CONFIG,
         "vllm/transformers_utils/convertor.py": CONVERTOR,
+        "vllm/transformers_utils/requirement.py": REQUIREMENT,
         "vllm/transformers_utils/configs/__init__.py": "",
         "vllm/transformers_utils/configs/gemma4.py": GEMMA4_CONFIG,
         "vllm/model_executor/__init__.py": "",

@@ -120,6 +120,17 @@ def test_a_config_class_the_catalogue_lacks_is_a_missing_name(answers: Any) -> N
     assert "FalconH1Config" not in by_name(answers["5.5.3"])
 
 
+def test_a_module_raising_on_the_release_at_import_refuses_it(answers: Any) -> None:
+    refused = by_name(answers["4.57.6"])["transformers 4.57.6"]
+    assert refused["code"] == "refused-release"
+    assert (refused["file"], refused["line"]) == ("vllm/transformers_utils/requirement.py", 6)
+    assert refused["architectures"] == [] and refused["model_types"] == []  # vLLM itself
+    assert refused["detail"] == "vLLM raises: Support for transformers 4 was removed"
+    assert answers["4.57.6"]["ok"] is False
+    # a function raising below a release it is not: only when called, and not a refusal
+    assert not any(f["code"] == "refused-release" for f in answers["5.5.3"]["findings"])
+
+
 class Probe:
     """A release providing only the names it is given (and lacking the attributes named)."""
 

@@ -207,6 +207,10 @@ class Checker(Scanner):
             hits, unsure = import_findings(uses, target)
             hits = [h for h in hits if sources.live(h[3].file, h[3].line)]
             undecided |= {u.module for u in unsure if sources.live(u.file, u.line)}
+            refused = sources.refusals()
+            for file, line, _message in refused:
+                said = f"transformers {transformers}"
+                hits.append((Code.REFUSED_RELEASE, said, "", Use("", said, file, line)))
             clashes = startup.registrations_refused(self, sources, target, undecided)
             hits.extend(startup.clash_hits(clashes))
             if ref is not None:
@@ -216,6 +220,7 @@ class Checker(Scanner):
             where = loaders.result()
             findings = group(hits, lambda use: sources.scope(where, use))
             findings = startup.dated(self, findings, clashes, transformers)
+            findings = _said(findings, {(f, n): m for f, n, m in refused})
             findings += startup.config_conflicts(sources, str(transformers), configs.result())
             findings = self._serving(findings, transformers, where.architectures)
         report = CompatReport(
@@ -233,6 +238,17 @@ class Checker(Scanner):
             seconds=round(time.monotonic() - start, 3),
         )
         return report
+
+
+def _said(
+    findings: tuple[Incompatibility, ...], messages: Mapping[tuple[str, int], str]
+) -> tuple[Incompatibility, ...]:
+    """Refusals with what vLLM raises (its message, cut at a sentence's length)."""
+    out = []
+    for f in findings:
+        said = messages.get((f.file, f.line), "") if f.code is Code.REFUSED_RELEASE else ""
+        out.append(dataclasses.replace(f, detail=f"vLLM raises: {said[:200]}") if said else f)
+    return tuple(out)
 
 
 def _vllm_sources(archive: RemoteZip) -> dict[str, bytes]:

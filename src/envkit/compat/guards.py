@@ -13,6 +13,8 @@ installed release:
 - a helper that raises below a version (``self.check_version("5.2.0", ...)``), after which
   the rest of the block runs only on that version or newer; an ``if`` whose taken branch
   returns or raises ends its block the same way;
+- a module-level ``if <true for the release>: raise ...`` (vLLM 0.24's "Support for
+  Transformers v4 ... was removed"): importing the module raises, listed in ``refusals``;
 - a fallback import: ``try: from transformers.x import New`` ``except ImportError: from
   transformers.x import Old as New``. The handlers run only when the ``try`` body raises:
   when the release provides everything that body imports (and the body does nothing else
@@ -59,6 +61,7 @@ class Guards(Conditions):
         self.helpers: dict[str, _Helper] = {}
         self.dead: list[tuple[int, int]] = []
         self.only: list[tuple[int, int, tuple[str, ...]]] = []  # lines run for these types only
+        self.refusals: list[tuple[int, str]] = []  # (line, message) of import-time raises
 
     def dead_lines(self) -> list[tuple[int, int]]:
         """The line ranges that cannot run (and, in ``only``, those that run only for some
@@ -66,7 +69,19 @@ class Guards(Conditions):
         self._bind_module(self.tree.body)
         self._find_helpers(self.tree)
         self._block(self.tree.body, dict(self.env))
+        self._refusals(self.tree.body)
         return self.dead
+
+    def _refusals(self, body: list[ast.stmt]) -> None:
+        """Module-level ``if`` blocks that the release takes and that end in a raise."""
+        for stmt in body:
+            if not isinstance(stmt, ast.If) or self.truth(stmt.test, self.env) is not True:
+                continue
+            last = stmt.body[-1]
+            if isinstance(last, ast.Raise) and not within(self.dead, last.lineno):
+                self.refusals.append((last.lineno, _message(last)))
+            else:
+                self._refusals(stmt.body)
 
     # -- what names stand for
 
@@ -259,6 +274,16 @@ def _ends(body: list[ast.stmt], *, raises: bool = False) -> bool:
     return isinstance(last, ast.Raise) or (
         not raises and isinstance(last, (ast.Return, ast.Continue, ast.Break))
     )
+
+
+def _message(node: ast.Raise) -> str:
+    """The first string a raise gives its exception (implicit concatenation joined)."""
+    call = node.exc
+    if isinstance(call, ast.Call) and call.args:
+        first = call.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value
+    return ""
 
 
 def _harmless(stmt: ast.stmt) -> bool:

@@ -57,6 +57,7 @@ class Sources:
         self._trees: dict[str, ast.Module | None] = {}
         self._dead: dict[str, list[tuple[int, int]]] = {}
         self._only: dict[str, list[tuple[int, int, tuple[str, ...]]]] = {}
+        self._refused: dict[str, list[tuple[int, str]]] = {}
         self._flags: dict[str, dict[str, object]] = {}
         self._types: dict[str, set[str]] = {}
         self._callers: Callers | None = None
@@ -100,6 +101,17 @@ class Sources:
             guards = Guards(tree, self.probe, self.flags) if tree and self.probe else None
             self._dead[path] = guards.dead_lines() if guards else []
             self._only[path] = guards.only if guards else []
+            self._refused[path] = guards.refusals if guards else []
+
+    def refusals(self) -> list[tuple[str, int, str]]:
+        """``(file, line, message)`` of each module-level raise the release sets off (a
+        condition on its version, or a probe of it, that holds)."""
+        out: list[tuple[str, int, str]] = []
+        for path, data in self.texts.items():
+            if path.endswith(".py") and b"raise" in data and _VERSIONED.search(data):
+                self._guard(path)
+                out.extend((path, line, message) for line, message in self._refused[path])
+        return out
 
     def live(self, path: str, line: int) -> bool:
         """The line can run with the target release (False only when a guard rules it out)."""
