@@ -41,6 +41,7 @@ from compat_runtime_configs import CLASS_ONLY, CONFIGS
 from compat_runtime_steps import Step, child_env, run, run_startup
 
 GiB = 1024**3
+_TUPLES = ("architectures", "model_types", "config_values")  # lists in the results file
 # (vLLM, transformers, why): both sides of each known class, oldest vLLM first (pairs of one
 # vLLM share a torch, so they run one after another on a warm uv cache)
 DEFAULT_PAIRS = (
@@ -238,6 +239,9 @@ def run_compat(pair: Pair, s: Settings) -> Compat:
         Finding(
             str(f["code"]), str(f["name"]), str(f["file"]), int(f["line"]),
             tuple(str(a) for a in f.get("architectures") or ()),
+            tuple(str(t) for t in f.get("model_types") or ()),
+            str(f.get("config_key") or ""),
+            tuple(str(v) for v in f.get("config_values") or ()),
         )
         for f in data["findings"]
     )  # fmt: skip
@@ -312,7 +316,7 @@ def steps_from_json(result: dict[str, Any]) -> list[Step]:
 
 def compat_from_json(data: dict[str, Any]) -> Compat:
     findings = tuple(
-        Finding(**{**f, "architectures": tuple(f["architectures"])}) for f in data["findings"]
+        Finding(**{**f, **{k: tuple(f[k]) for k in _TUPLES if k in f}}) for f in data["findings"]
     )
     return Compat(**{**data, "findings": findings})
 

@@ -8,8 +8,11 @@ did at start-up, and the Markdown summary.
   loaded, when the harness writes one, and its class imported through the registry),
   compared only where vLLM itself imports.
 
-An architecture that needs a GPU to import (triton kernels compiled at import time, vLLM's
-CUDA extensions, cuda-python), one
+A config-level finding (config-conflict: a field of a config of that model type) is compared
+only where the harness loads a config of the architecture's model type, and one that holds
+only for some checkpoints (config_key, config_values) only when that config is one of them:
+an architecture flagged by nothing else is left out. An architecture that needs a GPU to
+import (triton kernels compiled at import time, vLLM's CUDA extensions, cuda-python), one
 that needs a package vLLM does not install (timm, librosa, terratorch) and one that fails
 with every transformers measured for its vLLM are not compat's business: they are left out
 of the comparison and counted under ``skipped``.
@@ -23,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat_runtime_configs import VLLM_WIDE_CONFIGS, model_type_of
+from compat_runtime_configs import CONFIGS, VLLM_WIDE_CONFIGS, model_type_of
 from compat_runtime_steps import Step
 
 START_UP = ("import-vllm", "config-package", "tokenizer:qwen2-bpe", "tokenizer:wordlevel")
@@ -43,9 +46,41 @@ class Finding:
     file: str
     line: int
     architectures: tuple[str, ...] = ()
+    model_types: tuple[str, ...] = ()  # compat's scope is these architectures and model types
+    # a config-conflict holds only for a checkpoint whose RoPE dict gives config_key one of
+    # config_values (compat's Incompatibility.applies_to)
+    config_key: str = ""
+    config_values: tuple[str, ...] = ()
 
     def said(self) -> str:
         return f"{self.code} {self.name} ({self.file}:{self.line})"
+
+    @property
+    def everywhere(self) -> bool:
+        return not self.architectures and not self.model_types
+
+    def testable(self, arch: str) -> bool:
+        """A config-level finding shows only when vLLM loads a config of the architecture's
+        model type: the harness writes one, or the class import is all it sees."""
+        return self.code != "config-conflict" or model_type_of(arch) is not None
+
+    def applies_to(self, arch: str) -> bool:
+        """Scoped to the architecture, and (when it depends on the checkpoint) true of the
+        config the harness loads for it: a class import cannot show a checkpoint's field."""
+        model_type = model_type_of(arch)
+        if arch not in self.architectures and (
+            not model_type or model_type not in self.model_types
+        ):
+            return False
+        if not self.config_key or not model_type:
+            return True  # (without a config the finding is not testable: see testable)
+        config = CONFIGS[model_type][1]
+        return any(
+            isinstance(rope, dict) and rope.get(self.config_key) in self.config_values
+            for part in (config, config.get("text_config"))
+            if isinstance(part, dict)
+            for rope in (part.get("rope_scaling"), part.get("rope_parameters"))
+        )
 
 
 @dataclass(frozen=True)
@@ -58,10 +93,10 @@ class Compat:
     seconds: float = 0.0
 
     def vllm_wide(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if not f.architectures)
+        return tuple(f for f in self.findings if f.everywhere)
 
     def scoped(self, arch: str) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if arch in f.architectures)
+        return tuple(f for f in self.findings if f.applies_to(arch))
 
 
 @dataclass(frozen=True)
@@ -184,8 +219,12 @@ def compare(steps: Iterable[Step], compat: Compat, always_fail: frozenset[str]) 
         if isinstance(outcome, str) or arch in always_fail:
             skipped[outcome if isinstance(outcome, str) else "fails with every transformers"] += 1
             continue
-        compared += 1
         flagged = compat.scoped(arch)
+        if flagged and not any(f.testable(arch) for f in flagged):
+            skipped["config-level findings only, and no config of its model type"] += 1
+            continue
+        flagged = tuple(f for f in flagged if f.testable(arch))
+        compared += 1
         if outcome.ok != bool(flagged):
             agree += 1
             continue
@@ -246,7 +285,9 @@ def markdown(results: Iterable[Mapping[str, Any]]) -> str:
         start = "ok" if c["runtime_ok"] else (c["failed_step"] or "not measured")
         compat = r["compat"]
         said = {True: "compatible", False: "not compatible", None: "no verdict"}[compat["ok"]]
-        wide = sum(1 for f in compat["findings"] if not f["architectures"])
+        wide = sum(
+            1 for f in compat["findings"] if not f["architectures"] and not f.get("model_types")
+        )
         if compat["ok"] is False:
             said += f" ({wide} vLLM-wide)"
         seen = f"{wide - len(c['unseen'])} / {wide}" if wide and c["runtime_ok"] is not None else ""

@@ -138,6 +138,16 @@ def compat_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def runtime_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A local index publishing runtime_world's wheels (one vLLM and three transformers)."""
+    import runtime_world as rw
+
+    folder = tmp_path_factory.mktemp("runtime-world")
+    with _published(folder, rw.wheels(), rw.upload_times) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def startup_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index publishing startup_world's wheels (two vLLM and five transformers)."""
     import startup_world as sw

@@ -36,6 +36,9 @@ class Probe:
         found = self.members.get((module, cls))
         return None if found is None else name in found
 
+    def lacks(self, name: str) -> bool:
+        return False
+
 
 def tree(text: str) -> ast.Module:
     return ast.parse(textwrap.dedent(text))

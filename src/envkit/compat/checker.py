@@ -22,23 +22,26 @@ Reports are cached per pair and index (report.py).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envkit.compat import apisurface, receivers, startup
+from envkit.compat import apisurface, modeldefined, receivers, startup
 from envkit.compat.apisurface import Use
 from envkit.compat.loading import MODELS_DIR, Loaders, Scope
 from envkit.compat.report import Code, CompatReport, Declared, Incompatibility, load_cached, store
 from envkit.compat.sources import ReleaseProbe, Sources
 from envkit.compat.transformers_source import TransformersRelease
+from envkit.errors import WheelError
 from envkit.index.pages import WheelFile, pick_wheel
 from envkit.index.wheels import RemoteZip
+from envkit.releases import modeltypes
 from envkit.releases.registry import Scanner, requirements
 
 __all__ = ["Checker", "Code", "CompatReport", "Incompatibility", "store"]
@@ -139,6 +142,28 @@ class Checker(Scanner):
             store(report, self.index)
         return report
 
+    def _serving(
+        self,
+        findings: tuple[Incompatibility, ...],
+        transformers: Version,
+        registered: frozenset[str],
+    ) -> tuple[Incompatibility, ...]:
+        """Findings that break model types name the architectures of vLLM's registry that
+        serve them too (transformers' auto model tables, and the classes named after them:
+        releases.modeltypes)."""
+        if not any(f.model_types for f in findings):
+            return findings
+        try:
+            tables = modeltypes.model_types(self, transformers)
+        except WheelError:
+            tables = {}
+        out = []
+        for f in findings:
+            serving = {a for t in f.model_types for a in modeltypes.serving(t, tables, registered)}
+            found = tuple(sorted((serving & registered) | set(f.architectures)))
+            out.append(dataclasses.replace(f, architectures=found) if f.model_types else f)
+        return tuple(out)
+
     def _check(self, vllm: Version, transformers: Version) -> CompatReport:
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
@@ -169,32 +194,35 @@ class Checker(Scanner):
                 against = pool.submit(self._open, rwheel, True, starts)
             loaders = pool.submit(Loaders, texts)
             target = opened.result()
+            target.config_classes = startup.config_classes(configs.result())
             target.load({u.module for u in uses})
             target.members_of(starts)
-            sources.probe = ReleaseProbe(target)
+            wheels = [vwheel, twheel]
+            ref = against.result() if against is not None else None
+            undecided: set[str] = set()
+            gone = surely_gone(texts, uses, ref, target, configs.result(), undecided)
+            shared = receivers.defined_by_vllm(texts, gone)
+            # what the release's classes surely lack: a probe of it answers False
+            sources.probe = ReleaseProbe(target, frozenset(gone) - shared)
             hits, unsure = import_findings(uses, target)
             hits = [h for h in hits if sources.live(h[3].file, h[3].line)]
-            undecided = {u.module for u in unsure if sources.live(u.file, u.line)}
+            undecided |= {u.module for u in unsure if sources.live(u.file, u.line)}
+            refused = sources.refusals()
+            for file, line, _message in refused:
+                said = f"transformers {transformers}"
+                hits.append((Code.REFUSED_RELEASE, said, "", Use("", said, file, line)))
             clashes = startup.registrations_refused(self, sources, target, undecided)
             hits.extend(startup.clash_hits(clashes))
-            wheels = [vwheel, twheel]
-            if against is not None:
-                ref = against.result()
+            if ref is not None:
                 wheels.append(ref.wheel)
-                hits.extend(
-                    attribute_hits(
-                        sources,
-                        uses,
-                        ref,
-                        target,
-                        newer=transformers > ref.version,
-                        undecided=undecided,
-                    )
-                )
+                code = Code.REMOVED_ATTRIBUTE if transformers > ref.version else None
+                hits.extend(attribute_hits(sources, gone, shared, code, undecided))
             where = loaders.result()
             findings = group(hits, lambda use: sources.scope(where, use))
             findings = startup.dated(self, findings, clashes, transformers)
+            findings = _said(findings, {(f, n): m for f, n, m in refused})
             findings += startup.config_conflicts(sources, str(transformers), configs.result())
+            findings = self._serving(findings, transformers, where.architectures)
         report = CompatReport(
             vllm=str(vllm),
             transformers=str(transformers),
@@ -210,6 +238,17 @@ class Checker(Scanner):
             seconds=round(time.monotonic() - start, 3),
         )
         return report
+
+
+def _said(
+    findings: tuple[Incompatibility, ...], messages: Mapping[tuple[str, int], str]
+) -> tuple[Incompatibility, ...]:
+    """Refusals with what vLLM raises (its message, cut at a sentence's length)."""
+    out = []
+    for f in findings:
+        said = messages.get((f.file, f.line), "") if f.code is Code.REFUSED_RELEASE else ""
+        out.append(dataclasses.replace(f, detail=f"vLLM raises: {said[:200]}") if said else f)
+    return tuple(out)
 
 
 def _vllm_sources(archive: RemoteZip) -> dict[str, bytes]:
@@ -258,26 +297,46 @@ def removed_members(
     return gone
 
 
+def _read_pattern(names: Iterable[str]) -> re.Pattern[bytes]:
+    return re.compile(rb"\.(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+
+
+def surely_gone(
+    texts: Mapping[str, bytes],
+    uses: list[Use],
+    reference: TransformersRelease | None,
+    target: TransformersRelease,
+    configs: Mapping[str, bytes],
+    undecided: set[str],
+) -> dict[str, str]:
+    """:func:`removed_members`, but for the names vLLM reads that a model-specific class of
+    the target defines (modeldefined.py): those are added to ``undecided``."""
+    gone = removed_members(uses, reference, target) if reference is not None else {}
+    if not gone:
+        return gone
+    pattern = _read_pattern(gone)
+    read = {m.group(0)[1:].decode() for data in texts.values() for m in pattern.finditer(data)}
+    for name in modeldefined.defined_by_models(target, gone, read, configs):
+        undecided.add(f"{name} (a model's own class in transformers {target.version} has it)")
+        del gone[name]
+    return gone
+
+
 def attribute_hits(
     sources: Sources,
-    uses: Iterable[Use],
-    reference: TransformersRelease,
-    target: TransformersRelease,
-    *,
-    newer: bool,
+    gone: dict[str, str],
+    shared: set[str],
+    code: Code | None,
     undecided: set[str],
 ) -> list[Hit]:
-    """Reads in vLLM (``obj.name``) of the names :func:`removed_members` finds, on lines the
-    target release can run. A name vLLM defines too counts only where the receiver is typed
+    """Reads in vLLM (``obj.name``) of the names :func:`removed_members` found gone, on
+    lines the target release can run, as ``code`` (missing-attribute when None: the target
+    is older). A name vLLM defines too (``shared``) counts only where the receiver is typed
     as transformers' (receivers.py); its other reads are added to ``undecided``."""
-    gone = removed_members(uses, reference, target)
     if not gone:
         return []
-    pattern = re.compile(
-        rb"\.(?:" + b"|".join(re.escape(n.encode()) for n in sorted(gone)) + rb")\b"
-    )
-    shared = receivers.defined_by_vllm(sources.texts, gone)
-    code = Code.REMOVED_ATTRIBUTE if newer else Code.MISSING_ATTRIBUTE
+    pattern = _read_pattern(gone)
+    code = code or Code.MISSING_ATTRIBUTE
     hits = []
     for path, data in sources.texts.items():
         if not pattern.search(data):

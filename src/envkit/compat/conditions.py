@@ -4,8 +4,11 @@ Three-valued: True, False, or None when it cannot be told. A name stands for the
 version (``transformers.__version__``, ``importlib.metadata.version("transformers")``,
 ``from transformers import __version__ as V``), a version literal, a string or a set of
 strings, a flag computed from those (here, or imported from another vLLM module), a
-transformers module or class (for ``hasattr`` probes) or a ``find_spec`` answer. guards.py
-walks the statements with it.
+transformers module or class (for ``hasattr`` probes) or a ``find_spec`` answer. A probe of
+an attribute the release lacks (``hasattr(config, "name")``, ``getattr(config, "name",
+False)``) on any receiver is False when the release's classes surely lack it (the
+reference's had it, none of the release's defines it and vLLM defines no such name: the
+same evidence a removed-attribute finding rests on). guards.py walks the statements with it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ class Probe(Protocol):
     def provides(self, module: str, name: str) -> bool | None: ...
 
     def has_member(self, module: str, cls: str, name: str) -> bool | None: ...
+
+    def lacks(self, name: str) -> bool:
+        """The release's classes surely lack attribute ``name`` (see the module's docstring)."""
+        ...
 
 
 class _Installed:
@@ -153,7 +160,14 @@ class Conditions:
         if called == "hasattr" and len(node.args) == 2 and first is not None:
             second = node.args[1]
             if isinstance(second, ast.Constant) and isinstance(second.value, str):
-                return self._hasattr(first, second.value, env)
+                found = self._hasattr(first, second.value, env)
+                return False if found is None and self.probe.lacks(second.value) else found
+        if called == "getattr" and len(node.args) == 3 and isinstance(node.func, ast.Name):
+            name, default = node.args[1], node.args[2]
+            falsy = isinstance(default, ast.Constant) and not default.value
+            if falsy and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                # the default is what it answers: its truth is all a condition asks
+                return False if self.probe.lacks(name.value) else None
         return None
 
     def _hasattr(self, owner: ast.expr, name: str, env: Mapping[str, Value]) -> bool | None:

@@ -12,7 +12,13 @@ installed release:
   ``importlib.util.find_spec("transformers.x")``;
 - a helper that raises below a version (``self.check_version("5.2.0", ...)``), after which
   the rest of the block runs only on that version or newer; an ``if`` whose taken branch
-  returns or raises ends its block the same way.
+  returns or raises ends its block the same way;
+- a module-level ``if <true for the release>: raise ...`` (vLLM 0.24's "Support for
+  Transformers v4 ... was removed"): importing the module raises, listed in ``refusals``;
+- a fallback import: ``try: from transformers.x import New`` ``except ImportError: from
+  transformers.x import Old as New``. The handlers run only when the ``try`` body raises:
+  when the release provides everything that body imports (and the body does nothing else
+  that could raise), they cannot run.
 
 Each condition is evaluated for the target release (three-valued: what cannot be told keeps
 both branches). :func:`dead_lines` returns the line ranges that cannot run, so a finding
@@ -55,6 +61,7 @@ class Guards(Conditions):
         self.helpers: dict[str, _Helper] = {}
         self.dead: list[tuple[int, int]] = []
         self.only: list[tuple[int, int, tuple[str, ...]]] = []  # lines run for these types only
+        self.refusals: list[tuple[int, str]] = []  # (line, message) of import-time raises
 
     def dead_lines(self) -> list[tuple[int, int]]:
         """The line ranges that cannot run (and, in ``only``, those that run only for some
@@ -62,7 +69,19 @@ class Guards(Conditions):
         self._bind_module(self.tree.body)
         self._find_helpers(self.tree)
         self._block(self.tree.body, dict(self.env))
+        self._refusals(self.tree.body)
         return self.dead
+
+    def _refusals(self, body: list[ast.stmt]) -> None:
+        """Module-level ``if`` blocks that the release takes and that end in a raise."""
+        for stmt in body:
+            if not isinstance(stmt, ast.If) or self.truth(stmt.test, self.env) is not True:
+                continue
+            last = stmt.body[-1]
+            if isinstance(last, ast.Raise) and not within(self.dead, last.lineno):
+                self.refusals.append((last.lineno, _message(last)))
+            else:
+                self._refusals(stmt.body)
 
     # -- what names stand for
 
@@ -164,6 +183,7 @@ class Guards(Conditions):
             if self._raises(stmt, env):
                 self._kill(body[index + 1 :])
                 return
+            self._fallbacks(stmt)
             if isinstance(stmt, ast.If):
                 types = self._model_types(stmt.test, env)
                 if types and stmt.body:
@@ -186,6 +206,35 @@ class Guards(Conditions):
                     continue
             for inner in _inner_blocks(stmt):
                 self._block(inner, dict(env))
+
+    def _fallbacks(self, stmt: ast.stmt) -> None:
+        """A ``try`` whose body cannot raise: its handlers cannot run."""
+        if isinstance(stmt, ast.Try) and self._cannot_raise(stmt.body):
+            for handler in stmt.handlers:
+                self._kill(handler.body)
+
+    def _cannot_raise(self, body: list[ast.stmt]) -> bool:
+        """Every statement is an import of transformers that the release answers, or one
+        that cannot raise (``pass``, a docstring, a name bound to a constant)."""
+        for stmt in body:
+            if isinstance(stmt, ast.ImportFrom):
+                module = stmt.module or ""
+                if stmt.level or module.split(".")[0] != "transformers":
+                    return False
+                if self.probe.module_exists(module) is not True:
+                    return False
+                names = [a.name for a in stmt.names if a.name != "*"]
+                if any(self.probe.provides(module, n) is not True for n in names):
+                    return False
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.name.split(".")[0] != "transformers":
+                        return False
+                    if self.probe.module_exists(alias.name) is not True:
+                        return False
+            elif not _harmless(stmt):
+                return False
+        return bool(body)
 
     def _model_types(self, test: ast.expr, env: Mapping[str, Value]) -> tuple[str, ...]:
         """``model_type in {"a", "b"}`` / ``x.model_type == "a"``: the model types it runs for."""
@@ -225,6 +274,27 @@ def _ends(body: list[ast.stmt], *, raises: bool = False) -> bool:
     return isinstance(last, ast.Raise) or (
         not raises and isinstance(last, (ast.Return, ast.Continue, ast.Break))
     )
+
+
+def _message(node: ast.Raise) -> str:
+    """The first string a raise gives its exception (implicit concatenation joined)."""
+    call = node.exc
+    if isinstance(call, ast.Call) and call.args:
+        first = call.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value
+    return ""
+
+
+def _harmless(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Assign):
+        simple = all(isinstance(t, ast.Name) for t in stmt.targets)
+        return simple and isinstance(stmt.value, ast.Constant)
+    return False
 
 
 def _inner_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:

@@ -106,7 +106,9 @@ class Loaders:
         self.config_types = self._config_types()  # config class -> the model types it serves
         self.class_files = self._class_files()
         seeds: dict[str, set[str]] = defaultdict(set)
-        for path, archs in _registry_files(texts, self.paths).items():
+        registry = _registry_files(texts, self.paths)
+        self.architectures = frozenset(a for archs in registry.values() for a in archs)
+        for path, archs in registry.items():
             seeds[path].update(f"arch:{a}" for a in archs)
         for cls, types in self.config_types.items():
             for path in self.class_files.get(cls, ()):
@@ -140,7 +142,7 @@ class Loaders:
                 continue
             table = {}
             for name, target in _LAZY_ENTRY.findall(data.decode("utf-8", "replace")):
-                found = self.paths.get(_absolute(module, True, target))
+                found = self.paths.get(absolute(module, True, target))
                 if found:
                     table[name] = found
             if table:
@@ -182,7 +184,7 @@ class Loaders:
         if match.group(4):
             names = [n.strip() for n in match.group(4).split(",")]
             return [p for n in names for p in self._with_parents(n)]
-        source = _absolute(module, is_package, match.group(2))
+        source = absolute(module, is_package, match.group(2))
         found = list(self._with_parents(source))
         table = self.lazy.get(source, {})
         for item in match.group(3).strip("()").split(","):
@@ -253,7 +255,7 @@ def _is_type_checking(header: str) -> bool:
     return re.match(r"if[ \t]+(?:typing\.)?TYPE_CHECKING[ \t]*:", header) is not None
 
 
-def _absolute(module: str, is_package: bool, target: str) -> str:
+def absolute(module: str, is_package: bool, target: str) -> str:
     """A relative module name (``.x``, ``..y.z``) made absolute from inside ``module``."""
     dots = len(target) - len(target.lstrip("."))
     if not dots:

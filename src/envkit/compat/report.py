@@ -29,6 +29,7 @@ class Code(str, Enum):
     MISSING_ATTRIBUTE = "missing-attribute"  # older: vLLM reads what came later
     REGISTRATION_CLASH = "registration-clash"  # vLLM registers a name transformers owns
     CONFIG_CONFLICT = "config-conflict"  # a config field vLLM sets that the config class rejects
+    REFUSED_RELEASE = "refused-release"  # vLLM raises on the release itself, at import time
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from envkit.compat import apisurface, receivers
 from envkit.compat.apisurface import Use
+from envkit.compat.callers import Callers
 from envkit.compat.conditions import INSTALLED
 from envkit.compat.guards import Guards, within
 from envkit.compat.loading import Loaders, Scope
@@ -25,9 +26,12 @@ _VERSIONED = re.compile(rb"__version__|version\(\s*[\"']transformers|TRANSFORMER
 class ReleaseProbe:
     """What the guards ask of the target release, its modules read on demand."""
 
-    def __init__(self, release: TransformersRelease) -> None:
+    def __init__(self, release: TransformersRelease, absent: frozenset[str] = frozenset()) -> None:
+        """``absent``: attribute names the release's classes surely lack (those a
+        removed-attribute finding is made of, but for names vLLM defines too)."""
         self.release = release
         self.version = release.version
+        self.absent = absent
 
     def module_exists(self, module: str) -> bool | None:
         self.release.load([module.rpartition(".")[0]])
@@ -40,6 +44,9 @@ class ReleaseProbe:
     def has_member(self, module: str, cls: str, name: str) -> bool | None:
         return self.release.has_member(module, cls, name)
 
+    def lacks(self, name: str) -> bool:
+        return name in self.absent
+
 
 class Sources:
     """vLLM's source files, each parsed once, with the lines the target release cannot run."""
@@ -50,8 +57,10 @@ class Sources:
         self._trees: dict[str, ast.Module | None] = {}
         self._dead: dict[str, list[tuple[int, int]]] = {}
         self._only: dict[str, list[tuple[int, int, tuple[str, ...]]]] = {}
+        self._refused: dict[str, list[tuple[int, str]]] = {}
         self._flags: dict[str, dict[str, object]] = {}
         self._types: dict[str, set[str]] = {}
+        self._callers: Callers | None = None
         self.paths = {p[:-3].removesuffix("/__init__").replace("/", "."): p for p in texts}
 
     def tree(self, path: str) -> ast.Module | None:
@@ -92,6 +101,17 @@ class Sources:
             guards = Guards(tree, self.probe, self.flags) if tree and self.probe else None
             self._dead[path] = guards.dead_lines() if guards else []
             self._only[path] = guards.only if guards else []
+            self._refused[path] = guards.refusals if guards else []
+
+    def refusals(self) -> list[tuple[str, int, str]]:
+        """``(file, line, message)`` of each module-level raise the release sets off (a
+        condition on its version, or a probe of it, that holds)."""
+        out: list[tuple[str, int, str]] = []
+        for path, data in self.texts.items():
+            if path.endswith(".py") and b"raise" in data and _VERSIONED.search(data):
+                self._guard(path)
+                out.extend((path, line, message) for line, message in self._refused[path])
+        return out
 
     def live(self, path: str, line: int) -> bool:
         """The line can run with the target release (False only when a guard rules it out)."""
@@ -102,11 +122,14 @@ class Sources:
 
     def scope(self, loaders: Loaders, use: Use) -> Scope:
         """What a failure at the use breaks: the model types a ``model_type`` test around it
-        names, else what loads its code."""
+        names, else what loads its code, narrowed to what calls the function around it
+        (callers.py)."""
         self._guard(use.file)
         types = {
             t for a, b, found in self._only.get(use.file, ()) if a <= use.line <= b for t in found
         }
-        return (
-            Scope(False, (), tuple(sorted(types))) if types else loaders.scope(use.file, use.line)
-        )
+        if types:
+            return Scope(False, (), tuple(sorted(types)))
+        if self._callers is None or self._callers.loaders is not loaders:
+            self._callers = Callers(self.texts, self.tree, loaders)
+        return self._callers.scope(use.file, use.line)

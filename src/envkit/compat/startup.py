@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from envkit.compat import configfields, registrations
+from envkit.compat import configfields, nestedrope, registrations
 from envkit.compat.apisurface import Use
 from envkit.compat.report import Code, Incompatibility
 from envkit.compat.sources import Sources
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from envkit.releases.registry import Scanner
 
 AUTO_MODULES = "transformers/models/auto/"
+_CLASS = re.compile(rb"^class[ \t]+(\w+)", re.M)
 Registration = registrations.Registration
 
 
@@ -116,18 +118,25 @@ def config_modules(url: str, http: Http) -> dict[str, bytes]:
     return archive.read(n for n in archive.members if configfields.CONFIG_MODULE.fullmatch(n))
 
 
+def config_classes(modules: Mapping[str, bytes]) -> frozenset[str]:
+    """The classes the config modules of :func:`config_modules` define."""
+    return frozenset(m.decode() for text in modules.values() for m in _CLASS.findall(text))
+
+
 def config_conflicts(
     sources: Sources, transformers: str, modules: Mapping[str, bytes]
 ) -> tuple[Incompatibility, ...]:
     """Config fields vLLM's loader refuses after the release's config classes (``modules``,
-    from :func:`config_modules`) rewrote them, scoped to each config module's model types."""
+    from :func:`config_modules`) rewrote them, scoped to each config module's model types:
+    one finding per conflict (``rope_type=longrope with type=yarn``), naming every config
+    module that writes it."""
     tree = sources.tree(VLLM_CONFIG)
     rules = [
         r
         for r in (configfields.vllm_rules(tree, VLLM_CONFIG) if tree else [])
         if sources.live(r.file, r.line)
     ]
-    out = []
+    grouped: dict[str, list[tuple[configfields.KeyRule, configfields.Rewrite, str]]] = {}
     for rule in rules:
         marker = f'["{rule.modern}"] ='.encode()
         found = [
@@ -137,32 +146,75 @@ def config_conflicts(
             for rewrite in configfields.rewrites(parsed, path, rule.modern, rule.legacy)
         ]
         for rewrite, failing in configfields.conflicts(rule, found):
-            out.append(_conflict(rule, rewrite, failing, transformers))
+            values = "/".join(failing)
+            name = f"{rule.modern}={rewrite.new} with {rule.legacy}={values}"
+            grouped.setdefault(name, []).append((rule, rewrite, values))
+    out = tuple(_conflict(name, seen, transformers) for name, seen in grouped.items())
+    return out + _nested(sources, transformers, modules)
+
+
+def _nested(
+    sources: Sources, transformers: str, modules: Mapping[str, bytes]
+) -> tuple[Incompatibility, ...]:
+    """RoPE dicts nested by layer type that vLLM's loader refuses whole (nestedrope.py)."""
+    tree = sources.tree(VLLM_CONFIG)
+    out = []
+    for rule in nestedrope.required_keys(tree, VLLM_CONFIG) if tree else []:
+        if not sources.live(rule.file, rule.line):
+            continue
+        marker = f'"{rule.key}"'.encode()
+        found = [
+            nested
+            for path, text in sorted(modules.items())
+            if marker in text and (parsed := _parse(text)) is not None
+            for nested in nestedrope.nested_dicts(parsed, path, rule.key)
+        ]
+        if not found:
+            continue
+        writers = ", ".join(dict.fromkeys(f"{n.file.rpartition('/')[2]}:{n.line}" for n in found))
+        layers = "/".join(dict.fromkeys(t for n in found for t in n.layer_types))
+        out.append(
+            Incompatibility(
+                code=Code.CONFIG_CONFLICT,
+                name=f"{rule.key} missing from a RoPE dict nested by layer type",
+                module=found[0].file[:-3].replace("/", "."),
+                file=rule.file,
+                line=rule.line,
+                detail=(
+                    f"transformers {transformers} writes one RoPE dict per layer type "
+                    f"({layers}; {writers}) with no {rule.key!r} of its own; vLLM's "
+                    f"{rule.function} refuses a dict without {rule.key!r}: every config of "
+                    "these model types fails to load"
+                ),
+                model_types=tuple(sorted({t for n in found for t in n.model_types})),
+            )
+        )
     return tuple(out)
 
 
 def _conflict(
-    rule: configfields.KeyRule,
-    rewrite: configfields.Rewrite,
-    failing: tuple[str, ...],
+    name: str,
+    seen: list[tuple[configfields.KeyRule, configfields.Rewrite, str]],
     transformers: str,
 ) -> Incompatibility:
-    values = "/".join(failing)
+    rule, rewrite, values = seen[0]
+    writers = list(dict.fromkeys(f"{w.file.rpartition('/')[2]}:{w.line}" for _r, w, _v in seen))
     return Incompatibility(
         code=Code.CONFIG_CONFLICT,
-        name=f"{rule.modern}={rewrite.new} with {rule.legacy}={values}",
+        name=name,
         module=rewrite.file[:-3].replace("/", "."),
         file=rule.file,
         line=rule.line,
+        places=len({(r.file, r.line) for r, _w, _v in seen}),
         detail=(
             f"transformers {transformers} writes {rule.modern}={rewrite.new!r} for "
-            f"{rule.legacy}={values} ({rewrite.file.rpartition('/')[2]}:{rewrite.line}) and keeps "
+            f"{rule.legacy}={values} ({', '.join(writers)}) and keeps "
             f"{rule.legacy!r}; vLLM refuses the two differing: a checkpoint giving "
             f"{rule.legacy}={values} fails to load"
         ),
-        model_types=rewrite.model_types,
+        model_types=tuple(sorted({t for _r, w, _v in seen for t in w.model_types})),
         config_key=rule.legacy,
-        config_values=failing,
+        config_values=tuple(values.split("/")),
     )
 
 

@@ -8,7 +8,9 @@ folder (``define_import_structure(_file)``), ``from .x import *``, and the names
 package or an alias module answers with another (5.x's ``XImageProcessorFast`` for
 ``XImageProcessor``). What
 the source cannot settle (a catalogue of hundreds of model packages, a base class outside
-transformers and the standard library) is None, never a guess.
+transformers and the standard library) is None, never a guess; but a catalogue's config
+classes (``FalconH1Config``) are settled by the models' configuration modules, which compat
+reads whole.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 from collections.abc import Iterable
 
 from envkit.compat import apisurface
-from envkit.compat.apisurface import ClassFacts, ModuleFacts
+from envkit.compat.modulefacts import ClassFacts, ModuleFacts, module_facts
 from envkit.compat.tfaliases import IMPORT_UTILS, INIT, AliasRules, read_rules
 from envkit.index.pages import WheelFile
 from envkit.index.wheels import RemoteZip
@@ -48,6 +50,8 @@ class TransformersRelease:
         self.facts: dict[str, ModuleFacts | None] = {}
         self.aliases: dict[str, str] = {}
         self._exported: frozenset[str] | None = None  # read once, when a catalogue is asked
+        # the classes the models' configuration modules define (when they were all read)
+        self.config_classes: frozenset[str] = frozenset()
         self._rules: AliasRules | None = None
 
     @property
@@ -100,7 +104,7 @@ class TransformersRelease:
                 if tree is None or path is None:
                     self.facts[module] = None
                     continue
-                facts = apisurface.module_facts(tree, module, path.endswith("__init__.py"))
+                facts = module_facts(tree, module, path.endswith("__init__.py"))
                 if facts.scans_folder and path.endswith("__init__.py"):
                     facts = dataclasses.replace(facts, stars=(*facts.stars, *self._siblings(path)))
                 self.facts[module] = facts
@@ -136,12 +140,19 @@ class TransformersRelease:
 
     def _provides(self, module: str, name: str, depth: int = 0) -> bool | None:
         facts = self.facts.get(module)
+        if facts is None and depth and module in self.facts and self.path(module) is None:
+            return False  # a star import of a module the wheel lacks brings nothing
         if facts is None or depth > 4:
             return None
         if name in facts.names or self.path(f"{module}.{name}"):
             return True
         if len(facts.stars) > MAX_STARS:
-            return True if name in self.exported_models() else None
+            if name in self.exported_models():
+                return True
+            if self.config_classes and name.endswith("Config"):
+                # model config classes live in the models' configuration modules, read whole
+                return name in self.config_classes
+            return None
         answers = [self._provides(star, name, depth + 1) for star in facts.stars]
         if any(answers):
             return True
