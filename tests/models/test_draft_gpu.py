@@ -119,3 +119,18 @@ def test_check_model_which_and_plan_refuse_builds_without_kernels_for_the_gpu(
     refused = envkit(*plan, "--gpu", "rtx-5090", cwd=tmp_path, env=offline)
     assert refused.code == 1 and refused.json()["command"] in ("", None)
     envkit(*plan, "--gpu", "rtx-4090", cwd=tmp_path, env=offline).assert_ok()
+
+
+def test_a_driver_alone_limits_the_cuda(world: indexserver.Server, tmp_path: Path) -> None:
+    """--driver without a GPU says which CUDA runs (NVIDIA's table), not which kernels: a
+    550 driver (CUDA 12.4) cannot run the CUDA 13.0 build Qwen3.5's only release pins."""
+    res = new(tmp_path / "envs", world, QWEN35, "--driver", "550.54.14")
+    res.assert_fails(1, mentioning="it runs CUDA 12.4 at most")
+    assert res.json()["message"].endswith(
+        "whose torch 2.14.0 needs CUDA 13.0 (NVIDIA driver 580.65.06 or newer)."
+    )
+    fine = new(tmp_path / "envs", world, QWEN35, "--driver", "580.95.05")
+    assert output("new-profile", fine.assert_ok().out)["solution"]["driver_cuda"] == "13.0"
+    envkit("verify", "vllm-0.8.5+qwen2-vl", "--driver", "550.54.14", cwd=tmp_path).assert_fails(
+        2, mentioning="--driver needs a GPU to check"
+    )

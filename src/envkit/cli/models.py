@@ -240,7 +240,7 @@ def new_profile(
 
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")
-    chosen = gpu_choice(target)  # checked before any network, like the name
+    chosen = gpu_choice(target, driver_alone=True)  # before any network, like the name
     config = load_model_config(model, revision=revision)
     driver = driver_cuda(cuda, chosen)
     scanner = Scanner(index_url(index), progress=render.progress)

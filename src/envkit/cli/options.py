@@ -171,14 +171,15 @@ def gpu_target_options(func: F) -> F:
     return func
 
 
-def gpu_choice(values: dict[str, Any], *, ask: bool = True) -> Choice:
+def gpu_choice(values: dict[str, Any], *, ask: bool = True, driver_alone: bool = False) -> Choice:
     """Take :func:`gpu_target_options`' values out of ``values`` and decide the target
     (BadInput naming a bad option); with none given, nvidia-smi's GPU (when ``ask``)."""
     from envkit.gpu.detect import choose
 
     return choose(
-        values.pop("gpu_name"), values.pop("compute_capability"), values.pop("driver"), ask=ask
-    )
+        values.pop("gpu_name"), values.pop("compute_capability"), values.pop("driver"),
+        ask=ask, driver_alone=driver_alone,
+    )  # fmt: skip
 
 
 def plan_options(func: F) -> F:

@@ -82,6 +82,7 @@ class Choice:
     target: GpuTarget | None
     source: str  # "--gpu rtx-5090", "nvidia-smi: NVIDIA A100 80GB (GPU 0 of 2)", ""
     smi: Smi | None = None  # when nvidia-smi was asked
+    driver: DriverVersion | None = None  # --driver without a GPU (new-profile takes it alone)
 
     @property
     def driver_cuda(self) -> str:
@@ -92,10 +93,16 @@ class Choice:
 
 
 def choose(
-    gpu: str | None, capability: str | None, driver: str | None, *, ask: bool = True
+    gpu: str | None,
+    capability: str | None,
+    driver: str | None,
+    *,
+    ask: bool = True,
+    driver_alone: bool = False,
 ) -> Choice:
     """The target from the options, else (with ``ask``) from nvidia-smi, else none. Each
-    option is checked where it enters: BadInput naming it."""
+    option is checked where it enters: BadInput naming it. ``--driver`` without a GPU is
+    refused unless ``driver_alone`` (a driver says which CUDA runs, not which kernels)."""
     named = cards.card(gpu) if gpu else None
     level = Capability.parse(capability, "--compute-capability") if capability else None
     version = DriverVersion.parse(driver, "--driver") if driver else None
@@ -113,6 +120,8 @@ def choose(
     found = smi() if ask else None
     seen = found.visible() if found is not None else None
     if seen is None:
+        if version is not None and driver_alone:
+            return Choice(None, f"--driver {driver}", found, version)
         if version is not None:
             raise BadInput(
                 "--driver needs a GPU to check: --gpu NAME or --compute-capability X.Y "
@@ -141,12 +150,12 @@ def driver_cuda(cuda: str | None, choice: Choice) -> str | None:
     says."""
     said = [cuda] if cuda else []
     target = choice.target
-    if target is not None and target.driver is not None:
-        newest = newest_cuda(target.driver)
+    driver = target.driver if target is not None else choice.driver
+    if driver is not None:
+        newest = newest_cuda(driver)
         if newest is None:
             raise BadInput(
-                f"driver {target.driver} is older than any CUDA envkit knows (11.8 needs "
-                "520.61.05).",
+                f"driver {driver} is older than any CUDA envkit knows (11.8 needs 520.61.05).",
                 "Install a newer NVIDIA driver.",
             )
         said.append(f"{newest[0]}.{newest[1]}")
