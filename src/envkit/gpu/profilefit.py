@@ -13,7 +13,9 @@ findings to each profile's verdict; new-profile's solver asks the same questions
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,7 +23,7 @@ from envkit.findings import Finding, Severity
 from envkit.gpu import kerneltable
 from envkit.gpu.arch import KNOWN, Capability
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
-from envkit.gpu.kerneltable import KernelTable
+from envkit.gpu.kerneltable import KernelTable, TorchBuild, VllmBuild
 from envkit.gpu.kernelverdict import BuildVerdict, Verdict
 from envkit.gpu.report import GpuTarget
 from envkit.profiles.profile import Profile
@@ -49,13 +51,31 @@ def checker(target: GpuTarget | None, table: KernelTable | None = None) -> GpuCh
     return lambda profile: on_gpu(profile, target, known)
 
 
+@dataclass(frozen=True)
+class Pinned:
+    """A profile's pinned vLLM and torch (the torch vLLM pins when the profile does not) and
+    their builds in the table (None where it lacks them)."""
+
+    vllm: str
+    torch: str
+    build: VllmBuild | None
+    torch_build: TorchBuild | None
+
+    @classmethod
+    def of(cls, profile: Profile, table: KernelTable) -> Pinned:
+        pins = profile.expected_versions()
+        vllm = pins.get("vllm", "")
+        build = table.vllm_build(vllm) if vllm else None
+        torch = pins.get("torch", "") or (build.torch if build is not None else "")
+        torch_build = table.torch_build(torch, build_cuda(profile) or None) if torch else None
+        return cls(vllm, torch, build, torch_build)
+
+
 def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
     """Where the profile's pinned vLLM and torch builds both have kernel images (the cards
     envkit knows, by compute capability); nothing when the table lacks either build."""
-    pins = profile.expected_versions()
-    build = table.vllm_build(pins.get("vllm", ""))
-    torch = pins.get("torch", "") or (build.torch if build is not None else "")
-    torch_build = table.torch_build(torch, build_cuda(profile) or None) if torch else None
+    pinned = Pinned.of(profile, table)
+    build, torch_build = pinned.build, pinned.torch_build
     if build is None or torch_build is None:
         return ()
     able = [
@@ -76,19 +96,13 @@ def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
 
 def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Finding, ...]:
     """The profile's pinned vLLM and torch build on ``target`` (see the module's text)."""
-    pins = profile.expected_versions()
-    vllm, torch = pins.get("vllm", ""), pins.get("torch", "")
+    pinned = Pinned.of(profile, table)
+    vllm, torch, build, torch_build = pinned.vllm, pinned.torch, pinned.build, pinned.torch_build
     cuda = build_cuda(profile)
     found: list[Finding] = []
-    gpu = target.capability
-    build = table.vllm_build(vllm) if vllm else None
-    verdicts: list[BuildVerdict] = []
-    if build is not None:
-        verdicts.append(build.on(gpu))
-        torch = torch or build.torch
-    torch_build = table.torch_build(torch, cuda or None) if torch else None
-    if torch_build is not None:
-        verdicts.append(torch_build.on(gpu))
+    verdicts: list[BuildVerdict] = [
+        b.on(target.capability) for b in (build, torch_build) if b is not None
+    ]
     for verdict in verdicts:
         if verdict.verdict is Verdict.NO_KERNEL_IMAGE:
             lacking = _no_image(verdict, target, table)
@@ -144,7 +158,7 @@ def _no_image(verdict: BuildVerdict, target: GpuTarget, table: KernelTable) -> F
 
 def releases_said(gpu: Capability, table: KernelTable | None = None) -> str:
     """' (the vLLM releases whose builds ... run from vLLM A to B)' for a fix; '' for none."""
-    found = releases_for(gpu, table or kerneltable.shipped())
+    found = releases_for(gpu, table) if table is not None else _shipped_releases_for(gpu)
     if not found:
         return ""
     first, newest = found
@@ -153,6 +167,13 @@ def releases_said(gpu: Capability, table: KernelTable | None = None) -> str:
         f" (the releases whose default builds, with the torch they pin, carry kernels for "
         f"{gpu}: {span})"
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _shipped_releases_for(gpu: Capability) -> tuple[str, str] | None:
+    """:func:`releases_for` on the shipped table, once per GPU and process (every fix of
+    every profile names it)."""
+    return releases_for(gpu, kerneltable.shipped())
 
 
 def releases_for(gpu: Capability, table: KernelTable) -> tuple[str, str] | None:
