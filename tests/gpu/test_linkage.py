@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from envkit.gpu.linkage import PackageLinkage, is_torch_symbol, site_linkage
 
+import elfbuild
 from helpers import envkit
 
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -175,16 +176,6 @@ CHECK_FAIL = "_ZN3c1010check_failEPKcRKNSt7__cxx1112basic_stringIcSt11char_trait
 SHIMS = ("aoti_torch_get_device_index", "aoti_torch_get_dtype", "torch_list_size")
 
 
-def compile_plain(source: str, out: Path, *flags: str) -> Path:
-    assert CXX is not None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    src = out.parent / (out.name + ".cpp")
-    src.write_text(source)
-    subprocess.run([CXX, "-shared", "-fPIC", str(src), "-o", str(out), *flags], check=True)
-    src.unlink()
-    return out
-
-
 def uses(*names: str) -> str:
     """C++ that calls ``names`` (C functions, or CHECK_FAIL by its label), left undefined."""
     lines = [f'extern "C" void f{i}() __asm__("{name}");' for i, name in enumerate(names)]
@@ -203,8 +194,8 @@ def torch_lib(root: Path, *, shims: bool = True, hash_style: str = "gnu") -> Pat
     """torch/lib with libc10.so (c10::check_fail) and libtorch_cpu.so (the stable ABI's
     shims, or nothing of them)."""
     lib = root / "torch" / "lib"
-    compile_plain(defines(CHECK_FAIL), lib / "libc10.so", f"-Wl,--hash-style={hash_style}")
-    compile_plain(defines(*SHIMS) if shims else "int other;\n", lib / "libtorch_cpu.so")
+    elfbuild.compile_so(defines(CHECK_FAIL), lib / "libc10.so", f"-Wl,--hash-style={hash_style}")
+    elfbuild.compile_so(defines(*SHIMS) if shims else "int other;\n", lib / "libtorch_cpu.so")
     return lib
 
 
@@ -212,7 +203,7 @@ def module(
     out: Path, lib: Path, *names: str, needs: tuple[str, ...] = ("c10", "torch_cpu")
 ) -> Path:
     link = [f"-L{lib}", "-Wl,--no-as-needed", *(f"-l{n}" for n in needs)]
-    return compile_plain(uses(*names), out, *link, "-Wl,--unresolved-symbols=ignore-all")
+    return elfbuild.compile_so(uses(*names), out, *link, "-Wl,--unresolved-symbols=ignore-all")
 
 
 @needs_cxx
@@ -352,7 +343,7 @@ def test_a_gnu_hash_whose_chains_no_bucket_reaches_are_left_out(tmp_path: Path) 
     """torch 2.14's libtorch_global_deps.so: a .gnu.hash of one empty bucket and no chains,
     though its symbol offset leaves four symbols after it. Valid: nothing is defined."""
     (tmp_path / "hidden.map").write_text("{ local: *; };\n")
-    lib = compile_plain(
+    lib = elfbuild.compile_so(
         'extern "C" void f(); extern "C" void g() { f(); }\n',
         tmp_path / "torch" / "lib" / "libtorch_global_deps.so",
         f"-Wl,--version-script={tmp_path / 'hidden.map'}",
