@@ -127,3 +127,46 @@ def _paragraphs(text: str) -> list[tuple[int, str]]:
             out.append((position, block))
         position += len(block)
     return out
+
+
+_ENV_CALLS = {"get", "getenv", "pop", "seconds_from_env", "seconds_setting"}
+
+
+def environment_variables_read() -> set[str]:
+    """Every environment variable envkit's source reads by name: ``os.environ.get("X")``,
+    ``os.environ["X"]``, ``os.getenv("X")``, the seconds settings, click's ``envvar="X"``."""
+    names: set[str] = set()
+    for path in (ROOT / "src" / "envkit").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                literals = [node.args[0]] if called in _ENV_CALLS and node.args else []
+                literals += [k.value for k in node.keywords if k.arg == "envvar"]
+                names |= {
+                    a.value
+                    for a in literals
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                }
+            elif isinstance(node, ast.Subscript) and "environ" in ast.unparse(node.value):
+                if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                    names.add(node.slice.value)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if re.fullmatch(r"ENVKIT_[A-Z0-9_]+", node.value):  # envkit's own, by any path
+                    names.add(node.value)
+    return {n for n in names if re.fullmatch(r"[A-Z][A-Z0-9_]+", n)}
+
+
+def test_every_environment_variable_envkit_reads_is_on_one_readme_page() -> None:
+    text = (ROOT / "README.md").read_text()
+    page = text.split("### Environment variables", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", page, flags=re.M))
+    read = environment_variables_read()
+    assert read, "the scan found no variable: it no longer sees how envkit reads them"
+    assert sorted(read - listed) == [], "read by envkit but missing from the README's page"
+    assert sorted(listed - read - _READ_BY_THE_LIBRARIES) == [], "listed but never read"
+
+
+# read for envkit by the libraries it hands the work to (huggingface_hub, click, uv), or
+# passed through to vLLM, and said on the page for that reason
+_READ_BY_THE_LIBRARIES = {"HF_TOKEN", "HF_HUB_OFFLINE", "COLUMNS"}
