@@ -5,7 +5,7 @@ is refused, naming the option or variable it came from: envkit writes index URLs
 headers and prints them, where such a character would start a line of its own (a
 requirement in a constraints file) or act on the terminal.
 
-Kept apart from the HTTP client (httpclient.py) so that commands which only validate a URL
+Kept apart from the HTTP client (io/http.py) so that commands which only validate a URL
 (build, lock) do not load an HTTP stack.
 """
 

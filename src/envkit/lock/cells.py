@@ -5,8 +5,8 @@ its **status** says what is published for it; a :class:`CellState` is one cell's
 its files and reason; the **manifest** (``constraints/<profile>/lock.json``) records the status
 of every cell locked from one profile **digest** (the profile file's content hash).
 
-Nothing here runs uv or writes a lock: lockmatrix.py locks, lockstate.py reads the files on
-disk and publishes, build.py installs a published lock.
+Nothing here runs uv or writes a lock: lock/locker.py locks, lock/states.py reads the files on
+disk and publishes, env/build.py installs a published lock.
 """
 
 from __future__ import annotations

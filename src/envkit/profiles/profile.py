@@ -131,7 +131,7 @@ PLATFORMS = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Matrix:
-    """The lock axes: every combination is a cell (see lockmatrix.py)."""
+    """The lock axes: every combination is a cell (see lock/cells.py)."""
 
     python: tuple[str, ...] = ()
     platforms: tuple[str, ...] = ("linux-x86_64",)

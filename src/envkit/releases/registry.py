@@ -7,7 +7,7 @@ or ``model_loader.py`` in older releases), its own config classes (``_CONFIG_REG
 transformers: ``CONFIG_MAPPING_NAMES`` of ``models/auto/configuration_auto.py`` (and of the
 generated ``auto_mappings.py`` in newer 5.x). Both: the requirement metadata.
 
-Sources are parsed with ``ast`` (astdata.py), never imported. Results are cached per release
+Sources are parsed with ``ast`` (index/asttables.py), never imported. Results are cached per release
 in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 """
 

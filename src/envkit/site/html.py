@@ -1,6 +1,6 @@
 """`envkit site`'s pages: plain HTML and CSS, a little vanilla JavaScript for the search, no
 server and no build step (they work from ``file://``). Every page is a pure function of the
-gathered data (sitedata.py): no clock, no absolute path, sorted everywhere, so the same
+gathered data (site/data.py): no clock, no absolute path, sorted everywhere, so the same
 caches give the same bytes.
 """
 
