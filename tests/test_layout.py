@@ -267,3 +267,83 @@ def test_files_are_read_only_through_io_files() -> None:
     offenders = {n: list(_reads(t)) for n, t in modules().items() if n not in MAY_OPEN}
     assert {n: r for n, r in offenders.items() if r} == {}, "read files with envkit.io.files"
     assert len(list(_reads(ast.parse("p.read_text()\nopen(x)\nos.open(x, 0)\n")))) == 3
+
+
+ARCHITECTURE = PACKAGE.parent.parent / "docs" / "architecture.md"
+
+
+def _table_rows() -> dict[str, set[str]]:
+    """docs/architecture.md's package table: each package (``root`` for envkit's own
+    modules) and the modules its last column names."""
+    rows: dict[str, set[str]] = {}
+    for line in ARCHITECTURE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and (cells[0] == "root" or cells[0].startswith("`")):
+            package = cells[0].strip("`").rstrip("/")
+            rows[package] = {m.strip("` ") for m in cells[2].split(",") if m.strip()}
+    return rows
+
+
+def test_the_architecture_page_names_every_module_in_its_package() -> None:
+    rows = _table_rows()
+    assert "root" in rows and "io" in rows, "the package table was not found"
+    actual: dict[str, set[str]] = {}
+    for name in modules():
+        parts = name.split(".")[1:]
+        if not parts or name.endswith("__main__") or _is_package(name):
+            continue
+        package = ".".join(parts[:-1]).replace(".", "/") or "root"
+        actual.setdefault(package, set()).add(parts[-1])
+    wrong = {}
+    for package in actual.keys() | rows.keys():
+        have, named = actual.get(package, set()), rows.get(package, set())
+        if have != named:
+            wrong[package] = (sorted(have - named), sorted(named - have))
+    assert wrong == {}, "package: (modules the page does not name, names with no module)"
+
+
+def test_every_dotted_name_on_the_architecture_page_exists() -> None:
+    """`pkg.module.name` references (or `module.name` inside a package) name real modules
+    and their top-level definitions: a function that moved makes the page lie."""
+    import re
+
+    known = modules()
+    packages = sorted({n for n in known if _is_package(n)}, key=len, reverse=True)
+    outside = ("click.", "json.", "shlex.", "sys.", "obj.", "os.", "subprocess.")
+    missing = []
+    text = ARCHITECTURE.read_text()
+    for ref in sorted(set(re.findall(r"`([a-z_]+(?:\.[A-Za-z_]+)+)`", text))):
+        if ref.startswith(outside) or ref.endswith((".json", ".md", ".py", ".toml")):
+            continue
+        if not any(_resolves(known, f"{base}.{ref}") for base in packages):
+            missing.append(ref)
+    assert missing == [], "named on docs/architecture.md but not found in the source"
+
+
+def _resolves(known: dict[str, ast.Module], dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 1, -1):
+        module = ".".join(parts[:cut])
+        if module in known:
+            return _defines(known[module], parts[cut:])
+    return False
+
+
+def _defines(tree: ast.Module, path: list[str]) -> bool:
+    body: list[ast.stmt] = tree.body
+    for part in path:
+        found = next((node for node in body if part in _bound_names(node)), None)
+        if found is None:
+            return False
+        body = getattr(found, "body", [])
+    return True
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.ImportFrom):
+        return [a.asname or a.name for a in node.names]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]

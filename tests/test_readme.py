@@ -151,9 +151,12 @@ def environment_variables_read() -> set[str]:
             elif isinstance(node, ast.Subscript) and "environ" in ast.unparse(node.value):
                 if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
                     names.add(node.slice.value)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if re.fullmatch(r"ENVKIT_[A-Z0-9_]+", node.value):  # envkit's own, by any path
-                    names.add(node.value)
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and re.fullmatch(r"ENVKIT_[A-Z0-9_]+", node.value)  # envkit's own, by any path
+            ):
+                names.add(node.value)
     return {n for n in names if re.fullmatch(r"[A-Z][A-Z0-9_]+", n)}
 
 
