@@ -22,7 +22,18 @@ from envkit.errors import BadInput
 
 @dataclass(frozen=True, order=True)
 class Capability:
-    """A GPU's compute capability, ``major.minor`` (8.6 for an RTX 3090)."""
+    """A GPU's compute capability, ``major.minor`` (8.6 for an RTX 3090).
+
+    >>> Capability.parse("8.6"), Capability.parse("sm_120"), Capability.parse("90")
+    (Capability(major=8, minor=6), Capability(major=12, minor=0), Capability(major=9, minor=0))
+    >>> Capability.parse("8.6").sm
+    86
+    >>> Capability(7, 5) < Capability(8, 0)
+    True
+    >>> Capability.parse("ampere")
+    Traceback (most recent call last):
+    envkit.errors.BadInput: compute capability 'ampere' is not a compute capability such as 8.6
+    """
 
     major: int
     minor: int
@@ -67,7 +78,19 @@ class Variant(str, Enum):
 
 @dataclass(frozen=True, order=True)
 class Target:
-    """One compiled target: ``sm_90a`` (SASS) or ``compute_80`` (PTX)."""
+    """One compiled target: ``sm_90a`` (SASS) or ``compute_80`` (PTX).
+
+    SASS runs on its major at or above its minor; PTX on anything at or above it (the driver
+    compiles it); an ``a`` target on exactly its capability.
+
+    >>> sass = target("sm_80")
+    >>> sass.runs_on(Capability(8, 6)), sass.runs_on(Capability(9, 0))
+    (True, False)
+    >>> target("compute_80").runs_on(Capability(9, 0))
+    True
+    >>> target("sm_90a").runs_on(Capability(9, 0)), str(target("sm_90a"))
+    (True, 'sm_90a')
+    """
 
     kind: Kind
     capability: Capability

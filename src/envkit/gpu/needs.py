@@ -28,7 +28,14 @@ class DriverNeed:
     build's own; ``linux_driver``: the NVIDIA Linux driver that gives it every feature (''
     for a CUDA release NVIDIA's table, as envkit has it, does not list); ``minor_compat_floor``:
     the oldest driver of that major that still runs it, without the newer features ('' when
-    envkit knows none)."""
+    envkit knows none).
+
+    >>> need = for_cuda("12.4")
+    >>> need.summary()
+    'CUDA 12.4 or newer (NVIDIA driver 550.54.14 or newer)'
+    >>> for_backend("cu128").cuda, for_backend("cpu")
+    ('12.8', None)
+    """
 
     cuda: str
     linux_driver: str

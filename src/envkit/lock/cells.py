@@ -35,6 +35,14 @@ MAX_MANIFEST_BYTES = 16 * 2**20  # lock.json of a matrix far larger than any rea
 
 
 class CellStatus(str, Enum):
+    """What a lock cell's published files are worth.
+
+    >>> CellStatus("source-only").usable, CellStatus.STALE.failing
+    (True, True)
+    >>> lock_exit_code([CellStatus.LOCKED, CellStatus.UNREACHABLE])
+    2
+    """
+
     LOCKED = "locked"  # resolved, wheels for every package
     SOURCE_ONLY = "source-only"  # resolved, but some package only as a source distribution
     UNRESOLVABLE = "unresolvable"  # uv found no solution (its reason is kept)
@@ -72,6 +80,13 @@ class TorchOrigin(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class Cell:
+    """One Python x platform x backend of a profile's lock matrix.
+
+    >>> cell = Cell(profile="p", python="3.12", platform="linux-x86_64", backend="cu124")
+    >>> cell.name, cell.pylock_name
+    ('py3.12-linux-x86_64-cu124', 'pylock.py312-linux-x86_64-cu124.toml')
+    """
+
     profile: str
     python: str
     platform: str
