@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import wheelhouse
 from bootlogs import FAILURES, log
+
 from envkit.io.uv import find_uv
 from envkit.serving.envpins import from_venv
+
+import wheelhouse
 from helpers import envkit
 
 
