@@ -91,6 +91,24 @@ class Images:
         widest = max(_breadth(targets) for targets, _ in self.groups)
         return tuple(targets for targets, _ in self.groups if _breadth(targets) == widest)
 
+    def main_targets(self) -> tuple[Target, ...]:
+        """What the verdict rests on, for messages: each target the main containers hold (their
+        union: vLLM's ``_C_stable_libtorch`` has ``sm_100`` in some and ``sm_100f`` in
+        another) whose GPUs every main container has an image for, by the rule :meth:`on`
+        uses. A PTX target is listed when every main container has PTX for its GPU, since
+        PTX is what runs on the newer GPUs it names."""
+        main = self.main
+
+        def everywhere(t: Target) -> bool:
+            if t.kind is Kind.PTX:
+                return all(
+                    any(p.kind is Kind.PTX and p.runs_on(t.capability) for p in g) for g in main
+                )
+            return all(covers(g, t.capability) for g in main)
+
+        union = {t for g in main for t in g}
+        return tuple(sorted(t for t in union if everywhere(t)))
+
     def on(self, gpu: Capability) -> Coverage:
         """The verdict for a GPU of capability ``gpu``."""
         covering = sum(count for targets, count in self.groups if covers(targets, gpu))
