@@ -325,7 +325,8 @@ def test_the_text_lists_kernels_from_every_main_container_group(tmp_path: Path) 
     build = wheel("vllm", "0.32.0", found)
     on = build_verdict("vLLM 0.32.0", build, cap("10.0"))
     assert on.verdict is Verdict.RUNS
-    assert on.has == "sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_100f, sm_120"
+    # sm_100f adds no GPU beside sm_100, as sm_90a none beside sm_90
+    assert on.has == "sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120"
     assert "sm_100" in on.reason
     # a target only one main group holds is not listed, and its GPU has no kernel image
     apart = module(member, (("sm_75", "sm_80", "sm_100"), 2), (("sm_70", "sm_75", "sm_80"), 1))
@@ -333,6 +334,8 @@ def test_the_text_lists_kernels_from_every_main_container_group(tmp_path: Path) 
     assert build_verdict("vLLM", split, cap("10.0")).verdict is Verdict.NO_KERNEL_IMAGE
     assert build_verdict("vLLM", split, cap("7.0")).verdict is Verdict.NO_KERNEL_IMAGE
     assert build_verdict("vLLM", split, cap("8.0")).has == "sm_75, sm_80"
+    alone = module(member, (("sm_90a", "sm_100f"), 2), (("sm_90a", "sm_100"), 1))
+    assert build_verdict("vLLM", wheel("vllm", "1", alone), cap("9.0")).has == "sm_90a, sm_100"
     # PTX is listed when every main group has PTX for its GPUs
     ptx = module(member, (("sm_80", "compute_80"), 2), (("sm_80", "compute_90"), 1))
     assert build_verdict("vLLM", wheel("vllm", "1", ptx), cap("8.0")).has == (
