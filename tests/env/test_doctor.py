@@ -188,3 +188,29 @@ def test_an_editable_install_and_its_source_metadata_are_one_copy(tmp_path: Path
         "duplicate-distribution"
     ]
     assert duplicates({"envkit": [linked, replace(source, version="0.2.0")]})
+
+
+def test_one_install_reached_through_lib64_and_lib_is_one_copy(tmp_path: Path) -> None:
+    """uv's lib64 -> lib link, with both paths on sys.path (a platlibdir of lib64 puts both
+    there; a .pth does here): one install, so no duplicate-distribution."""
+    from envkit.io.uv import find_uv
+
+    house = tmp_path / "house"
+    house.mkdir()
+    index = wheelhouse.write_index(
+        house, [wheelhouse.Wheel("tinydist", "1.0", {"tinydist/__init__.py": "x = 1\n"})]
+    )
+    venv = tmp_path / ".venv"
+    subprocess.run(
+        [find_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True
+    )
+    install_into(venv, index, "tinydist==1.0")
+    if not (venv / "lib64").exists():
+        (venv / "lib64").symlink_to("lib")
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "zz-lib64.pth").write_text(str(venv / "lib64" / site.parent.name / "site-packages"))
+    res = envkit(
+        "doctor", "--venv", str(venv), "--json", cwd=tmp_path, env={"PATH": no_gpu_path(tmp_path)}
+    )
+    codes = [f["code"] for f in json.loads(res.out)["findings"]]
+    assert "duplicate-distribution" not in codes, res.out

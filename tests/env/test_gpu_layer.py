@@ -159,3 +159,41 @@ def test_build_keeps_the_old_venv_when_the_new_one_has_no_kernels_for_the_gpu(
     failed = [c for c in again.json()["verify"]["checks"] if c["status"] == "fail"]
     assert {c["kind"] for c in failed} == {"gpu"}
     assert (project / ".venv" / "envkit-build.json").read_text() == marker
+
+
+def test_a_warning_is_not_fixed_by_the_build_that_just_ran(project: Path, tmp_path: Path) -> None:
+    """cupy's cuDNN bindings need a CUDA library the venv lacks, and vLLM never loads them:
+    a warning. Right after `envkit build` the fix says no action is needed unless they are
+    imported (that build is what a rebuild would make again); verify of the same venv later,
+    which may have drifted, also names the rebuild."""
+    staging = kernels(tmp_path / "wheel-files")
+    libs = elfbuild.built().root / "lib"
+    elfbuild.compile_so(
+        elfbuild.USES_CUDART, staging / "cupy_backends" / "cudnn.so", f"-L{libs}",
+        "-Wl,--no-as-needed", "-l:libcudart.so.13",
+    )  # fmt: skip
+    files = {str(p.relative_to(staging)): p.read_bytes() for p in staging.rglob("*") if p.is_file()}
+    vllm = wheelhouse.vllm()
+    vllm.files.update({k: v for k, v in files.items() if not k.startswith("torch/")})
+    torch = wheelhouse.torch("2.6.0", cuda="12.4")
+    torch.files.update({k: v for k, v in files.items() if k.startswith("torch/")})
+    index = wheelhouse.write_index(
+        tmp_path / "index",
+        [vllm, torch, wheelhouse.transformers("4.51.3", with_attribute=True)],
+    )
+    res = envkit("build", "good", "--json", *build_args(index), cwd=project, env=no_smi())
+    res.assert_ok()
+    after = {(c["kind"], c["name"]): c for c in res.json()["verify"]["checks"]}
+    warned = after["cuda", "cupy_backends/cudnn.so"]
+    assert warned["status"] == "warn" and "libcudart.so.13" in warned["detail"]
+    assert warned["fix"].startswith("no action is needed unless something imports cupy_backends")
+    assert "rebuild" not in warned["fix"] and "envkit build" not in warned["fix"]
+    text = envkit("build", "good", *build_args(index), cwd=project, env=no_smi())
+    shown = " ".join(text.out.split())
+    assert "no action is needed unless something imports cupy_backends" in shown, text.out
+    assert "rebuild" not in shown
+    later = envkit("verify", "good", "--json", cwd=project, env=no_smi())
+    later.assert_ok()
+    again = checks(later)["cuda", "cupy_backends/cudnn.so"]
+    assert again["fix"].startswith("no action is needed unless something imports cupy_backends")
+    assert again["fix"].endswith("rebuild: envkit build good")

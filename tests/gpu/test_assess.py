@@ -141,6 +141,7 @@ def test_a_standalone_cuda_package_lacking_a_library_is_a_warning(
     (mismatch,) = [f for f in report.findings if f.code == "cuda-runtime-mismatch"]
     assert mismatch.where == "cupy_backends/cudnn.so" and mismatch.severity is Severity.WARNING
     assert "cupy_backends does not link torch, so vLLM does not load it" in mismatch.message
+    assert mismatch.fix.startswith("no action is needed unless something imports cupy_backends")
     assert report.ok
 
 

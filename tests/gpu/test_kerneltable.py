@@ -295,3 +295,49 @@ def test_an_unreachable_pytorch_index_is_a_note(indexes: tuple[Path, Path], tmp_
     table = kerneltable.load(out.read_text())
     assert [t.cuda for t in table.torch] == ["12.4"] and table.problems == ()
     assert any("PyTorch index" in n and "not reachable" in n for n in table.notes)
+
+
+@elfbuild.needs_cxx
+def test_the_text_lists_kernels_from_every_main_container_group(tmp_path: Path) -> None:
+    """vLLM 0.32's _C_stable_libtorch: most main containers hold sm_100, one holds sm_100f
+    instead; each runs on 10.0, so the verdict says runs, and the text says sm_100 too (it
+    listed what every main container held alike, which left sm_100 out)."""
+    from envkit.gpu import fatbin, images
+    from envkit.gpu.kernelverdict import build_verdict
+
+    import fatbins
+    from fatbins import FAMILY, SASS, E
+
+    plain = fatbins.container(*fatbins.sass(75, 80, 86, 89, 90, 100, 120))
+    family = fatbins.container(*fatbins.sass(75, 80, 86, 89, 90), E(SASS, 100, FAMILY),
+                               E(SASS, 120))  # fmt: skip
+    so = fatbins.with_fatbin(
+        elfbuild.built().ext_stable,
+        fatbins.section(plain, plain, family),
+        tmp_path / "_C_stable_libtorch.abi3.so",
+    )
+    read = fatbin.read(so)
+    assert isinstance(read, fatbin.Fatbin)
+    held = images.images(read)
+    assert len(held.main) == 2  # two main container groups
+    member = "vllm/_C_stable_libtorch.abi3.so"
+    found = module(member, *((tuple(map(str, t)), n) for t, n in held.groups))
+    build = wheel("vllm", "0.32.0", found)
+    on = build_verdict("vLLM 0.32.0", build, cap("10.0"))
+    assert on.verdict is Verdict.RUNS
+    # sm_100f adds no GPU beside sm_100, as sm_90a none beside sm_90
+    assert on.has == "sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120"
+    assert "sm_100" in on.reason
+    # a target only one main group holds is not listed, and its GPU has no kernel image
+    apart = module(member, (("sm_75", "sm_80", "sm_100"), 2), (("sm_70", "sm_75", "sm_80"), 1))
+    split = wheel("vllm", "0.32.0", apart)
+    assert build_verdict("vLLM", split, cap("10.0")).verdict is Verdict.NO_KERNEL_IMAGE
+    assert build_verdict("vLLM", split, cap("7.0")).verdict is Verdict.NO_KERNEL_IMAGE
+    assert build_verdict("vLLM", split, cap("8.0")).has == "sm_75, sm_80"
+    alone = module(member, (("sm_90a", "sm_100f"), 2), (("sm_90a", "sm_100"), 1))
+    assert build_verdict("vLLM", wheel("vllm", "1", alone), cap("9.0")).has == "sm_90a, sm_100"
+    # PTX is listed when every main group has PTX for its GPUs
+    ptx = module(member, (("sm_80", "compute_80"), 2), (("sm_80", "compute_90"), 1))
+    assert build_verdict("vLLM", wheel("vllm", "1", ptx), cap("8.0")).has == (
+        "sm_80 + PTX compute_90"
+    )

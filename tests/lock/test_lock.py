@@ -50,9 +50,9 @@ def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Inde
     manifest = json.loads((folder / "lock.json").read_text())
     assert manifest["cells"][f"py{PY}-linux-x86_64-cu124"]["state"] == "locked"
     # deterministic: a second lock writes the same bytes
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     # plain uv, handed the published file, resolves the pinned transformers
     (repo / "in.txt").write_text("vllm==0.8.5\n")
     out = subprocess.run(
@@ -314,3 +314,37 @@ def test_an_unreadable_torch_wheel_is_no_verdict(tmp_path: Path) -> None:
     assert locker._torch_build(cell, pylock, TorchIndex.parse("default")) == ""
     assert len(said) == 1 and "torch 2.6.0's build in m / py3.12-linux-x86_64-cu124" in said[0]
     assert "not checked" in said[0]
+
+
+def test_git_status_lists_only_the_locks(repo: Path, indexes: Indexes) -> None:
+    """In a git repository, lock and publish leave nothing but their outputs to commit:
+    envkit's file locks are in a folder of its own whose .gitignore ignores it."""
+    from envkit.lock.cells import FILE_LOCKS
+
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "envs"], check=True)
+    subprocess.run([*git, "commit", "-qm", "profile"], check=True)
+    envkit("lock", "m", *lock_args(indexes), cwd=repo).assert_ok()
+    envkit("publish", "m", cwd=repo).assert_ok()
+    status = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=all"],
+        check=True, capture_output=True, text=True,
+    ).stdout.splitlines()  # fmt: skip
+    listed = sorted(line[3:] for line in status)
+    cells = [(p, plat) for p in (PY, OTHER) for plat in ("linux-aarch64", "linux-x86_64")]
+    assert all(line.startswith("?? ") for line in status)
+    assert listed == sorted(
+        [
+            "constraints/index.json",
+            "constraints/m/lock.json",
+            *(f"constraints/m/py{p}-{plat}-cu124.txt" for p, plat in cells),
+            *(
+                f"constraints/m/pylock.py{p.replace('.', '')}-{plat}-cu124.toml"
+                for p, plat in cells
+            ),
+        ]
+    )
+    # the file locks are there, for the next writer, only ignored
+    assert (repo / "constraints" / "m" / FILE_LOCKS / ".lock.json.lock").is_file()
+    assert (repo / "constraints" / FILE_LOCKS / ".index.json.lock").is_file()

@@ -99,12 +99,63 @@ def test_group_options_are_taken_after_the_subcommand_too(user: Path, tmp_path: 
     assert envkit("lock", "--version", cwd=user).out.startswith("envkit, version ")
 
 
-def test_shipped_profiles_are_not_locked_into_envkits_own_package(user: Path) -> None:
-    res = envkit("lock", "vllm-0.8.5+qwen2-vl", "--torch-index", "default", cwd=user)
-    assert res.code == 2 and "is a profile shipped with envkit" in res.err
-    assert "Copy it into a folder of yours and lock that: cp " in res.err
-    # reading their matrix is fine
-    assert envkit("matrix", "vllm-0.8.5+qwen2-vl", cwd=user).code == 0
+def test_a_shipped_profile_is_copied_to_the_users_folder_and_locked_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexes: Indexes
+) -> None:
+    """A fresh account (no user data folder, an empty HOME): `envkit lock SHIPPED`, which
+    build's and lock --check's fixes name, works; the profile and its published locks are
+    copied where new profiles go, said so, and the copy is locked there, never the package."""
+    from envkit.profiles.catalog import shipped_envs
+
+    data, home, work = tmp_path / "data", tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.setenv("HOME", str(home))
+    name = "vllm-0.8.5+qwen2-vl"
+    package = shipped_envs().parent / "constraints" / name
+    before = {f.name: f.read_bytes() for f in package.iterdir()}
+    res = envkit("lock", name, "--index-url", indexes.default, "--torch-index", "default",
+                 "--cell", CELL, cwd=work)  # fmt: skip
+    copy, locks = data / "envkit" / "envs" / f"{name}.toml", data / "envkit" / "constraints" / name
+    said = " ".join(res.err.split())
+    assert f"{name} is shipped with envkit" in said and f"copied it to {copy}" in said, res.err
+    assert f"locks in {locks}" in said and f"`envkit build {name}` installs these locks" in said
+    assert res.code in (0, 1), res.err
+    assert copy.read_bytes() == (shipped_envs() / f"{name}.toml").read_bytes()
+    # the copy's lock.json records the cell locked here (this offline index cannot resolve
+    # the profile's exclude_newer: unresolvable), and the other cell's published lock came along
+    cells = json.loads((locks / "lock.json").read_text())["cells"]
+    other_cell = next(c for c in cells if c != CELL)
+    assert cells[CELL]["state"] == "unresolvable" and cells[other_cell]["state"] == "locked"
+    assert (locks / f"{other_cell}.txt").read_bytes() == before[f"{other_cell}.txt"]
+    assert {f.name: f.read_bytes() for f in package.iterdir()} == before  # the package as it was
+    # every command now finds the copy first; a second lock says nothing of copying
+    again = envkit("matrix", name, "--json", cwd=work).json()
+    assert again["profiles"][0]["path"] == str(copy)
+    res = envkit("lock", name, "--check", cwd=work)
+    assert "shipped with envkit" not in res.err
+    # reading a shipped profile's matrix never copies it
+    other = "vllm-0.9.2"
+    assert envkit("matrix", other, cwd=work).code == 0
+    assert not (data / "envkit" / "envs" / f"{other}.toml").exists()
+
+
+def test_a_different_profile_of_that_name_is_never_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envkit.profiles.catalog import shipped_envs
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    name = "vllm-0.9.2"
+    mine = data / "envkit" / "envs" / f"{name}.toml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text(profile_text())
+    # named by path, the shipped file is shipped; the user's file of that name stays theirs
+    res = envkit("lock", str(shipped_envs() / f"{name}.toml"), cwd=tmp_path)
+    assert res.code == 2 and "is another profile of that name" in res.err
+    assert mine.read_text() == profile_text()
 
 
 def test_no_profiles_folder_says_where_drafts_go(

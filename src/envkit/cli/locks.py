@@ -18,6 +18,7 @@ from envkit.cli.options import (
 from envkit.errors import EXIT_OK, BadInput
 from envkit.io.uv import Uv
 from envkit.lock import states
+from envkit.lock.adopt import adopt, needs_copy
 from envkit.lock.cells import Place, check_exit_code, lock_exit_code, place
 from envkit.lock.locker import Locker, LockOptions
 from envkit.lock.torchsource import TorchIndex
@@ -26,11 +27,16 @@ from envkit.profiles.profile import Profile
 
 
 def _profiles(
-    state: State, names: tuple[str, ...], every: bool, writes: bool = False
+    state: State,
+    names: tuple[str, ...],
+    every: bool,
+    writes: str = "",
+    constraints: str | None = None,
 ) -> list[Profile]:
     """The profiles named (looked up as every command looks them up: ./envs, the user's
     folder, the shipped ones), or with ``every`` those of one folder (catalog.project).
-    ``writes``: locks will be written beside them, which the shipped ones refuse."""
+    ``writes`` (what the command does to them, "locks"): it writes beside them; a shipped one
+    is first copied to where new profiles go (lock.adopt), which is said, and the copy used."""
     if every == bool(names):
         raise BadInput("Name the profiles, or pass --all (not both).")
     catalog = Catalog.from_option(state.envs)
@@ -41,7 +47,18 @@ def _profiles(
         chosen = list(listing.profiles)
     else:
         chosen = [catalog.resolve(name) for name in names]
-    return [catalog.lockable(p) for p in chosen] if writes else chosen
+    if not writes:
+        return chosen
+    return [
+        _own(catalog, p, writes) if needs_copy(p, catalog.shipped(p), constraints) else p
+        for p in chosen
+    ]
+
+
+def _own(catalog: Catalog, profile: Profile, doing: str) -> Profile:
+    adopted = adopt(profile, catalog.writable())
+    render.note(adopted.note(place(adopted.profile).locks, doing))
+    return adopted.profile
 
 
 @click.command()
@@ -88,7 +105,9 @@ def lock(
 
     Writes constraints/<profile>/<cell>.txt and a PEP 751 pylock beside it.
     """
-    chosen = _profiles(state, profiles, every, writes=not (check or constraints))
+    chosen = _profiles(
+        state, profiles, every, writes="" if check else "locks", constraints=constraints
+    )
     locker = Locker(
         Uv(),
         LockOptions(
@@ -176,7 +195,9 @@ def publish(
     as_json: bool,
 ) -> int:
     """Write the locked cells and constraints/index.json (file, sha256, digest), atomically."""
-    chosen = _profiles(state, profiles, every, writes=not (to or constraints))
+    chosen = _profiles(
+        state, profiles, every, writes="" if to else "publishes", constraints=constraints
+    )
     result = states.publish(chosen, constraints, to)
     render.published(result, _places(chosen, constraints), as_json)
     return state.worst(EXIT_OK)

@@ -244,6 +244,7 @@ def build(
                 compat=options.compat,
                 gpu=options.gpu,
                 progress=progress,
+                built=True,
             )
             seconds["verify"] = time.monotonic() - start
             faults.fault_point("verified")

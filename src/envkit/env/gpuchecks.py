@@ -76,12 +76,16 @@ def reading(choice: Choice) -> str:
     return f"reading the compiled modules' GPU code and symbols{aim} (ELF files)"
 
 
-def gpu_checks(site: Path, choice: Choice, profile: str) -> tuple[list[Check], GpuReport]:
-    """The GPU layer's checks of the environment at ``site`` for ``choice``'s target."""
+def gpu_checks(
+    site: Path, choice: Choice, profile: str, *, built: bool = False
+) -> tuple[list[Check], GpuReport]:
+    """The GPU layer's checks of the environment at ``site`` for ``choice``'s target;
+    ``built``: the environment is the one ``envkit build`` has just made, so no fix says to
+    build it again."""
     report = assess(site, choice.target)
     said_apart = ("runs-on", "no-common-gpu")  # without a target: one check below says it
     checks = [
-        _from_finding(f, profile, choice.target)
+        _from_finding(f, profile, choice.target, built)
         for f in report.findings
         if f.code in KIND and f.code not in said_apart
     ]
@@ -157,13 +161,21 @@ def _runs_on(report: GpuReport) -> Check:
     )
 
 
-def _from_finding(finding: Finding, profile: str, target: GpuTarget | None) -> Check:
+def _from_finding(
+    finding: Finding, profile: str, target: GpuTarget | None, built: bool = False
+) -> Check:
     status = STATUS[finding.severity]
     fix = finding.fix
+    rebuild = shell_command(["envkit", "build", profile])
     if finding.code == "no-kernel-image" and target is not None:
         fix += releases_said(target.capability)
-    if finding.code in ("no-kernel-image", "cuda-runtime-mismatch", "kernels-do-not-link"):
-        fix = f"{fix}; then rebuild: {shell_command(['envkit', 'build', profile])}"
+    if finding.code == "cuda-runtime-mismatch" and status is Status.WARN:
+        # a module vLLM never loads: nothing to do unless it is imported. After a build,
+        # that build is what a rebuild would make again; an existing venv may have drifted
+        if not built:
+            fix = f"{fix}; or, if it was installed after the build, rebuild: {rebuild}"
+    elif finding.code in ("no-kernel-image", "cuda-runtime-mismatch", "kernels-do-not-link"):
+        fix = f"{fix}; then rebuild: {rebuild}"
     return Check(
         kind=KIND[finding.code],
         name=finding.code if not finding.where else finding.where,

@@ -27,12 +27,18 @@ def _distributions(wanted, every=False):
     from importlib import metadata
 
     found = {name: [] for name in wanted}
+    seen = set()  # each dist-info once: one folder seen through two sys.path entries is one
     for dist in metadata.distributions():
         name = _norm(dist.metadata["Name"] or "")
         if name not in found:
             if not every:
                 continue
             found[name] = []
+        info = _real(str(getattr(dist, "_path", "") or ""))
+        if info:
+            if info in seen:
+                continue
+            seen.add(info)
         location = ""
         try:
             location = str(dist.locate_file(""))
@@ -69,10 +75,13 @@ def _editable_project(dist):
 def _copies(top):
     """Every sys.path entry holding a module or package named ``top``."""
     out = []
+    seen = set()  # lib64 -> lib: one folder reached twice is one copy
     for index, entry in enumerate(sys.path):
         base = os.path.join(entry or os.getcwd(), top)
-        if os.path.isdir(base) or os.path.isfile(base + ".py"):
-            out.append({"index": index, "entry": _real(entry or os.getcwd())})
+        real = _real(entry or os.getcwd())
+        if real not in seen and (os.path.isdir(base) or os.path.isfile(base + ".py")):
+            seen.add(real)
+            out.append({"index": index, "entry": real})
     return out
 
 

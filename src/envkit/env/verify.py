@@ -65,11 +65,12 @@ def assess(
     compat: CompatLookup | None = None,
     gpu: Choice | None = NO_TARGET,
     progress: Progress = quiet,
+    built: bool = False,
 ) -> Report:
     """Turn probe facts into checks. ``shown`` is the path to report (after a move);
     ``gpu`` is the GPU the compiled modules are checked for (None: the GPU layer is not
     looked at, doctor does it itself); ``progress`` hears the compat look-up and the GPU
-    layer's check begin."""
+    layer's check begin; ``built``: ``venv`` is the one envkit build has just made."""
     prefix = os.path.realpath(venv)
     final = str(shown or venv)
 
@@ -129,7 +130,7 @@ def assess(
     site = site_packages(facts.sys_path, prefix) if gpu is not None else None
     if gpu is not None and site is not None:
         progress(reading(gpu))
-        found, gpu_report = gpu_checks(site, gpu, profile.name)
+        found, gpu_report = gpu_checks(site, gpu, profile.name, built=built)
         checks.extend(found)
         side = gpu_side(gpu_report, gpu.source)
     return Report(
@@ -318,16 +319,26 @@ def verify(
     compat: CompatLookup | None = None,
     gpu: Choice | None = NO_TARGET,
     progress: Progress = quiet,
+    built: bool = False,
 ) -> Report:
     """Gather facts in ``venv`` and assess them against ``profile`` (``gpu``: the GPU the
     compiled modules are checked for, :func:`assess`); ``torch`` is the torch
     build to demand when it is not the profile's own (``build --torch-backend``); ``compat``
     looks the installed vLLM + transformers pair up (compat.lookup); ``progress`` hears
-    each step begin (the imports, which for vLLM take seconds, then compat and kernels)."""
+    each step begin (the imports, which for vLLM take seconds, then compat and kernels);
+    ``built``: ``venv`` is the one envkit build has just made (no fix says to rebuild it)."""
     expected = torch or profile.torch
     imports = ", ".join(profile.checks.imports) or "nothing"
     progress(f"verifying {shown or venv}: importing {imports} in its interpreter (one run)")
     facts = gather(venv, profile)
     return assess(
-        profile, venv, facts, shown, torch=expected, compat=compat, gpu=gpu, progress=progress
+        profile,
+        venv,
+        facts,
+        shown,
+        torch=expected,
+        compat=compat,
+        gpu=gpu,
+        progress=progress,
+        built=built,
     )

@@ -45,6 +45,21 @@ def covers(targets: frozenset[Target] | set[Target], gpu: Capability) -> bool:
     return any(t.runs_on(gpu) for t in targets)
 
 
+def _gpus(t: Target) -> frozenset[Capability]:
+    return frozenset(c for c in KNOWN if t.runs_on(c))
+
+
+def _plainer(u: Target, t: Target) -> bool:
+    """Whether plain SASS ``u`` runs on every GPU the SASS variant ``t`` does (``sm_90``
+    for ``sm_90a``, ``sm_100`` for ``sm_100f``): then ``t`` adds no GPU to a list."""
+    return (
+        u.kind is t.kind is Kind.SASS
+        and u.variant is Variant.PLAIN
+        and t.variant is not Variant.PLAIN
+        and _gpus(t) <= _gpus(u)
+    )
+
+
 def _breadth(targets: frozenset[Target]) -> int:
     return sum(1 for t in targets if t.kind is Kind.SASS and t.variant is not Variant.ARCH)
 
@@ -90,6 +105,26 @@ class Images:
             return ()
         widest = max(_breadth(targets) for targets, _ in self.groups)
         return tuple(targets for targets, _ in self.groups if _breadth(targets) == widest)
+
+    def main_targets(self) -> tuple[Target, ...]:
+        """What the verdict rests on, for messages: each target the main containers hold (their
+        union: vLLM's ``_C_stable_libtorch`` has ``sm_100`` in some and ``sm_100f`` in
+        another) whose GPUs every main container has an image for, by the rule :meth:`on`
+        uses. A PTX target is listed when every main container has PTX for its GPU, since
+        PTX is what runs on the newer GPUs it names. A SASS variant whose GPUs a plain target
+        listed runs on too is left out (``sm_90a`` beside ``sm_90``, ``sm_100f`` beside
+        ``sm_100``)."""
+        main = self.main
+
+        def everywhere(t: Target) -> bool:
+            if t.kind is Kind.PTX:
+                return all(
+                    any(p.kind is Kind.PTX and p.runs_on(t.capability) for p in g) for g in main
+                )
+            return all(covers(g, t.capability) for g in main)
+
+        listed = sorted(t for t in {t for g in main for t in g} if everywhere(t))
+        return tuple(t for t in listed if not any(_plainer(u, t) for u in listed))
 
     def on(self, gpu: Capability) -> Coverage:
         """The verdict for a GPU of capability ``gpu``."""

@@ -38,14 +38,15 @@ class BuildVerdict:
 
 
 def has(modules: tuple[ModuleKernels, ...]) -> str:
-    """The targets every main container of the modules has, in one line (per module when
-    they differ): what the verdict rests on."""
+    """The targets the modules' main containers hold for GPUs every main container runs
+    on (:meth:`~envkit.gpu.images.Images.main_targets`, the verdict's own rule), in one line
+    (per module when they differ): what the verdict rests on."""
     lines: dict[str, list[str]] = {}
     for module in modules:
         held = module.images
         if held is None:
             continue
-        main = frozenset.intersection(*held.main)  # what every main container has
+        main = held.main_targets()
         sass = ", ".join(str(t) for t in sorted(main) if t.kind is Kind.SASS)
         ptx = " ".join(str(t) for t in sorted(main) if t.kind is Kind.PTX)
         line = f"{sass} + PTX {ptx}" if sass and ptx else sass or f"PTX {ptx}"

@@ -102,9 +102,16 @@ def cuda(reports: tuple[ModuleReport, ...]) -> list[Finding]:
                     if alone
                     else ""
                 ),
-                fix=f"install the {first.needed.family.value} library {first.needed.soname} "
-                "comes from, or builds of torch and its kernels made for the same CUDA "
-                "(envkit build PROFILE)",
+                fix=(
+                    f"no action is needed unless something imports {package} (vLLM does not); "
+                    f"to use it, install the {first.needed.family.value} library "
+                    f"{first.needed.soname} comes from, or a {package} build made for the CUDA "
+                    "torch brings"
+                    if alone
+                    else f"install the {first.needed.family.value} library "
+                    f"{first.needed.soname} comes from, or builds of torch and its kernels "
+                    "made for the same CUDA (envkit build PROFILE)"
+                ),
                 where=first.module,
             )
         )

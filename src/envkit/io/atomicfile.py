@@ -151,18 +151,18 @@ def _keep_mode_and_owner(fd: int, was: os.stat_result) -> None:
 
 
 @contextmanager
-def held(path: Path, *, wait: float = 120.0) -> Iterator[None]:
+def held(path: Path, *, wait: float = 120.0, folder: Path | None = None) -> Iterator[None]:
     """Hold the file lock of the shared file ``path`` across a read-modify-write of it
     (``index.json``, ``lock.json``): another envkit process doing the same waits, so no
     writer's changes are lost. The lock file is ``.NAME.lock`` beside the file (beside the
-    file a symlink leads to), kept for the next writer; the kernel releases it when a
-    holder dies, so a kill never leaves it held.
+    file a symlink leads to), or in ``folder`` (an existing one) when given, kept for the
+    next writer; the kernel releases it when a holder dies, so a kill never leaves it held.
 
     Raises BadInput when another process holds it for more than ``wait`` seconds, and
     FileSystemError when the lock file cannot be made (a read-only folder).
     """
     real = Path(os.path.realpath(path))
-    lock_path = real.with_name(f".{real.name}.lock")
+    lock_path = (folder or real.parent) / f".{real.name}.lock"
     lock = FileLock(str(lock_path))
     fault_point("file-lock")
     try:

@@ -16,16 +16,23 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UnreadableFile
+from envkit.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    FileSystemError,
+    UnreadableFile,
+)
 from envkit.gpu.needs import for_backend
-from envkit.io.atomicfile import write_atomic
-from envkit.io.files import MiB, read_small, read_small_text
+from envkit.io.atomicfile import held, write_atomic
+from envkit.io.files import MiB, present, read_small, read_small_text
 from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile
 
 MAX_LOCK_BYTES = 32 * MiB  # a cell's constraints or pylock: real ones are a few hundred KB
@@ -203,6 +210,28 @@ def constraints_root(profile: Profile, option: str | None = None) -> Path:
 
 def cell_folder(profile: Profile, option: str | None = None) -> Path:
     return constraints_root(profile, option) / profile.name
+
+
+FILE_LOCKS = ".envkit-filelocks"  # beside index.json and lock.json; its .gitignore ignores it
+
+
+@contextmanager
+def held_aside(path: Path) -> Iterator[None]:
+    """``io.atomicfile.held`` on the shared file ``path`` (``lock.json``, ``index.json``),
+    its lock file kept in a folder envkit owns beside it (``.envkit-filelocks/``) whose own
+    ``.gitignore`` ignores all of it: in a repository of locks, `git status` lists the
+    locks, never envkit's file locks."""
+    folder = Path(os.path.realpath(path)).parent / FILE_LOCKS
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise FileSystemError(folder, exc, "create") from None
+    if not present(folder / ".gitignore"):
+        write_atomic(
+            folder / ".gitignore", "# envkit's file locks, free between runs: never committed\n*\n"
+        )
+    with held(path, folder=folder):
+        yield
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from envkit.errors import (
 )
 from envkit.gpu.needs import backend_summary
 from envkit.io import faults, process
-from envkit.io.atomicfile import held, temporary_folder, write_atomic
+from envkit.io.atomicfile import temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
 from envkit.io.redaction import redact
@@ -51,6 +51,7 @@ from envkit.lock.cells import (
     cell_folder,
     cells,
     digest,
+    held_aside,
     read_lock,
 )
 from envkit.lock.reach import probe
@@ -343,7 +344,7 @@ class Locker:
         path = folder / "lock.json"
         # another lock of this profile (other cells, another terminal) merges its cells too:
         # read, merge and write under the file's lock, or one run's cells are lost
-        with held(path):
+        with held_aside(path):
             previous = Manifest.read(path)
             faults.fault_point("manifest-read")
             same = previous is not None and previous.digest == profile_digest

@@ -18,7 +18,7 @@ from typing import Any
 
 from envkit.errors import BadInput, EnvkitError, FileSystemError, StaleLocks, UnreadableFile
 from envkit.io import faults
-from envkit.io.atomicfile import held, temporary_folder, write_atomic
+from envkit.io.atomicfile import temporary_folder, write_atomic
 from envkit.io.escaping import shell_command
 from envkit.io.files import MiB, open_regular, read_small_text
 from envkit.lock import pylocks
@@ -34,6 +34,7 @@ from envkit.lock.cells import (
     digest,
     driver_dict,
     file_digest,
+    held_aside,
     read_lock,
     read_lock_bytes,
 )
@@ -166,7 +167,7 @@ def publish(profiles: Iterable[Profile], root: str | None, to: Path | None) -> d
         raise FileSystemError(target, exc, "create") from None
     # One publisher at a time reads, merges and writes index.json: four at once would
     # otherwise each write back what they read, and all but one lose their profiles.
-    with held(target / "index.json"):
+    with held_aside(target / "index.json"):
         previous = _index_entries(target / "index.json")
         faults.fault_point("index-read")
         copies = list(zip(entries, sources, strict=True)) if to is not None else []

@@ -81,20 +81,13 @@ class Catalog:
             f"when it exists, else into {str(user_envs())!r}), or pass --envs DIR.",
         )
 
-    def lockable(self, profile: Profile) -> Profile:
-        """``profile``, when its locks may be written beside its folder: not one of envkit's
-        shipped profiles (their locks are published with envkit) unless that folder is the
-        project's own (./envs or --envs: envkit's own repository). Raises BadInput."""
+    def shipped(self, profile: Profile) -> bool:
+        """Whether ``profile`` is one of envkit's shipped profiles (their locks are published
+        with envkit, which never writes into its own package), unless that folder is the
+        project's own (./envs or --envs: envkit's own repository)."""
         own = profile.path.resolve().parent
-        if own != shipped_envs().resolve() or any(
+        return own == shipped_envs().resolve() and not any(
             f.is_dir() and f.resolve() == own for f in self.folders[:1]
-        ):
-            return profile
-        raise BadInput(
-            f"{profile.name} is a profile shipped with envkit ({profile.path}); its locks "
-            "are published with envkit, and envkit does not write into its own package.",
-            f"Copy it into a folder of yours and lock that: cp {profile.path} "
-            f"{user_envs()}/ (or pass --constraints DIR to write the locks elsewhere).",
         )
 
     def list(self) -> ProfileListing:

@@ -1,6 +1,10 @@
 """The vLLM, transformers and torch an environment holds, for ``explain --venv/--profile``:
 read from the venv's ``*.dist-info/METADATA`` files (the interpreter is never run, so a venv
-whose vLLM cannot even import is read all the same), or from a profile's pins."""
+whose vLLM cannot even import is read all the same), or from a profile's pins.
+
+A distribution is known by the folder its ``dist-info`` really is: uv's ``lib64 -> lib`` link
+(and any other second path to one site-packages) shows one install twice, which is one install,
+not a mixed one."""
 
 from __future__ import annotations
 
@@ -32,12 +36,30 @@ class Installed:
         return self.versions.get(name, "")
 
 
+def _identity(path: Path) -> tuple[int, int] | str:
+    """What ``path`` really is: its device and inode, else its resolved path."""
+    try:
+        st = path.stat()
+    except OSError:
+        return str(path.resolve())
+    return (st.st_dev, st.st_ino)
+
+
 def _site_packages(venv: Path) -> list[Path]:
+    """Each site-packages of ``venv`` once, however many paths lead to it."""
     found = sorted(venv.glob("lib/python3*/site-packages")) + sorted(
         venv.glob("lib64/python3*/site-packages")
     )
     windows = venv / "Lib" / "site-packages"
-    return [*found, windows] if windows.is_dir() else found
+    if windows.is_dir():
+        found.append(windows)
+    seen: set[tuple[int, int] | str] = set()
+    out = []
+    for folder in found:
+        if (key := _identity(folder)) not in seen:
+            seen.add(key)
+            out.append(folder)
+    return out
 
 
 def _headers(metadata: Path) -> tuple[str, str]:
@@ -64,6 +86,7 @@ def from_venv(venv: Path) -> Installed:
             "Give --venv the folder `uv venv` or `python -m venv` made (it holds pyvenv.cfg).",
         )
     seen: dict[str, list[str]] = {}
+    infos: set[tuple[int, int] | str] = set()  # each dist-info once, by what it really is
     count = 0
     for folder in folders:
         for info in sorted(folder.glob("*.dist-info")):
@@ -73,6 +96,9 @@ def from_venv(venv: Path) -> Installed:
             stem = canonicalize_name(info.name.split("-", 1)[0])
             if stem not in WANTED or not (info / "METADATA").is_file():
                 continue
+            if (key := _identity(info)) in infos:
+                continue
+            infos.add(key)
             name, version = _headers(info / "METADATA")
             if canonicalize_name(name or stem) in WANTED and version:
                 seen.setdefault(canonicalize_name(name or stem), []).append(version)
