@@ -186,6 +186,7 @@ _TEMP_KINDS = (
     "check",
     "facts",
     "kernels",
+    "image",
 )  # every scratch folder envkit makes is one of these
 
 

@@ -104,10 +104,10 @@ def report(rep: Report, as_json: bool, place: Place | None = None) -> None:
         return
     if place is not None:
         where(place.path, place.locks)
-    _report_text(rep)
+    report_lines(rep)
 
 
-def _report_text(rep: Report) -> None:
+def report_lines(rep: Report) -> None:
     width = term_width()
     venv = str(rep.venv)
     echo(wrap(f"profile {rep.profile}  python {rep.python}  venv {venv}", "", "  "))
@@ -160,7 +160,7 @@ def build(result: BuildResult, as_json: bool) -> None:
     if result.where is not None:
         where(result.where.path, result.where.locks)
     if result.report is not None:
-        _report_text(result.report)
+        report_lines(result.report)
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items())
     source = (
         f"from the published lock of cell {result.cell}, {result.lock}"
