@@ -15,8 +15,13 @@ worker) in four lines:
 4. A request of ``max_model_len`` tokens must fit in the KV cache; concurrency is the number
    of such requests that fit at once.
 
-Vision models profile with the largest image the processor accepts: ``max_pixels`` over the
-pixels one vision token covers (``(patch_size x merge_size)^2``).
+Vision models profile with the largest image the processor is given (``max_pixels`` over the
+pixels one vision token covers, ``(patch_size x merge_size)^2``), as many as the encoder
+budget holds, before the KV cache is sized: that memory (``mmbudget``) comes out of the budget
+too, at the pixels asked and at the recommended ones. Without ``--free`` the whole card is
+taken as free, and the plan says so. When the context asked does not fit, a card that holds
+at least ``ROOMY_CONTEXT`` tokens at the utilisation asked is offered a shorter context there
+first, a higher utilisation second (a display or another process may need the rest).
 
 Without a safetensors index the weights are counted from config.json: the language model
 (shapes.py) and its vision and audio towers (towers.py). Without ``--max-model-len`` the
