@@ -149,10 +149,14 @@ def test_any_nvidia_smi_output_is_gpus_or_bad_input(text: str) -> None:
     ],
 )
 def test_the_cards_envkit_knows(name: str, memory: int, capability: tuple[int, int]) -> None:
-    assert cards.gpu(name) == (memory * GIB, capability)
+    card = cards.card(name)
+    assert (card.memory, (card.capability.major, card.capability.minor)) == (
+        memory * GIB,
+        capability,
+    )
 
 
 def test_an_unknown_card_names_the_closest() -> None:
     with pytest.raises(BadInput, match="Did you mean rtx-5090"):
-        cards.gpu("rtx-5900")
+        cards.card("rtx-5900")
     assert len({c.key for c in cards.CARDS}) == len(cards.CARDS) == len(cards.GPUS)

@@ -503,7 +503,7 @@ def test_without_max_model_len_the_plan_takes_vllms_default_and_says_so(tmp_path
     assert plan.recommended.max_model_len <= 131072
     text = envkit(
         "--envs", str(ROOT / "envs"), "plan", "vllm-0.33.0", str(MODELS / "Qwen3.5-9B"),
-        "--gpu-memory", "21GiB", cwd=tmp_path,
+        "--gpu-memory", "21GiB", "--mm-processor-kwargs", '{"max_pixels": 524288}', cwd=tmp_path,
     )  # fmt: skip
     flat = " ".join(text.out.split())
     assert "context 32768 tokens" in flat and "not asked: vLLM's default" in flat

@@ -17,7 +17,11 @@ from envkit.io.escaping import visible
 
 if TYPE_CHECKING:
     from envkit.env.checks import CompatLookup
+    from envkit.gpu.arch import Capability
+    from envkit.gpu.cards import Card
     from envkit.gpu.detect import Choice
+    from envkit.gpu.driver import DriverVersion
+    from envkit.serving.command import MmKwargs, MmLimits
     from envkit.serving.planning import Gpu, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -153,18 +157,94 @@ def compat_lookup(index: str | None) -> CompatLookup:
     return lookup(Checker(index_url(index), progress=render.progress))
 
 
-GPU_HELP = "A known card (rtx-5090, h100-80gb, t4, ...): its compute capability."
-CAPABILITY_HELP = "The GPU's compute capability (nvidia-smi's compute_cap) [or --gpu]."
+GPU_HELP = "A known card (rtx-4060, rtx-4090-laptop, h100-80gb, t4, ...): its compute capability."
+CAPABILITY_HELP = "The GPU's compute capability (nvidia-smi's compute_cap: 8.6, sm_86) [or --gpu]."
 DRIVER_HELP = "The NVIDIA driver version the GPU machine has (e.g. 550.54.14)."
+
+
+# One parser per kind of option value, for every command that takes it: a bad value is the
+# same BadInput, naming the option, wherever it is given.
+def parse_card(ctx: click.Context, _param: click.Parameter, value: str | None) -> Card | None:
+    """--gpu: a card envkit knows (:func:`envkit.gpu.cards.card`), by key or NVIDIA's name.
+    An unknown card's hint names what this command takes instead, and only that."""
+    from envkit.errors import BadInput
+    from envkit.gpu.cards import card
+
+    if value is None:
+        return None
+    try:
+        return card(value)
+    except BadInput as exc:
+        has = {opt for p in ctx.command.params for opt in p.opts}
+        instead = [
+            o for o in ("--compute-capability X.Y", "--gpu-memory SIZE") if o.split()[0] in has
+        ]
+        if not instead:
+            raise
+        raise BadInput(exc.message, f"{exc.hint} Or give {' and '.join(instead)}.") from None
+
+
+def parse_capability(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> Capability | None:
+    """--compute-capability: ``8.6``, ``12.0``, ``sm_86`` or ``86``."""
+    from envkit.gpu.arch import Capability
+
+    return Capability.parse(value, "--compute-capability") if value is not None else None
+
+
+def parse_driver(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> DriverVersion | None:
+    """--driver: ``550.54.14``."""
+    from envkit.gpu.driver import DriverVersion
+
+    return DriverVersion.parse(value, "--driver") if value is not None else None
+
+
+def size_parser(
+    *, allow_zero: bool = False
+) -> Callable[[click.Context, click.Parameter, str | None], int | None]:
+    """A size with a unit (``8GiB``, ``6.98GiB``, ``24GB``) for the option it is given to."""
+
+    def parse(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+        from envkit.gpu.cards import parse_size
+
+        name = param.opts[0] if param.opts else "size"
+        return parse_size(value, name, allow_zero=allow_zero) if value is not None else None
+
+    return parse
+
+
+def parse_mm_limits(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> MmLimits | None:
+    """--limit-mm-per-prompt: items per prompt, as vLLM takes it ('{"image": 2}')."""
+    from envkit.serving.command import MmLimits
+
+    return MmLimits.parse(value) if value is not None else None
+
+
+def parse_mm_kwargs(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> MmKwargs | None:
+    """--mm-processor-kwargs: the processor's overrides, as vLLM takes them."""
+    from envkit.serving.command import MmKwargs
+
+    return MmKwargs.parse(value) if value is not None else None
 
 
 def gpu_target_options(func: F) -> F:
     """The GPU a command checks for: --gpu, --compute-capability, --driver; with none of
     them, nvidia-smi's (see :func:`gpu_choice`)."""
     options = [
-        click.option("--gpu", "gpu_name", metavar="NAME", help=GPU_HELP),
-        click.option("--compute-capability", metavar="X.Y", help=CAPABILITY_HELP),
-        click.option("--driver", "driver", metavar="VERSION", help=DRIVER_HELP),
+        click.option("--gpu", "gpu_name", metavar="NAME", callback=parse_card, help=GPU_HELP),
+        click.option(
+            "--compute-capability", metavar="X.Y", callback=parse_capability, help=CAPABILITY_HELP
+        ),
+        click.option(
+            "--driver", "driver", metavar="VERSION", callback=parse_driver, help=DRIVER_HELP
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -186,18 +266,34 @@ def plan_options(func: F) -> F:
     """The GPU and the vLLM settings a memory plan takes (``plan``, ``serve``)."""
     options = [
         click.option(
-            "--gpu", "gpu_name", metavar="NAME", help="A known card (rtx-2070, t4, a100-80gb, ...)."
+            "--gpu",
+            "gpu_name",
+            metavar="NAME",
+            callback=parse_card,
+            help="A known card (rtx-4060, rtx-3080-laptop-16gb, t4, a100-80gb, ...).",
         ),
         click.option(
-            "--gpu-memory", metavar="SIZE", help="The GPU's memory, with a unit: 8GiB, 24GB."
+            "--gpu-memory",
+            metavar="SIZE",
+            callback=size_parser(),
+            help="The GPU's memory, with a unit: 8GiB, 24GB.",
         ),
         click.option(
             "--compute-capability",
             metavar="X.Y",
-            help="The card's compute capability (below 8.0: no bfloat16) [or --gpu].",
+            callback=parse_capability,
+            help="The card's compute capability: 7.5, sm_86 (below 8.0: no bfloat16) [or --gpu].",
         ),
-        click.option("--driver", "driver", metavar="VERSION", help=DRIVER_HELP),
-        click.option("--free", metavar="SIZE", help="Memory free on the GPU before vLLM starts."),
+        click.option(
+            "--driver", "driver", metavar="VERSION", callback=parse_driver, help=DRIVER_HELP
+        ),
+        click.option(
+            "--free",
+            metavar="SIZE",
+            callback=size_parser(),
+            help="Memory free on the GPU before vLLM starts (nvidia-smi --query-gpu="
+            "memory.free --format=csv) [default: the whole card].",
+        ),
         click.option(
             "--gpu-memory-utilization",
             "utilization",
@@ -224,7 +320,24 @@ def plan_options(func: F) -> F:
             default="1GiB",
             show_default=True,
             metavar="SIZE",
+            callback=size_parser(allow_zero=True),
             help="Activation peak and CUDA graphs, outside weights and KV cache.",
+        ),
+        click.option(
+            "--limit-mm-per-prompt",
+            "mm_limits",
+            metavar="JSON",
+            callback=parse_mm_limits,
+            help="Items per prompt for each modality, as vLLM takes it: '{\"image\": 2}' "
+            "(0 turns a modality off) [default: vLLM's].",
+        ),
+        click.option(
+            "--mm-processor-kwargs",
+            "mm_kwargs",
+            metavar="JSON",
+            callback=parse_mm_kwargs,
+            help="The processor's overrides, as vLLM takes them: '{\"max_pixels\": 524288}' "
+            "(images are profiled at max_pixels).",
         ),
         revision_option,
     ]
@@ -255,6 +368,8 @@ PLAN_KEYS = (
     "dtype",
     "kv_cache_dtype",
     "reserve",
+    "mm_limits",
+    "mm_kwargs",
     "revision",
 )
 
@@ -262,7 +377,6 @@ PLAN_KEYS = (
 def plan_values(ctx: click.Context, values: dict[str, Any]) -> PlanOptions:
     """Take :func:`plan_options`' values out of ``values`` (a command's keyword arguments)
     and check them: sizes, the card, the capability (BadInput naming the option)."""
-    from envkit.gpu.cards import parse_size
     from envkit.gpu.detect import choose
     from envkit.serving.planning import Settings, gpu_from_options
 
@@ -280,7 +394,9 @@ def plan_values(ctx: click.Context, values: dict[str, Any]) -> PlanOptions:
         max_model_len=raw["max_model_len"],
         dtype=raw["dtype"],
         kv_cache_dtype=raw["kv_cache_dtype"],
-        reserve=parse_size(raw["reserve"], "--reserve", allow_zero=True),
+        reserve=raw["reserve"],
+        mm_limits=raw["mm_limits"],
+        mm_kwargs=raw["mm_kwargs"],
         revision=raw["revision"],
     )
     target = choose(raw["gpu_name"], raw["compute_capability"], raw["driver"], ask=False)

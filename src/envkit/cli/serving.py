@@ -366,7 +366,7 @@ def _planned_args(
     loaded: Profile, model: str, asked: PlanOptions, no_plan: bool
 ) -> tuple[list[str], list[str]]:
     """The plan's vllm serve arguments and what to say about them."""
-    from envkit.serving.command import serve_args
+    from envkit.serving.command import serve_args, shell_words
     from envkit.serving.planning import asked_args, gpu_from_nvidia_smi, plan_for
 
     if no_plan:
@@ -389,7 +389,7 @@ def _planned_args(
             "defaults anyway.",
         )
     args = serve_args(result.recommended, asked.settings.kv_cache_dtype)
-    notes = [f"plan ({gpu.source}): {' '.join(args)}"]
+    notes = [f"plan ({gpu.source}): {shell_words(args)}"]
     notes += [f"plan: {p.code}: {p.message} (so: {p.fix})" for p in result.problems if p.fix]
     return args, notes
 

@@ -93,22 +93,20 @@ class Choice:
 
 
 def choose(
-    gpu: str | None,
-    capability: str | None,
-    driver: str | None,
+    named: cards.Card | None,
+    level: Capability | None,
+    version: DriverVersion | None,
     *,
     ask: bool = True,
     driver_alone: bool = False,
 ) -> Choice:
-    """The target from the options, else (with ``ask``) from nvidia-smi, else none. Each
-    option is checked where it enters: BadInput naming it. ``--driver`` without a GPU is
-    refused unless ``driver_alone`` (a driver says which CUDA runs, not which kernels)."""
-    named = cards.card(gpu) if gpu else None
-    level = Capability.parse(capability, "--compute-capability") if capability else None
-    version = DriverVersion.parse(driver, "--driver") if driver else None
+    """The target from the options (parsed where they enter, ``cli.options``), else (with
+    ``ask``) from nvidia-smi, else none. ``--driver`` without a GPU is refused unless
+    ``driver_alone`` (a driver says which CUDA runs, not which kernels)."""
+    driver = str(version) if version is not None else None
     if named is not None and level is not None and named.capability != level:
         raise BadInput(
-            f"--gpu {gpu} has compute capability {named.capability}, not {level}.",
+            f"--gpu {named.key} has compute capability {named.capability}, not {level}.",
             "Give one of --gpu and --compute-capability.",
         )
     if named is not None or level is not None:

@@ -50,7 +50,8 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
     def gib(n: int) -> str:
         return f"{n / GIB:.2f} GiB" if n > 0 else "none"
 
-    echo(f"GPU: {mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free")
+    assumed = " (assumed: no --free)" if num.free_assumed else ""
+    echo(f"GPU: {mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free{assumed}")
     # one table, the utilisation asked beside the recommended one: every number says which
     rows = [
         ("", "AS ASKED", "RECOMMENDED", "HOW"),
@@ -74,14 +75,35 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
         ("requests at once", f"{num.concurrency_asked:g}", f"{num.concurrency:g}",
          "full-length requests the KV cache holds together"),
     ]  # fmt: skip
-    if result.mm:
+    if mm := result.mm:
+        per_prompt = (
+            f"{mm.items_per_prompt} per prompt (--limit-mm-per-prompt)"
+            if mm.items_per_prompt is not None
+            else "vLLM's 999 per prompt"
+        )
+        asked = (
+            f"--mm-processor-kwargs max_pixels {mm.asked_max_pixels}"
+            if mm.asked_max_pixels != mm.max_pixels
+            else f"the model's {mm.max_pixels} pixels ({mm.source})"
+        )
+        rows.insert(
+            5,
+            (
+                "image profiling",
+                gib(mem.mm_profile),
+                gib(mem.recommended_mm_profile),
+                f"{mm.profiled_items_asked} | {mm.profiled_items} images at once (the encoder "
+                f"budget, {mm.encoder_budget} tokens, over an image's; {per_prompt}): their "
+                "embeddings and vision activations, estimated",
+            ),
+        )
         rows.append(
             (
                 "images",
-                f"{result.mm.max_image_tokens} tokens",
-                f"{result.mm.recommended_max_pixels // result.mm.pixels_per_token} tokens",
-                f"per image at most: {result.mm.max_pixels} pixels ({result.mm.source}); "
-                f"recommended max_pixels {result.mm.recommended_max_pixels}",
+                f"{mm.asked_max_pixels // mm.pixels_per_token} tokens",
+                f"{mm.recommended_max_pixels // mm.pixels_per_token} tokens",
+                f"per image at most: as asked {asked}; recommended max_pixels "
+                f"{mm.recommended_max_pixels}",
             )
         )
     echo(table(rows))

@@ -15,8 +15,13 @@ worker) in four lines:
 4. A request of ``max_model_len`` tokens must fit in the KV cache; concurrency is the number
    of such requests that fit at once.
 
-Vision models profile with the largest image the processor accepts: ``max_pixels`` over the
-pixels one vision token covers (``(patch_size x merge_size)^2``).
+Vision models profile with the largest image the processor is given (``max_pixels`` over the
+pixels one vision token covers, ``(patch_size x merge_size)^2``), as many as the encoder
+budget holds, before the KV cache is sized: that memory (``mmbudget``) comes out of the budget
+too, at the pixels asked and at the recommended ones. Without ``--free`` the whole card is
+taken as free, and the plan says so. When the context asked does not fit, a card that holds
+at least ``ROOMY_CONTEXT`` tokens at the utilisation asked is offered a shorter context there
+first, a higher utilisation second (a display or another process may need the rest).
 
 Without a safetensors index the weights are counted from config.json: the language model
 (shapes.py) and its vision and audio towers (towers.py). Without ``--max-model-len`` the
@@ -26,6 +31,7 @@ at the utilisation asked and at the recommended one, side by side.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +41,18 @@ from envkit.errors import BadInput
 from envkit.findings import Finding, Severity
 from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
 from envkit.io.files import present
-from envkit.serving.command import Recommendation, serve_command
+from envkit.serving.command import (
+    KEY_VALUE_UNTIL,
+    MmKwargs,
+    MmLimits,
+    Recommendation,
+    serve_command,
+)
+from envkit.serving.mmbudget import Asked, Images, images, mm_problems
 from envkit.serving.shapes import (
     DTYPE_BYTES,
     MAX_COUNT,
     Shapes,
-    Vision,
     default_max_len,
     json_object,
     kv_bytes_per_token,
@@ -51,7 +63,9 @@ from envkit.serving.shapes import (
 )
 from envkit.serving.towers import towers
 
-IMAGE_TOKEN_TARGET = 512  # the profiling image a small GPU can afford (field report 3)
+# A context this long at the utilisation asked is worth keeping it for: a roomy card is offered
+# a shorter context before a utilisation that leaves no room for a display or another process.
+ROOMY_CONTEXT = 4096
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +80,9 @@ class PlanInput:
     reserve: int = GIB
     compute_capability: tuple[int, int] | None = None  # None: not said (bfloat16 assumed)
     load_problems: tuple[Finding, ...] = ()  # why the profile cannot load the model
+    mm_limits: MmLimits | None = None  # --limit-mm-per-prompt
+    mm_kwargs: MmKwargs | None = None  # --mm-processor-kwargs
+    vllm: str = ""  # the profile's vLLM (which forms of the flags it takes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,9 +94,11 @@ class Memory:
     requested: int
     weights: int
     reserve: int
+    mm_profile: int  # the images vLLM profiles with (0: none), at the pixels asked
     kv_cache: int
     kv_per_token: int
     recommended_requested: int  # at the recommended utilisation
+    recommended_mm_profile: int  # at the recommended max_pixels
     recommended_kv_cache: int
 
     def to_dict(self) -> dict[str, int]:
@@ -102,20 +121,7 @@ class Numbers:
     full_attention_layers: int
     layers: int
     highest_safe_utilization: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Images:
-    """The image budget vLLM profiles with."""
-
-    max_image_tokens: int
-    max_pixels: int
-    pixels_per_token: int
-    source: str
-    recommended_max_pixels: int
+    free_assumed: bool  # no --free (nor nvidia-smi): the whole card was taken as free
 
     def to_dict(self) -> dict[str, Any]:
         return _fields(self)
@@ -207,6 +213,9 @@ class _Budget:
     requested: int
     weights: int
     serve_bytes: int
+    mm: int  # the image profiling, as asked
+    pixels: str  # the smaller max_pixels the recommendation profiles with ('' when none)
+    shorter_first: bool  # a roomy card: a shorter context at the utilisation asked comes first
 
 
 def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
@@ -214,7 +223,7 @@ def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
     the context; each fix names the value: a utilisation that fits, else a context that
     fits, else how much GPU memory (or how small a model) it takes."""
     need_bytes = b.per_token * b.length
-    whole_free = (b.weights + inp.reserve + need_bytes) / 0.99  # one point of margin
+    whole_free = (b.weights + inp.reserve + b.mm + need_bytes) / 0.99  # one point of margin
     room = b.safe * inp.gpu_memory - inp.reserve - 16 * b.per_token
     largest = max(room, 0) / b.serve_bytes / 1e9
     bigger = (
@@ -222,16 +231,26 @@ def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
         f"context), or a model under {largest:.1f} B parameters at {b.serve_bytes} bytes each"
     )
     at = f"at the asked utilisation {inp.utilization:.2f}"
+    images = f" + image profiling {b.mm / GIB:.2f} GiB" if b.mm else ""
+    shorter = f"--max-model-len {b.fits}" if b.fits else bigger
+    raise_to = f"--gpu-memory-utilization {b.need:.2f}"
+    if b.shorter_first:  # keep the utilisation: a display or another process needs room
+        fix = f"{shorter} (at utilisation {min(inp.utilization, b.safe):.2f})"
+        if b.need <= b.safe:
+            fix += f", or {raise_to} for the whole context if that much is really free"
+    else:
+        fix = raise_to if b.need <= b.safe else shorter
+    fix = f"{b.pixels} and {fix}" if b.pixels else fix
     out: list[Finding] = []
     if b.kv_room <= 0:
         out.append(
             Finding(
                 code="no-room-for-kv-cache",
                 message=(
-                    f"weights {b.weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB "
-                    f"leave no KV cache in the {b.requested / GIB:.2f} GiB budget {at}"
+                    f"weights {b.weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB"
+                    f"{images} leave no KV cache in the {b.requested / GIB:.2f} GiB budget {at}"
                 ),
-                fix=f"--gpu-memory-utilization {b.need:.2f}" if b.need <= b.safe else bigger,
+                fix=fix if b.pixels or b.need > b.safe or b.shorter_first else raise_to,
             )
         )
     elif b.kv_room < need_bytes:
@@ -241,7 +260,6 @@ def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
             else f"vLLM's default context, {b.length} tokens "
             f"({b.length_source.split('default, ', 1)[-1]}),"
         )
-        shorter = f"--max-model-len {b.fits}" if b.fits else bigger
         out.append(
             Finding(
                 code="max-model-len-too-long",
@@ -249,26 +267,10 @@ def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
                     f"{context} needs {need_bytes / GIB:.2f} GiB of KV cache; "
                     f"{b.kv_room / GIB:.2f} GiB are left {at}"
                 ),
-                fix=f"--gpu-memory-utilization {b.need:.2f}" if b.need <= b.safe else shorter,
+                fix=fix,
             )
         )
     return out
-
-
-def _images(image: Vision | None) -> tuple[Images | None, dict[str, int] | None]:
-    """The image budget vLLM profiles with, and the processor kwargs a small GPU needs
-    (report 3: 512 vision tokens' worth of pixels), when the default is larger."""
-    if image is None:
-        return None, None
-    target = IMAGE_TOKEN_TARGET * image.pixels_per_token
-    kwargs = {"max_pixels": target} if image.max_image_tokens > IMAGE_TOKEN_TARGET else None
-    return Images(
-        max_image_tokens=image.max_image_tokens,
-        max_pixels=image.max_pixels,
-        pixels_per_token=image.pixels_per_token,
-        source=image.source,
-        recommended_max_pixels=min(target, image.max_pixels),
-    ), kwargs
 
 
 def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInput) -> Plan:
@@ -313,30 +315,43 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
                 fix=f"--gpu-memory-utilization {safe:.2f}",
             )
         )
-    kv_room_asked = requested - weights - inp.reserve
-    # the recommendation: the asked utilisation if it fits, else the least that holds a
-    # full-length context, else the most this GPU can give (and the context that fits then)
-    need = math.ceil((weights + inp.reserve + per_token * length) / inp.gpu_memory * 100) / 100
+    mm, mm_kwargs, mm_asked, mm_rec = images(
+        vision(model, config), config, s.hidden, serve_bytes,
+        Asked(inp.mm_limits, inp.mm_kwargs, inp.gpu_memory, length),
+    )  # fmt: skip
+    mm_bytes, mm_rec_bytes = (mm_asked.bytes, mm_rec.bytes) if mm_asked and mm_rec else (0, 0)
+    fixed, fixed_rec = weights + inp.reserve + mm_bytes, weights + inp.reserve + mm_rec_bytes
+    kv_room_asked = requested - fixed
+
+    def held(room: int) -> int:  # tokens, in vLLM's KV cache blocks of 16
+        return room // per_token // 16 * 16 if per_token and room > 0 else 0
+
+    # the recommendation: the asked utilisation if it fits; else, on a roomy card, a shorter
+    # context at it; else the least that holds a full-length context, else the most this GPU
+    # can give (and the context that fits then)
+    need = math.ceil((fixed_rec + per_token * length) / inp.gpu_memory * 100) / 100
     utilization = min(inp.utilization, safe)
-    if kv_room_asked < per_token * length:
+    at_asked = held(int(utilization * inp.gpu_memory) - fixed_rec)
+    shorter_first = ROOMY_CONTEXT <= at_asked < length
+    if int(utilization * inp.gpu_memory) - fixed_rec < per_token * length and not shorter_first:
         utilization = need if need <= safe else safe
-    kv_room = int(utilization * inp.gpu_memory) - weights - inp.reserve
-    fits = kv_room // per_token if per_token and kv_room > 0 else 0
-    fits = fits // 16 * 16  # vLLM allocates the KV cache in blocks of 16 tokens
-    fits_asked = kv_room_asked // per_token // 16 * 16 if per_token and kv_room_asked > 0 else 0
+    kv_room = int(utilization * inp.gpu_memory) - fixed_rec
+    fits, fits_asked = held(kv_room), held(kv_room_asked)
     budget = _Budget(
         kv_room=kv_room_asked, per_token=per_token, length=length, length_source=length_source,
         fits=fits, need=need, safe=safe, requested=requested, weights=weights,
-        serve_bytes=serve_bytes,
+        serve_bytes=serve_bytes, mm=mm_bytes, shorter_first=shorter_first,
+        pixels=_pixels_fix(mm, mm_rec_bytes) if mm and mm_rec_bytes < mm_bytes else "",
     )  # fmt: skip
     problems += _kv_problems(budget, inp)
+    problems += mm_problems(mm, length) if mm else []
     rec_len = min(length, fits) if fits else 0
-    mm, mm_kwargs = _images(vision(model, config))
     recommended = Recommendation(
         gpu_memory_utilization=utilization,
         max_model_len=rec_len,
         dtype=dtype,
         mm_processor_kwargs=mm_kwargs,
+        limit_mm_per_prompt=inp.mm_limits.to_dict() if inp.mm_limits else None,
     )
     memory = Memory(
         total=inp.gpu_memory,
@@ -344,9 +359,11 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         requested=requested,
         weights=weights,
         reserve=inp.reserve,
+        mm_profile=mm_bytes,
         kv_cache=max(kv_room_asked, 0),
         kv_per_token=per_token,
         recommended_requested=int(utilization * inp.gpu_memory),
+        recommended_mm_profile=mm_rec_bytes,
         recommended_kv_cache=max(kv_room, 0),
     )
     numbers = Numbers(
@@ -364,8 +381,9 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         full_attention_layers=s.full_attention_layers,
         layers=s.layers,
         highest_safe_utilization=safe,
+        free_assumed=inp.free is None,
     )
-    notes = []
+    notes = _notes(inp, utilization)
     if s.full_attention_layers != s.layers:
         notes.append(
             f"hybrid model: {s.full_attention_layers} of {s.layers} layers hold a KV "
@@ -389,6 +407,37 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         command=command,
         notes=tuple(notes),
     )
+
+
+def _pixels_fix(mm: Images, rec_bytes: int) -> str:
+    pixels = json.dumps({"max_pixels": mm.recommended_max_pixels})
+    return f"--mm-processor-kwargs '{pixels}' (image profiling {rec_bytes / GIB:.2f} GiB)"
+
+
+def _notes(inp: PlanInput, utilization: float) -> list[str]:
+    """What the plan assumed that the user may know better (field report 2), and the forms
+    of the flags the profile's vLLM takes."""
+    notes = []
+    if inp.free is None:
+        left = (1 - utilization) * inp.gpu_memory / GIB
+        above = (
+            f"; the recommended {utilization:.2f} leaves {left:.2f} GiB for all else on the card"
+            if utilization > 0.9
+            else ""
+        )
+        notes.append(
+            f"assumed the whole card free ({inp.gpu_memory / GIB:.2f} GiB): a card that drives "
+            "a display, or that another process uses, has less (report 2: 6.98 of 8 GiB)"
+            f"{above}; give the real figure with --free SIZE (nvidia-smi "
+            "--query-gpu=memory.free --format=csv)"
+        )
+    version = tuple(int(p) for p in inp.vllm.split(".")[:2] if p.isdigit())
+    if inp.mm_limits and inp.mm_limits.key_value and version and version >= KEY_VALUE_UNTIL:
+        notes.append(
+            f"vLLM {inp.vllm} takes --limit-mm-per-prompt only as JSON "
+            f"({inp.mm_limits.flag()}), as the command gives it"
+        )
+    return notes
 
 
 def safe_utilization(free: float, total: float) -> float:

@@ -9,6 +9,7 @@ defaults alone.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +19,11 @@ from envkit.errors import BadInput
 from envkit.gpu import cards
 from envkit.profiles.profile import Profile
 from envkit.serving import memory_plan
+from envkit.serving.command import MmKwargs, MmLimits
 from envkit.serving.memory_plan import Plan, PlanInput
 
 if TYPE_CHECKING:
+    from envkit.gpu.arch import Capability
     from envkit.gpu.profilefit import GpuCheck
     from envkit.models.check_model import Verdict
 
@@ -46,24 +49,28 @@ class Settings:
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     reserve: int = cards.GIB
+    mm_limits: MmLimits | None = None  # --limit-mm-per-prompt
+    mm_kwargs: MmKwargs | None = None  # --mm-processor-kwargs
     revision: str | None = None
 
 
 def gpu_from_options(
-    name: str | None, memory: str | None, free: str | None, capability: str | None
+    card: cards.Card | None, memory: int | None, free: int | None, capability: Capability | None
 ) -> Gpu | None:
-    """The GPU the options describe (``--gpu`` and/or ``--gpu-memory``), None when they
-    name none. Raises BadInput for a bad size, card or capability, or ``--free`` alone."""
-    card_memory, card_capability = cards.gpu(name) if name else (0, None)
-    if memory is None and not card_memory:
+    """The GPU the options describe (``--gpu`` and/or ``--gpu-memory``, each parsed where it
+    enters: ``cli.options``), None when they name none. Raises BadInput for ``--free`` alone."""
+    if memory is None and card is None:
         if free is not None:
             raise BadInput("--free needs the GPU's total memory: --gpu NAME or --gpu-memory SIZE.")
         return None
+    level = capability or (card.capability if card else None)
     return Gpu(
-        memory=cards.parse_size(memory, "--gpu-memory") if memory else card_memory,
-        free=cards.parse_size(free, "--free") if free else None,
-        capability=cards.compute_capability(capability) if capability else card_capability,
-        source=f"--gpu {name}" if name and not memory else f"--gpu-memory {memory}",
+        memory=memory if memory is not None else card.memory if card else 0,
+        free=free,
+        capability=(level.major, level.minor) if level else None,
+        source=f"--gpu {card.key}"
+        if card and memory is None
+        else f"--gpu-memory {(memory or 0) / cards.GIB:.2f}GiB",
     )
 
 
@@ -131,6 +138,9 @@ def plan_for(
         reserve=settings.reserve,
         compute_capability=gpu.capability,
         load_problems=verdict.problems,
+        mm_limits=settings.mm_limits,
+        mm_kwargs=settings.mm_kwargs,
+        vllm=profile.models.vllm,
     )
     return memory_plan.make_plan(config.raw, folder, model, inp), profile, verdict
 
@@ -149,4 +159,8 @@ def asked_args(settings: Settings, given: frozenset[str]) -> list[str]:
         args += ["--max-model-len", str(settings.max_model_len)]
     if settings.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", settings.kv_cache_dtype]
+    if settings.mm_limits is not None:
+        args += ["--limit-mm-per-prompt", settings.mm_limits.flag()]
+    if settings.mm_kwargs is not None:
+        args += ["--mm-processor-kwargs", json.dumps(settings.mm_kwargs.to_dict())]
     return args

@@ -350,6 +350,7 @@ class Vision:
     pixels_per_token: int
     max_pixels: int
     source: str
+    patch: int = 14  # pixels per patch side: a token covers (pixels_per_token / patch^2) patches
 
     @property
     def max_image_tokens(self) -> int:
@@ -385,7 +386,7 @@ def vision(model: Path, config: dict[str, Any]) -> Vision | None:
     )
     if not max_pixels:
         max_pixels = 16384 * per_token
-    return Vision(pixels_per_token=per_token, max_pixels=max_pixels, source=source)
+    return Vision(pixels_per_token=per_token, max_pixels=max_pixels, source=source, patch=patch)
 
 
 def json_object(path: Path) -> dict[str, Any]:

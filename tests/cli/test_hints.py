@@ -1,0 +1,88 @@
+"""Every hint envkit prints that names an envkit command names only options that command
+has (field report 2's user was told to give `verify` a `--gpu-memory` it does not take).
+
+The walk reads every string literal in the source (f-strings with their fixed parts), finds
+each ``envkit COMMAND ...`` in it and checks each ``--option`` up to the end of that clause
+against the command's real click options (the group's own options are taken after any
+command: ``cli.group.add_group_options``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import click
+
+import envkit
+import envkit.cli  # registers every command on the group
+from envkit.cli.group import cli
+
+SRC = Path(envkit.__file__).parent
+# a clause ends where another sentence or command may start
+_CLAUSE = re.compile(r"envkit ([a-z][a-z-]*)([^;()`\n]*?)(?=[;()`\n]|, | or | and |\. |: |$)")
+_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+
+def _options(command: click.Command) -> set[str]:
+    return {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+
+
+def commands() -> dict[str, set[str]]:
+    group = _options(cli)
+    return {name: _options(cmd) | group for name, cmd in cli.commands.items()}
+
+
+def _texts(tree: ast.AST) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    joined: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = [v.value if isinstance(v, ast.Constant) else "{}" for v in node.values]
+            out.append((node.lineno, "".join(str(p) for p in parts)))
+            joined.update(id(v) for v in node.values)
+    plain = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in joined]
+    out += [(n.lineno, n.value) for n in plain if isinstance(n.value, str)]
+    return out
+
+
+def hints() -> list[tuple[str, str, str, list[str]]]:
+    """(where, command, clause, options) for every ``envkit COMMAND`` clause in the source."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, text in _texts(tree):
+            for match in _CLAUSE.finditer(text):
+                options = _OPTION.findall(match.group(2))
+                where = f"{path.relative_to(SRC)}:{line}"
+                found.append((where, match.group(1), match.group(0), options))
+    return found
+
+
+def test_the_walk_finds_the_hints() -> None:
+    found = hints()
+    # the hints of plan, verify, new-profile and build are among them, options and all
+    named = {(cmd, opt) for _w, cmd, _c, opts in found for opt in opts}
+    assert {("verify", "--gpu"), ("new-profile", "--for-model"), ("build", "--venv")} <= named
+    assert len(found) > 40
+
+
+def test_every_hint_names_only_options_its_command_has() -> None:
+    known = commands()
+    wrong = [
+        f"{where}: {clause!r}: {opt}"
+        for where, cmd, clause, opts in hints()
+        if cmd in known
+        for opt in opts
+        if opt not in known[cmd]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_walk_catches_a_wrong_hint() -> None:
+    tree = ast.parse('x = f"run envkit verify {p} --gpu-memory 8GiB"')
+    ((_line, text),) = _texts(tree)
+    match = _CLAUSE.search(text)
+    assert match and match.group(1) == "verify"
+    assert _OPTION.findall(match.group(2)) == ["--gpu-memory"]
+    assert "--gpu-memory" not in commands()["verify"]
