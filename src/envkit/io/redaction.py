@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import os
 import re
 import threading
@@ -58,15 +59,19 @@ SECRET_VALUE = re.compile(r"^(hf_|sk-|ghp_|gho_|github_pat_|xox[bp]-)[A-Za-z0-9_
 _MIN_SECRET = 8  # shorter values would mask ordinary words
 
 _known: set[str] = set()
+_longest_first: tuple[str, ...] = ()  # _known, as redact() replaces them
 _lock = threading.Lock()
 
 
 def remember_secret(value: str) -> None:
     """Mask ``value`` in every later :func:`redact` (the API key sent, a token read)."""
+    global _longest_first
     value = value.strip()
     if len(value) >= _MIN_SECRET:
         with _lock:
             _known.add(value)
+            _longest_first = tuple(sorted(_known, key=len, reverse=True))
+            _redact_short.cache_clear()
 
 
 # Names whose values are credentials (HF_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, ...),
@@ -111,6 +116,7 @@ def is_secret_variable(name: str, value: str) -> bool:
     return bool(SECRET_NAME.search(name) or SECRET_VALUE.match(value) or has_credentials(value))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(name: str) -> bool:
     """Whether a key (of a JSON object, an argument dump, a header, an option without its
     dashes) names a credential: ``api_key``, ``--api-key``, ``HF_TOKEN``, ``Authorization``;
@@ -165,20 +171,9 @@ _FIELD = re.compile(
     rf"(\[[ \t]*(?:{_QUOTED}[ \t]*,[ \t]*)*{_QUOTED}?|{_QUOTED})"
 )
 _QUOTED_ITEM = re.compile(_QUOTED)
-_SHAPE_HINTS = (
-    "hf_",
-    "sk-",
-    "key",
-    "bearer",
-    "basic",
-    "authorization",
-    "token",
-    "secret",
-    "passw",
-    "ghp_",
-    "gho_",
-    "github_pat_",
-    "xox",
+# a text with none of these holds no secret of a known shape (one pass, then none of the rest)
+_SHAPE_HINT = re.compile(
+    r"hf_|sk-|key|bearer|basic|authorization|token|secret|passw|gh[po]_|github_pat_|xox", re.I
 )
 PATTERNS = {  # every pattern run on text from outside, for the linearity test
     "userinfo": _USERINFO,
@@ -244,8 +239,7 @@ def mask_secret_shapes(text: str, *, one_line: bool = False) -> str:
         text = (_USERINFO_ONE_LINE if one_line else _USERINFO).sub("***@", text)
     if "=" in text and ("?" in text or "&" in text or ";" in text):
         text = _QUERY_SECRET.sub(_mask_one, text)
-    low = text.lower()
-    if not any(hint in low for hint in _SHAPE_HINTS):
+    if not _SHAPE_HINT.search(text):
         return text
     text = _AFTER_OPTION.sub(_mask_words, text)
     text = _AUTHORIZATION.sub(_mask_one, text)
@@ -259,10 +253,19 @@ def redact(text: str, *, one_line: bool = False) -> str:
     """One text value with URL credentials replaced by ``***``, known secret values and
     secrets of a known shape (:func:`mask_secret_shapes`) masked. For a value, before it
     is encoded (escaped for the terminal, quoted for TOML, JSON or a shell)."""
+    if len(text) <= 200:  # a document repeats its keys and many short values
+        return _redact_short(text, one_line)
+    return _redact(text, one_line)
+
+
+@functools.lru_cache(maxsize=8192)  # at most 8192 strings of 200 characters kept
+def _redact_short(text: str, one_line: bool) -> str:
+    return _redact(text, one_line)
+
+
+def _redact(text: str, one_line: bool) -> str:
     text = mask_secret_shapes(text, one_line=one_line)
-    with _lock:
-        known = sorted(_known, key=len, reverse=True)
-    for value in known:
+    for value in _longest_first:  # a tuple, replaced whole when one is added
         if value in text:
             text = text.replace(value, MASK)
     return text
@@ -344,5 +347,8 @@ def redact_words(words: Iterable[str]) -> list[str]:
 
 def forget_secrets() -> None:
     """For tests and for each in-process CLI run: start with no known values."""
+    global _longest_first
     with _lock:
         _known.clear()
+        _longest_first = ()
+        _redact_short.cache_clear()
