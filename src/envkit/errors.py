@@ -120,6 +120,22 @@ class CommandFailed(EnvkitError):
         return data
 
 
+class OutputTooLarge(EnvkitError):
+    """A child process wrote more than envkit reads of it (``io.process.run``'s cap): it was
+    stopped there, and what it wrote is not kept."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+    def __init__(self, program: str, stream: str, limit: int) -> None:
+        self.program, self.stream, self.limit = program, stream, limit
+        super().__init__(
+            f"{program} wrote more than {limit:,} bytes to its {stream}; envkit stopped it "
+            "there and kept none of it.",
+            "Run it by hand to see what it prints: something it runs first (a "
+            "sitecustomize.py, a .pth file) may print without end.",
+        )
+
+
 class NoSolution(EnvkitError):
     """A resolution that failed: no release (or set of them) meets what was asked."""
 

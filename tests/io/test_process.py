@@ -1,4 +1,5 @@
-"""Children of envkit: they die with it, and parallel workers spread them over the CPUs."""
+"""Children of envkit: they die with it, parallel workers spread them over the CPUs, and what
+they write is read within a cap."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from envkit.errors import OutputTooLarge
 from envkit.io import process
 
 
@@ -60,3 +62,25 @@ def test_parallel_workers_start_their_children_on_one_cpu_each() -> None:
         alone = pool.submit(process.run, [sys.executable, "-c", ask]).result()
     assert json.loads(alone.stdout) == cpus
     assert json.loads(process.run([sys.executable, "-c", ask]).stdout) == cpus
+
+
+def test_run_keeps_output_within_its_cap_and_stops_a_child_past_it() -> None:
+    """What a child writes is read as it comes, each stream within the cap: past it, the
+    child is stopped and OutputTooLarge names the program and the stream."""
+    write = "import sys; sys.{}.buffer.write(b'x' * {}); sys.stdout.buffer.write(b'\\xff\\r\\n')"
+    done = process.run([sys.executable, "-c", write.format("stderr", 1000)], max_output=1000)
+    assert done.stderr == "x" * 1000 and done.stdout == "\ufffd\n"  # UTF-8, universal newlines
+    for stream in ("stdout", "stderr"):
+        endless = f"import sys\nwhile True: sys.{stream}.buffer.write(b'x' * 65536)"
+        with pytest.raises(OutputTooLarge) as caught:
+            process.run([sys.executable, "-c", endless], max_output=1 << 20)
+        assert (caught.value.stream, caught.value.limit) == (stream, 1 << 20)
+        assert caught.value.program == sys.executable
+    merged = process.run([sys.executable, "-c", write.format("stderr", 10)], merge_stderr=True)
+    assert merged.stdout == "x" * 10 + "\ufffd\n" and merged.stderr == ""
+
+
+def test_run_still_ends_a_child_at_its_timeout_while_it_writes() -> None:
+    drip = "import sys, time\nwhile True: print('.', flush=True); time.sleep(0.01)"
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.run([sys.executable, "-c", drip], timeout=1)

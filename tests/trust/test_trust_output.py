@@ -32,6 +32,7 @@ from packaging.requirements import Requirement
 
 from envkit.errors import BadInput, EnvkitError
 from envkit.io.escaping import shell_command, unsafe_character, visible
+from envkit.io.redaction import redact_data
 from envkit.io.urls import check_index, check_torch_index, parse_url
 from envkit.lock.cells import Cell, CellState, CellStatus, TorchOrigin
 from envkit.lock.locker import Locker, LockOptions
@@ -183,7 +184,8 @@ def test_notes_progress_errors_tables_and_paragraphs_are_one_line_each() -> None
 )
 def test_json_output_keeps_exact_values_and_carries_no_raw_control(data: dict[str, Any]) -> None:
     out, _err = captured(term.emit_json, {"ok": True, "data": data})
-    assert json.loads(out)["data"] == data
+    # exact, but for what has a secret's shape (SECRET=x), masked as a value, never as text
+    assert json.loads(out)["data"] == redact_data(data)
     assert out.isascii() and raw_free(out)  # JSON escapes them: \u001b, \u202e, \u2028
 
 

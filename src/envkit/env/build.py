@@ -24,7 +24,7 @@ from envkit.env.verify import NO_TARGET, verify
 from envkit.errors import EnvkitError, Interrupted, StaleLock
 from envkit.gpu.detect import Choice
 from envkit.io import faults, process
-from envkit.io.redaction import redact
+from envkit.io.redaction import redact, redact_words
 from envkit.io.uv import Uv
 from envkit.lock.cells import CellStatus, Place, cell_name, digest, machine_platform, place
 from envkit.lock.states import states
@@ -232,7 +232,7 @@ def build(
                 # environment would overrule that choice
                 unset_env=("UV_TORCH_BACKEND",),
             )
-            marker = {**marker, "command": [redact(part) for part in ran]}
+            marker = {**marker, "command": redact_words(ran)}  # values, then JSON
             faults.fault_point("installed")
             seconds["install"] = time.monotonic() - start
             start = time.monotonic()

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envkit.errors import EnvironmentBroken, UnreadableFile
+from envkit.errors import EnvironmentBroken, OutputTooLarge, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder
 from envkit.io.files import MiB, read_small_text
@@ -279,6 +279,14 @@ def collect_facts(
         except OSError as exc:
             raise EnvironmentBroken(
                 f"Cannot run {python}: {exc.strerror}.", "Rebuild the venv with `envkit build`."
+            ) from None
+        except OutputTooLarge as exc:  # its answer goes to a file: the streams are only noise
+            raise EnvironmentBroken(
+                f"The verification probe in {venv} wrote more than {exc.limit:,} bytes to its "
+                f"{exc.stream}; envkit stopped {python} there and kept none of it.",
+                f"Something that venv's python runs at start prints without end (a "
+                f"sitecustomize.py, a .pth file, PYTHONSTARTUP); run `{python} -c pass` to "
+                "see it, then remove it or rebuild the venv with `envkit build`.",
             ) from None
         crashed = done.returncode != 0 or not out_file.is_file()
         try:

@@ -20,10 +20,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from platformdirs import user_data_path
 
-from envkit.errors import ToolNotFound, UnusableInterpreter
+from envkit.errors import OutputTooLarge, ToolNotFound, UnusableInterpreter
 from envkit.io import process
 from envkit.profiles.profile import python_specifier
 
+ANSWER_CAP = 64 * 1024  # its answer is one line of JSON
 _ASK = "import sys, json; print(json.dumps([list(sys.version_info[:3]), sys.executable]))"
 
 
@@ -80,11 +81,11 @@ def _hint_may_fit(hint: str, spec: SpecifierSet) -> bool:
 def ask_version(path: Path) -> Interpreter | None:
     """Run ``path`` once to learn its version; None when it does not run."""
     try:
-        done = process.run([str(path), "-c", _ASK], timeout=15)
+        done = process.run([str(path), "-c", _ASK], timeout=15, max_output=ANSWER_CAP)
         if done.returncode != 0:
             return None
         version, executable = json.loads(done.stdout)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except (OSError, subprocess.TimeoutExpired, ValueError, OutputTooLarge):
         return None
     return Interpreter(Path(executable), Version(".".join(str(v) for v in version)))
 

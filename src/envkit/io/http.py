@@ -14,6 +14,8 @@ this module adds is what a tool that holds people's credentials must guarantee:
   above the cap is refused before anything is read). One client's requests together have a
   budget too (``ENVKIT_HTTP_BUDGET``, by default ten deadlines): the time during which any
   of them is under way, so an index that lists endless releases cannot keep a command busy.
+  A ``Content-Encoding`` is undone here (``io.inflate``), not by httpx: every layer of a
+  stacked one (``gzip, gzip``) inflates in pieces within the same cap as the body.
 - **One kind of failure.** DNS, refused connections, timeouts, TLS and protocol errors are all
   :class:`NetworkError` naming the redacted URL; an HTTP error status carries its ``status``.
 """
@@ -28,7 +30,7 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urljoin
@@ -36,6 +38,7 @@ from urllib.parse import urljoin
 import httpx
 
 from envkit.errors import BadInput, NetworkError, TooLarge
+from envkit.io import inflate
 from envkit.io.budget import Busy, seconds_setting
 from envkit.io.redaction import redact
 from envkit.io.urls import Target, basic_authorization, parse_url
@@ -240,7 +243,7 @@ class Http:
         self._keep(first)
         target = first
         for _hop in range(MAX_REDIRECTS + 1):
-            send = {"User-Agent": USER_AGENT, **headers}
+            send = {"User-Agent": USER_AGENT, "Accept-Encoding": inflate.ACCEPTED, **headers}
             if target.origin == first.origin:
                 auth = self._realms.get(first.origin) or netrc_authorization(first.origin[1])
                 send.update(secrets)
@@ -299,15 +302,36 @@ class Http:
         if declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise _too_large(url, limit)
         body = io.BytesIO()  # its value is handed over without a copy: one body in memory
-        total = 0
-        for chunk in answer.iter_bytes():
-            total += len(chunk)
-            self.traffic.add(bytes=len(chunk))
-            if total > limit:
-                raise _too_large(url, limit)
-            body.write(chunk)
-            if time.monotonic() > ends:
-                raise _deadline_error(url, seconds)
+        sent = 0
+
+        def raw() -> Iterator[bytes]:  # as sent, counted and capped before it is decoded
+            nonlocal sent
+            for chunk in answer.iter_raw():
+                sent += len(chunk)
+                self.traffic.add(bytes=len(chunk))
+                if sent > limit:
+                    raise _too_large(url, limit)
+                if time.monotonic() > ends:
+                    raise _deadline_error(url, seconds)
+                yield chunk
+
+        encoding = answer.headers.get("content-encoding", "")
+        try:
+            for piece in inflate.decoded(raw(), encoding, limit):
+                if body.tell() + len(piece) > limit:
+                    raise _too_large(url, limit)
+                body.write(piece)
+                if time.monotonic() > ends:
+                    raise _deadline_error(url, seconds)
+        except inflate.Inflated:
+            raise _too_large(url, limit) from None
+        except inflate.Undecodable as exc:
+            raise NetworkError(
+                f"{redact(url)} sent {exc}.",
+                "The server is not answering what envkit asked; check the URL.",
+                url=redact(url),
+                kind="bad-answer",
+            ) from None
         return body.getvalue()
 
 

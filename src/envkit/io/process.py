@@ -9,6 +9,10 @@ Two things make this more than ``subprocess.run``:
 - A child dies with envkit (Linux parent-death signal): a killed build never leaves uv
   writing into a folder that recovery is about to remove.
 
+What a child writes is read within a cap (:data:`OUTPUT_CAP` bytes a stream, by default):
+a child that prints without end (an interpreter whose sitecustomize.py writes gigabytes) is
+stopped at it with :class:`~envkit.errors.OutputTooLarge`, never held whole.
+
 Work that runs children from several threads at once (the lock matrix) gives its pool
 :func:`one_cpu_per_worker`, so the children do not oversubscribe the cores.
 
@@ -36,7 +40,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from envkit.errors import UnreadableFile
+from envkit.errors import OutputTooLarge, UnreadableFile
 from envkit.io.files import read_small_text
 
 _requested = threading.Event()
@@ -153,6 +157,9 @@ class Completed:
     stderr: str
 
 
+OUTPUT_CAP = 16 * 1024 * 1024  # bytes of each stream of a child that run() keeps, by default
+
+
 def run(
     args: Sequence[str],
     *,
@@ -161,13 +168,17 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     cwd: Path | None = None,
+    max_output: int = OUTPUT_CAP,
 ) -> Completed:
-    """Run a child to its end. Without ``capture`` it writes to our terminal.
+    """Run a child to its end. Without ``capture`` it writes to our terminal; with it, its
+    output is decoded as UTF-8 (a bad byte shown as U+FFFD) with universal newlines.
 
     Raises OSError when the program cannot start, subprocess.TimeoutExpired after ``timeout``
-    (the child is killed), and KeyboardInterrupt on Ctrl-C (the child is stopped first).
+    (the child is killed), OutputTooLarge when it writes more than ``max_output`` bytes to
+    stdout or stderr (the child is stopped there), and KeyboardInterrupt on Ctrl-C (the child
+    is stopped first).
     """
-    proc: subprocess.Popen[str] | None = None
+    proc: subprocess.Popen[bytes] | None = None
     _load_libc()
     try:
         with _signals_held():
@@ -180,19 +191,55 @@ def run(
                 stdin=subprocess.DEVNULL,
                 env=None if env is None else dict(env),
                 cwd=cwd,
-                text=True,
                 preexec_fn=_child_setup if os.name == "posix" else None,
             )
-        out, err = proc.communicate(timeout=timeout)
+        out, err = _collect(proc, args, timeout, max_output)
     except BaseException:
         if proc is not None:
             _stop(proc)
         raise
     checkpoint()
-    return Completed(tuple(args), proc.returncode, out or "", err or "")
+    return Completed(tuple(args), proc.returncode, _text(out), _text(err))
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], args: Sequence[str], timeout: float | None, cap: int
+) -> tuple[bytes, bytes]:
+    """Both pipes read as the child writes them, each within ``cap`` bytes, then the child
+    waited for: within ``timeout`` seconds from here, all of it."""
+    ends = None if timeout is None else time.monotonic() + timeout
+    kept = {"stdout": bytearray(), "stderr": bytearray()}
+    pipes = {p.fileno(): (name, p) for name, p in (("stdout", proc.stdout), ("stderr", proc.stderr))
+             if p is not None}  # fmt: skip
+    try:
+        while pipes:
+            left = None if ends is None else ends - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(list(args), timeout or 0)
+            ready, _w, _x = select.select(list(pipes), [], [], left)
+            for fd in ready:
+                name, pipe = pipes[fd]
+                data = os.read(fd, READ_SIZE)
+                if not data:
+                    pipe.close()
+                    del pipes[fd]
+                    continue
+                kept[name] += data
+                if len(kept[name]) > cap:
+                    raise OutputTooLarge(str(args[0]), name, cap)
+    finally:  # a child stopped early gets EPIPE; none of its pipes is left open
+        for _name, pipe in pipes.values():
+            pipe.close()
+    left = None if ends is None else max(0.0, ends - time.monotonic())
+    proc.wait(timeout=left)
+    return bytes(kept["stdout"]), bytes(kept["stderr"])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)

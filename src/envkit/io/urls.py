@@ -43,8 +43,9 @@ def refuse_unsafe(text: str, where: str, what: str = "URL", *, spaces: bool = Fa
         return
     kind = "a space" if char == " " else f"the character {escape(char)}"
     prefix = f"{where}: " if where else ""
+    shown = visible(redact(value, one_line=True))  # masked as a value, then escaped
     raise BadInput(
-        f"{prefix}the {what} '{redact(visible(value))}' holds {kind}, which no {what} may "
+        f"{prefix}the {what} '{shown}' holds {kind}, which no {what} may "
         "hold: written into a lock header or printed, it could start a line of its own or act "
         "on the terminal.",
         "Percent-encode it (a space is %20), or give the URL without it.",

@@ -289,9 +289,13 @@ class Locker:
                 except OSError as exc:
                     raise FileSystemError(out, exc, "create") from None
                 head = self.header(profile, cell, result, profile_digest)
-                # uv keeps index credentials out of its output; redact() makes sure of it
+                # uv keeps index credentials out of its output; redaction makes sure of it.
+                # A requirements file has no quoting: each line is a value as it stands, so
+                # redact() acts on values there; the pylock is TOML, redacted value by value.
                 txt = redact(read_lock(tmp / "cell.txt"))
-                pylock = head + pylocks.for_cell(redact(read_lock(tmp / "pylock.toml")), cell)
+                pylock = head + pylocks.for_cell(
+                    pylocks.redacted(read_lock(tmp / "pylock.toml")), cell
+                )
                 # validated as the bytes written: the header is part of what uv will parse
                 pylocks.validate(pylock, f"the pylock of {profile.name} / {cell.name}")
                 write_atomic(out / cell.txt_name, head + txt)

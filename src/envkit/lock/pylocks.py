@@ -13,9 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 from packaging.pylock import Pylock, PylockValidationError
 
 from envkit.errors import WheelError
+from envkit.io.redaction import redact
 from envkit.lock.cells import Cell, read_lock
 
 # Matrix platform -> the PEP 508 marker a machine of that platform satisfies.
@@ -38,6 +40,38 @@ def for_cell(text: str, cell: Cell) -> str:
     if found is None:
         raise WheelError("uv wrote a pylock without lock-version; envkit cannot publish it.")
     return text[: found.end()] + head + text[found.end() :]
+
+
+def redacted(text: str) -> str:
+    """uv's pylock ``text`` with every string value through ``redact`` (a URL's userinfo,
+    a token in its query), as values of the TOML document and then written by tomlkit:
+    masking the text itself could break its quoting. The text as it is when nothing in it
+    would be masked (the usual case: uv keeps index credentials out of it)."""
+    if redact(text) == text:  # a check only; the text is never rewritten as text
+        return text
+    try:
+        doc = tomlkit.parse(text)
+    except ValueError as exc:  # tomlkit's ParseError is one
+        raise WheelError(f"uv wrote a pylock that is not TOML: {exc}.") from None
+    _redact_strings(doc)
+    return tomlkit.dumps(doc)
+
+
+def _redact_strings(node: object) -> None:
+    if isinstance(node, dict):
+        places: list[Any] = list(node)
+    elif isinstance(node, list):
+        places = list(range(len(node)))
+    else:
+        return
+    for place in places:
+        value = node[place]
+        if isinstance(value, str):
+            shown = redact(value)
+            if shown != value:
+                node[place] = shown
+        else:
+            _redact_strings(value)
 
 
 def load(text: str) -> dict[str, Any]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from envkit.render.term import echo, emit_json, one_line, table, wrap
+from envkit.render.term import echo, emit_json, encode_json, one_line, table, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.lock.cells import CellState, Place
@@ -106,7 +105,7 @@ def matrix(found: Sequence[CellState], where: Sequence[Place], as_json: bool) ->
 
 def github_matrix(matrix: dict[str, Any]) -> None:
     """The object GitHub Actions takes as strategy.matrix, on one line (for $GITHUB_OUTPUT)."""
-    echo(json.dumps(matrix, separators=(",", ":")))
+    encode_json(matrix, separators=(",", ":"))
 
 
 def published(result: dict[str, Any], where: Sequence[Place], as_json: bool) -> None:

@@ -9,6 +9,7 @@ from envkit.io.escaping import shell_command
 from envkit.render.term import (
     cut_left,
     echo,
+    echo_encoded,
     emit_json,
     finding_lines,
     interrupted,
@@ -119,7 +120,7 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
     if result.command:
         echo("recommended: " + one_line(result.command))
     if compose:
-        echo(compose, nl=False)
+        echo_encoded(compose, nl=False)  # its values redacted before quoting
 
 
 def probe(result: ProbeResult, as_json: bool) -> None:

@@ -1,7 +1,8 @@
 """The terminal and the streams: the one place envkit writes to stdout and stderr.
 
-Every line passes :func:`echo`: credentials in URLs never reach the output, and no character
-of it can act on the terminal (ESC, other controls, bidi and zero-width characters are shown
+Every line passes :func:`echo`: secrets (URL credentials, keys, tokens) are masked in each
+value before it is escaped (``io.redaction.redact``), and no character of it can act on the
+terminal (ESC, other controls, bidi and zero-width characters are shown
 as escapes such as ``\\x1b`` and ``\\u202e``, whatever they came from; only the newlines and
 tabs envkit lays out stay, and colour is added after). Values that sit on one line (a model
 type, a server's model id, an error paragraph) pass :func:`one_line`, which shows newlines as
@@ -9,7 +10,9 @@ escapes too. Text fits the terminal: paragraphs fold to its width, tables fold t
 on a terminal alone, a cell too long for its column is cut with ``…`` (paths from the left)
 and the run ends with a hint that ``--wide`` shows it whole. Output to a pipe or a file is
 never cut, only folded at word boundaries; ``--wide`` turns folding off too. Colour follows
-NO_COLOR, then FORCE_COLOR, else the terminal. Also here: the JSON envelope, progress (a
+NO_COLOR, then FORCE_COLOR, else the terminal. JSON is redacted as a structure, every string
+value and key before ``json.dumps`` (:func:`emit_json`), and the encoded document is never
+masked as text, so it always parses. Also here: the JSON envelope, progress (a
 live line on a terminal, one line per step on a pipe) and notes on stderr, errors, the
 interrupted line.
 """
@@ -30,7 +33,7 @@ import click
 
 from envkit.errors import EXIT_CODES, EnvkitError
 from envkit.io.escaping import visible
-from envkit.io.redaction import redact
+from envkit.io.redaction import redact, redact_data
 
 if TYPE_CHECKING:
     from envkit.findings import Finding
@@ -90,19 +93,36 @@ def _colour() -> bool | None:
 
 
 def echo(text: str = "", *, err: bool = False, nl: bool = True, **style: Any) -> None:
-    """Every line envkit prints passes here: credentials in URLs never reach the output, and
-    every character that is not printable, but the newlines and tabs of envkit's own layout,
-    is shown as an escape before envkit's own colour is added."""
-    # escaped first: a control character inside a URL's userinfo then no longer ends it early
-    text = redact(visible(text, keep=LAYOUT))
+    """Every line envkit prints passes here: secrets are masked in the text (a value, not
+    yet encoded), then every character that is not printable, but the newlines and tabs of
+    envkit's own layout, is shown as an escape before envkit's own colour is added."""
+    # masked before it is escaped: a URL's userinfo runs across controls (ESC, CR, U+2028),
+    # so one inside it cannot end it early; only a space, tab or newline ends it
+    _write(visible(redact(text), keep=LAYOUT), err=err, nl=nl, **style)
+
+
+def echo_encoded(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Text already encoded for its format (a JSON document, a YAML service) from values
+    redacted before they were encoded: never masked as text, which could break it (a
+    ``"api_key": ***``); still escaped, so nothing in it acts on the terminal."""
+    _write(visible(text, keep=LAYOUT), err=err, nl=nl)
+
+
+def _write(text: str, *, err: bool, nl: bool, **style: Any) -> None:
     _steps.settle()  # output ends the step on the live line (a note goes aside)
     click.echo(click.style(text, **style) if style else text, err=err, nl=nl, color=_colour())
 
 
 def one_line(text: str) -> str:
     """A value from outside, or a paragraph, on one line: newlines and tabs shown as escapes
-    too, so that no value can start a line of its own (a fake verdict, a fake prompt)."""
-    return visible(text)
+    too, so that no value can start a line of its own (a fake verdict, a fake prompt). Its
+    secrets are masked first, as it is one line (a URL's userinfo runs across newlines)."""
+    return shown(text)
+
+
+def shown(text: str, keep: str = "") -> str:
+    """A value as the terminal shows it: secrets masked, then escaped (``visible``)."""
+    return visible(redact(text, one_line=not keep), keep=keep)
 
 
 def term_width() -> int:
@@ -122,7 +142,7 @@ def _shortens(text: str, width: int) -> bool:
 
 def cut(text: str, width: int) -> str:
     """``text`` cut to ``width`` with ``…`` on a terminal; whole anywhere else."""
-    text = visible(text)
+    text = shown(text)
     return text[: max(1, width - 1)] + "…" if _shortens(text, width) else text
 
 
@@ -131,7 +151,7 @@ def wrap(text: str, first: str, rest: str) -> str:
     own newlines and tabs become spaces, every other character that is not printable an
     escape (before folding, so that the widths are those shown)."""
     return textwrap.fill(
-        visible(text, keep=LAYOUT),
+        shown(text, keep=LAYOUT),
         term_width(),
         initial_indent=first,
         subsequent_indent=rest,
@@ -142,7 +162,7 @@ def wrap(text: str, first: str, rest: str) -> str:
 
 def cut_left(text: str, width: int) -> str:
     """Shorten from the left on a terminal (the end of a path is the part that tells)."""
-    text = visible(text)
+    text = shown(text)
     return "…" + text[len(text) - width + 1 :] if _shortens(text, width) else text
 
 
@@ -151,7 +171,7 @@ def fold(text: str, width: int) -> list[str]:
     folded at word boundaries (a word longer than the column stays whole)."""
     if WIDE or on_terminal():
         return [cut(text, width)]
-    text = visible(text)
+    text = shown(text)
     return textwrap.wrap(text, max(width, 1), break_on_hyphens=False, break_long_words=False) or [
         ""
     ]
@@ -162,7 +182,7 @@ def table(rows: Sequence[Sequence[str]]) -> str:
     terminal (never cut: every word stays)."""
     if not rows:
         return ""
-    rows = [[visible(cell) for cell in row] for row in rows]  # one line each, widths as shown
+    rows = [[shown(cell) for cell in row] for row in rows]  # one line each, widths as shown
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     used = sum(w + 2 for w in widths[:-1])
     room = max(20, term_width() - used)
@@ -180,7 +200,7 @@ def columns(items: Sequence[str], indent: int = 2) -> str:
     """Names laid out in as many columns as the terminal holds."""
     if not items:
         return " " * indent + "(none)"
-    items = [visible(i) for i in items]
+    items = [shown(i) for i in items]
     width = max(len(i) for i in items) + 2
     per_line = max(1, (term_width() - indent) // width)
     lines = []
@@ -199,7 +219,15 @@ def human_size(n: int) -> str:
 
 
 def emit_json(data: dict[str, Any]) -> None:
-    echo(json.dumps({"envkit": JSON_VERSION, **data}, indent=2, sort_keys=False))
+    """The JSON envelope: every string of ``data`` (keys too) redacted as a value, secret-
+    named keys' values masked (``redact_data``), then encoded; ASCII only (non-ASCII and
+    control characters as ``\\u`` escapes), and never masked as text: it always parses."""
+    encode_json({"envkit": JSON_VERSION, **data}, indent=2)
+
+
+def encode_json(data: Any, **dumps: Any) -> None:
+    """Any JSON value on stdout, redacted as a structure before ``json.dumps``."""
+    echo_encoded(json.dumps(redact_data(data), ensure_ascii=True, **dumps))
 
 
 def progress(message: str, /, *, child_draws: bool = False) -> None:
@@ -246,7 +274,7 @@ class _Steps:
 
     def _draw(self) -> None:
         """The live line, fitted to the terminal (a line that wrapped could not be redrawn)."""
-        head, tail = redact(self._line()), f"  ({time.monotonic() - self.began:.0f} s)"
+        head, tail = self._line(), f"  ({time.monotonic() - self.began:.0f} s)"  # one_line
         room = shutil.get_terminal_size((100, 24)).columns - 1 - len(tail)
         if len(head) > room:  # the seconds stay in sight; the step's line is whole later
             head = head[: max(1, room - 1)] + "…"

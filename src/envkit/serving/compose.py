@@ -15,6 +15,7 @@ import re
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput
+from envkit.io.redaction import redact_words
 from envkit.serving.command import Recommendation, serve_args
 
 IMAGE = "vllm/vllm-openai"
@@ -56,7 +57,7 @@ def compose(model: str, rec: Recommendation, vllm_version: str, kv: str = "auto"
         "    environment:",
         "      - HF_TOKEN  # passed through, never written",
         "    command:",
-        *(f"      - {quoted(a)}" for a in args),
+        *(f"      - {quoted(a)}" for a in redact_words(args)),  # masked, then quoted
         "    deploy:",
         "      resources:",
         "        reservations:",

@@ -25,7 +25,7 @@ from typing import TextIO
 from envkit.env.venvslot import MARKER, built_profile
 from envkit.errors import BadInput, ServeRefused
 from envkit.io.atomicfile import open_new
-from envkit.io.redaction import mask_secret_shapes, redact, remember_secret
+from envkit.io.redaction import redact_words, remember_secret
 
 KEY_VARIABLE = "VLLM_API_KEY"
 MIN_KEY = 8  # shorter keys could not be masked reliably (and protect nothing)
@@ -147,20 +147,9 @@ def refuse_busy_port(host: str, port: int) -> None:
 
 
 def masked(argv: Sequence[str]) -> tuple[str, ...]:
-    """The command with secrets masked: values after --api-key/--hf-token, known keys,
-    tokens by shape."""
-    out: list[str] = []
-    hide = False
-    for arg in argv:
-        name, eq, _value = arg.partition("=")
-        if hide:
-            out.append("***")
-        elif eq and name in _SECRET_FLAGS:
-            out.append(f"{name}=***")
-        else:
-            out.append(redact(mask_secret_shapes(arg)))
-        hide = arg in _SECRET_FLAGS
-    return tuple(out)
+    """The command with secrets masked: every value after --api-key/--hf-token (a list of
+    keys too, and --api-key=K), known keys, tokens by shape (``io.redaction.redact_words``)."""
+    return tuple(redact_words(argv))
 
 
 def command(
