@@ -2,7 +2,8 @@
 ``serve MODEL --host H --port P ...`` and, by ``FAKE_VLLM``, prints lines in the shapes
 vLLM prints (our own, from :mod:`bootlogs`) and then
 
-- ``fail``: report 2's UVA error and the engine's wrapper, and exits 1;
+- ``fail``: report 2's UVA error and the engine's wrapper, and exits 1 (with
+  ``FAKE_VLLM_ESCAPE``, leaving its processes behind);
 - ``stall``: the encoder cache profiling line of report 3, then hangs (with a second
   process, as vLLM's engine core is one); ``FAKE_VLLM_STUBBORN=1`` ignores SIGTERM;
 - ``serve``: the start line, then (a moment later, as uvicorn binds after vLLM says it
@@ -45,9 +46,28 @@ def say(line: str, stream: Any = None) -> None:
 
 
 def engine_core() -> None:
-    """A second process in the group, as vLLM's engine core is."""
+    """A second process in the group, as vLLM's engine core is; with ``FAKE_VLLM_ESCAPE``
+    also one that leaves the group: ``setsid`` (a session of its own) or ``double-fork`` (a
+    daemon whose parent has exited, in a session of its own)."""
     core = subprocess.Popen(["sleep", "60"])
     record(core=core.pid)
+    escape = os.environ.get("FAKE_VLLM_ESCAPE", "")
+    if escape == "setsid":
+        record(escaped=subprocess.Popen(["sleep", "61"], start_new_session=True).pid)
+    elif escape == "double-fork":
+        read, write = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.write(write, str(os.getpid()).encode())
+                os.close(write)
+                os.execvp("sleep", ["sleep", "62"])
+            os._exit(0)
+        os.close(write)
+        os.waitpid(middle, 0)  # the middle is gone: the sleeper's parent is no more
+        with os.fdopen(read) as said:
+            record(escaped=int(said.read()))
 
 
 class Api(BaseHTTPRequestHandler):
@@ -101,6 +121,8 @@ def main() -> None:
     if key:  # a careless log line: envkit must mask it everywhere
         say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {key}")
     if mode == "fail":
+        if os.environ.get("FAKE_VLLM_ESCAPE"):
+            engine_core()  # left behind when it exits
         for line in [*WRAPPER[:1], *FAILURES["uva-unavailable"], *WRAPPER[1:]]:
             say(line)
         for line in TAIL:

@@ -112,7 +112,7 @@ class Fake:
 
     def assert_nothing_left(self) -> None:
         facts = self.facts()
-        pids = [facts["pid"], *([facts["core"]] if "core" in facts else [])]
+        pids = [facts["pid"], *(facts[k] for k in ("core", "escaped") if k in facts)]
         deadline = time.monotonic() + 2  # the kernel's bookkeeping, not envkit's wait
         while (alive := [p for p in pids if running(p)]) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -206,6 +206,24 @@ def test_a_vllm_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -
     data = output("serve", res.out)
     assert data["outcome"] == "stalled" and data["returncode"] == -signal.SIGKILL
     assert data["stopped"]["signal"] == "SIGKILL" and data["stopped"]["seconds"] >= 0.3
+    fake.assert_nothing_left()
+
+
+@pytest.mark.parametrize("escape", ["setsid", "double-fork"])
+@pytest.mark.parametrize("mode", ["stall", "fail"])
+def test_a_process_that_left_vllms_group_is_stopped_too(
+    tmp_path: Path, escape: str, mode: str
+) -> None:
+    """A process of vLLM's in a session of its own (setsid), or a daemon whose parent has
+    exited (a double fork): not in the group, but found and stopped all the same."""
+    fake = Fake(tmp_path)
+    res = fake.serve(mode, "--stall-timeout", "0.5", "--json", FAKE_VLLM_ESCAPE=escape)
+    assert res.code == 1, res.err
+    facts = fake.facts()
+    escaped = facts["escaped"]
+    assert escaped not in group(facts["pgid"])  # it really left the group
+    data = output("serve", res.out)
+    assert data["stopped"]["left"] == []
     fake.assert_nothing_left()
 
 
