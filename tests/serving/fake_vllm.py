@@ -9,7 +9,9 @@ vLLM prints (our own, from :mod:`bootlogs`) and then
 - ``serve``: the start line, then (a moment later, as uvicorn binds after vLLM says it
   starts) answers the OpenAI API on the loopback port given: GET /v1/models and POST
   /v1/chat/completions, demanding ``VLLM_API_KEY`` when it is set; on SIGINT it says it
-  shuts down and exits 0.
+  shuts down and exits 0;
+- ``late``: as if another server had taken the port: it waits for something to listen on
+  it, then says it started (and binds nothing).
 
 What it was given and what it did (argv, the key, its pids, the signals) go as JSON lines to
 ``FAKE_VLLM_RECORD``.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -103,6 +106,16 @@ class Api(BaseHTTPRequestHandler):
             self._answer(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
 
 
+def wait_for_listener(port: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 def interrupted(_signum: int, _frame: FrameType | None) -> None:
     record(got="SIGINT")
     say("INFO 05-12 10:02:00 [launcher.py:80] Shutting down FastAPI HTTP server.")
@@ -136,6 +149,14 @@ def main() -> None:
         time.sleep(60)
         sys.exit(0)
     signal.signal(signal.SIGINT, interrupted)
+    if mode == "late":  # another server took the port: vLLM says it starts, binds nothing
+        wait_for_listener(port)
+        say(
+            f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
+        )
+        say("INFO:     Application startup complete.")
+        time.sleep(60)
+        sys.exit(0)
     say(
         f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
     )

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +249,73 @@ def test_check_probes_the_api_says_ready_and_stops_it(tmp_path: Path) -> None:
     assert data["stopped"]["signal"] == "SIGTERM" and data["stopped"]["left"] == []
     assert data["command"][1:3] == ["serve", "/models/m"]
     fake.assert_nothing_left()
+
+
+class Impostor(ThreadingHTTPServer):
+    """Another server on the port, answering the OpenAI API as vLLM would."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(("127.0.0.1", port), ImpostorApi)
+
+
+class ImpostorApi(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": "/models/m"}]})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._send({"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+
+
+def test_another_server_on_the_port_is_not_taken_for_vllm(tmp_path: Path) -> None:
+    """A server that takes the port once serve has checked it answers the probe as vLLM
+    would: serve tells it apart (the listening socket is not held by vLLM's processes)."""
+    fake = Fake(tmp_path)
+    servers: list[Impostor] = []
+
+    def take_the_port() -> None:  # once the fake vLLM runs: serve's own check is behind
+        deadline = time.monotonic() + 15
+        while not fake.record.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        srv = Impostor(fake.port)
+        servers.append(srv)
+        srv.serve_forever(0.05)
+
+    thread = threading.Thread(target=take_the_port, daemon=True)
+    thread.start()
+    try:
+        res = fake.serve("late", "--check", "--json")
+    finally:
+        for srv in servers:
+            srv.shutdown()
+            srv.server_close()
+        thread.join(5)
+    assert res.code == 1, res.err
+    data = output("serve", res.out)
+    assert data["outcome"] == "failed" and data["ok"] is False
+    assert "is not the vLLM envkit started" in data["reason"]
+    assert f"pid {os.getpid()} (" in data["reason"]  # who holds it: this test's process
+    assert "envkit: ready" not in res.err
+    fake.assert_nothing_left()
+    # before anything starts, a port that is taken is refused: who holds it, and a free port
+    with Impostor(fake.port) as srv:
+        res = fake.serve("serve")
+    res.assert_fails(1, mentioning=(f"Port {fake.port} on 127.0.0.1", f"pid {os.getpid()} ("))
+    suggested = int(res.err.split("--port ")[-1].split(".")[0])
+    assert suggested > fake.port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", suggested))  # it is free
 
 
 def test_ctrl_c_reaches_vllm_and_the_last_line_says_so(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import TextIO
 
 from envkit.env.venvslot import MARKER, built_profile
 from envkit.errors import BadInput, ServeRefused
+from envkit.io import procfs
 from envkit.io.atomicfile import open_new
 from envkit.io.redaction import mask_secret_shapes, redact, remember_secret
 
@@ -135,15 +136,38 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
+def listeners(port: int) -> tuple[str, ...]:
+    """Who listens on TCP ``port``, as far as ``/proc`` shows this user ("pid 123 (python
+    -m http.server)"): another user's process is not visible, so may be missing."""
+    holders = procfs.holders(procfs.listening(port))
+    return tuple(f"pid {pid} ({procfs.name(pid) or '?'})" for pid in sorted(set(holders)))
+
+
+def free_port(host: str, after: int, tries: int = 200) -> int | None:
+    """The first port after ``after`` that binds both on ``host`` and on 127.0.0.1 (the
+    probe's loopback), or None when none of ``tries`` does."""
+    for port in range(after + 1, min(after + 1 + tries, 65536)):
+        if not port_in_use(host, port) and (
+            host == "127.0.0.1" or not port_in_use("127.0.0.1", port)
+        ):
+            return port
+    return None
+
+
 def refuse_busy_port(host: str, port: int) -> None:
-    """Raises ServeRefused when ``host:port`` is taken (the port-in-use fix, beforehand)."""
-    if port_in_use(host, port):
-        raise ServeRefused(
-            f"Port {port} on {host} is already in use: vLLM would fail to bind it "
-            "(port-in-use), and the probe would ask whatever listens there.",
-            f"Stop what listens there (ss -ltnp 'sport = :{port}' names it), or give "
-            f"another port: --port {port + 1}.",
-        )
+    """Raises ServeRefused when ``host:port`` is taken (the port-in-use fix, beforehand),
+    naming who holds it when that is visible and a port that is free."""
+    if not port_in_use(host, port):
+        return
+    who = listeners(port)
+    held = f" by {', '.join(who)}" if who else " (by a process this user cannot see)"
+    other = free_port(host, port)
+    instead = f"give a port that is free: --port {other}" if other else "give another --port"
+    raise ServeRefused(
+        f"Port {port} on {host} is already in use{held}: vLLM would fail to bind it "
+        "(port-in-use), and the probe would ask whatever listens there.",
+        f"Stop what listens there (ss -ltnp 'sport = :{port}' names it), or {instead}.",
+    )
 
 
 def masked(argv: Sequence[str]) -> tuple[str, ...]:

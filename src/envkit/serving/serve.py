@@ -12,11 +12,14 @@ Then, whichever comes first:
 - the log stops for ``stall_timeout`` seconds at a known stall point (the encoder cache
   profiling line): its group is stopped;
 - a healthy-start line, or the port answering HTTP: ``probe`` (GET /models, a 16-token
-  chat) and, when it answers, ready. With ``check`` vLLM is then stopped; without, it runs
-  on, its log streaming, until it exits or an interrupt (passed on to its group).
+  chat) and, when it answers and the socket listening on the port is held by a process of
+  vLLM's (not another server that took the port), ready. With ``check`` vLLM is then
+  stopped; without, it runs on, its log streaming, until it exits or an interrupt (passed
+  on to its processes).
 
 A failure, a stall or an early exit is explained from the log as ``explain`` would. Every
-wait is a read with a deadline, and nothing of vLLM's group is left running on return.
+wait is a read with a deadline, and nothing vLLM started (its group, and what left it:
+``io.process.Streaming``) is left running on return.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from envkit.io.redaction import redact
 from envkit.serving.envpins import Installed
 from envkit.serving.explain import Explanation, explain
 from envkit.serving.knowledge import Knowledge
-from envkit.serving.launch import Launch, open_log
+from envkit.serving.launch import Launch, listeners, open_log
 from envkit.serving.logread import ReadStats
 from envkit.serving.probe import ProbeResult, answers, probe
 from envkit.serving.watch import BootWatch, Status
@@ -159,6 +162,7 @@ class _Run:
         self.quit = threading.Event()  # ends the probe's retries
         self.probe: ProbeResult | None = None
         self.reason = ""
+        self.child: Streaming | None = None
 
     # the output
     def take(self, data: bytes) -> None:
@@ -183,6 +187,7 @@ class _Run:
 
     # the loop
     def loop(self, child: Streaming) -> Outcome:
+        self.child = child
         while True:
             data = child.read(TICK)
             if data:
@@ -261,6 +266,13 @@ class _Run:
         self.pending, self.probe = None, result
         if not result.ok:
             self.reason = "vLLM started, but the probe got no answer from its API"
+            return Outcome.FAILED
+        if self.child is not None and self.child.holds_port(self.launch.port) is False:
+            who = ", ".join(listeners(self.launch.port)) or "a process this user cannot see"
+            self.reason = (
+                f"the server answering at {self.launch.base_url} is not the vLLM envkit "
+                f"started: {who} holds port {self.launch.port}, no process of vLLM's does"
+            )
             return Outcome.FAILED
         self.hooks.ready(result)
         if self.options.check:
