@@ -88,8 +88,8 @@ class Api(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _allowed(self) -> bool:
-        key = os.environ.get("VLLM_API_KEY")
-        if key and self.headers.get("Authorization") != f"Bearer {key}":
+        keys = demanded(sys.argv[1:])
+        if keys and self.headers.get("Authorization") not in [f"Bearer {k}" for k in keys]:
             self._answer(401, {"error": "Unauthorized"})
             return False
         return True
@@ -116,6 +116,26 @@ def wait_for_listener(port: int) -> None:
             time.sleep(0.05)
 
 
+def demanded(args: list[str]) -> list[str]:
+    """The keys the server demands, as vLLM's parser reads them: the values of the last
+    ``--api-key`` (one or more), else ``VLLM_API_KEY``."""
+    keys: list[str] | None = None
+    for n, arg in enumerate(args):
+        if arg.startswith("--api-key="):
+            keys = [arg.partition("=")[2]]
+        elif arg == "--api-key":
+            rest = args[n + 1 :]
+            keys = [
+                a
+                for a in rest[
+                    : next((i for i, a in enumerate(rest) if a.startswith("-")), len(rest))
+                ]
+            ]
+    if keys is not None:
+        return keys
+    return [os.environ["VLLM_API_KEY"]] if os.environ.get("VLLM_API_KEY") else []
+
+
 def interrupted(_signum: int, _frame: FrameType | None) -> None:
     record(got="SIGINT")
     say("INFO 05-12 10:02:00 [launcher.py:80] Shutting down FastAPI HTTP server.")
@@ -131,8 +151,11 @@ def main() -> None:
     record(argv=args, key=key or None, pid=os.getpid(), pgid=os.getpgid(0))
     for line in [*preamble(model=model), *NOISE]:
         say(line)
-    if key:  # a careless log line: envkit must mask it everywhere
-        say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {key}")
+    for each in demanded(args):  # careless log lines: envkit must mask them everywhere
+        say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {each}")
+    if "--api-key" in " ".join(args):
+        dump = {"api_key": demanded(args)}
+        say(f"INFO 05-12 10:01:01 [cli_args.py:1] non-default args: {dump!r}")
     if mode == "fail":
         if os.environ.get("FAKE_VLLM_ESCAPE"):
             engine_core()  # left behind when it exits

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import stat
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from envkit.env.venvslot import MARKER
 from envkit.io.pieces import Pieces
 from envkit.io.process import stream
-from envkit.serving.launch import masked
+from envkit.io.redaction import redact
+from envkit.serving.launch import arg_keys, masked, printable
 
 from helpers import FIXTURES, ROOT, Result, envkit, output
 
@@ -318,6 +320,30 @@ def test_another_server_on_the_port_is_not_taken_for_vllm(tmp_path: Path) -> Non
         sock.bind(("127.0.0.1", suggested))  # it is free
 
 
+def test_keys_after_the_dashes_are_probed_with_and_masked_everywhere(tmp_path: Path) -> None:
+    """``-- --api-key=K`` and ``--api-key K1 K2``: vLLM keeps the last flag's keys, the probe
+    sends one of those, and no key is printed or logged, whatever its shape."""
+    fake = Fake(tmp_path)
+    old, first, second = "old-key-0123456789", "first-key-abcdefgh", "second-key-ijklmnop"
+    dashes = ("--", f"--api-key={old}", "--api-key", first, second, "--enforce-eager")
+    res = fake.serve("serve", "--check", "--json", *dashes)
+    res.assert_ok()
+    data = output("serve", res.out)
+    assert data["outcome"] == "ready" and data["probe"]["ok"] is True
+    assert data["command"][-5:] == ["--api-key=***", "--api-key", "***", "***", "--enforce-eager"]
+    assert fake.facts()["chat"] is True  # the fake answers only with first or second
+    text = Fake(tmp_path / "text")
+    said = text.serve("serve", "--check", *dashes)
+    said.assert_ok()
+    assert "'--api-key=***' '--api-key=***' '***' --enforce-eager" in said.err  # shell-quoted
+    for out in (res.out, res.err, fake.log(), said.out, said.err, text.log()):
+        assert all(key not in out for key in (old, first, second))
+    assert "the server demands ***" in fake.log() and "non-default args" in fake.log()
+    fake.assert_nothing_left()
+    short = fake.serve("serve", "--", "--api-key", "short")
+    short.assert_fails(2, mentioning="shorter than 8")
+
+
 def test_ctrl_c_reaches_vllm_and_the_last_line_says_so(tmp_path: Path) -> None:
     """A real process boundary: envkit serve in the foreground, then SIGINT to envkit."""
     fake = Fake(tmp_path)
@@ -436,6 +462,32 @@ def test_pieces_are_bounded_and_keep_progress_bars() -> None:
 def test_masked_commands() -> None:
     argv = ["vllm", "serve", "m", "--api-key", "abc123secret", "--hf-token=hf_abcdefghijklmnop"]
     assert masked(argv) == ("vllm", "serve", "m", "--api-key", "***", "--hf-token=***")
+    several = ["vllm", "--api-key", "key-one-1234", "key-two-1234", "--x", "y"]
+    assert masked(several) == ("vllm", "--api-key", "***", "***", "--x", "y")
+    assert printable(masked(several)) == "vllm '--api-key=***' '***' --x y"
+    assert arg_keys(["--api-key=key-zero-123", "--api-key", "key-one-1234", "key-two-1234"]) == (
+        "key-one-1234", "key-zero-123", "key-two-1234",
+    )  # fmt: skip
+    assert arg_keys(["--enforce-eager"]) == ()
+
+
+WORD = st.text(st.sampled_from("ab-=*'\" $;&|"), max_size=8)
+
+
+@given(st.lists(st.one_of(WORD, st.sampled_from(["--api-key", "--hf-token", "***"])), max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_a_printed_command_is_the_words_and_survives_the_masking_of_output(
+    words: list[str],
+) -> None:
+    """What serve prints splits back into the masked words (a flag joined to its first
+    masked value), and the masking every printed line passes leaves it as it is."""
+    shown = masked(["vllm", *words])
+    # --api-key without a value is refused (arg_keys) before anything is printed
+    assume(all(w != "--api-key" or shown[n + 1 : n + 2] == ("***",) for n, w in enumerate(shown)))
+    line = printable(shown)
+    assert redact(line) == line
+    split = shlex.split(line)
+    assert " ".join(split).replace("=***", " ***") == " ".join(shown).replace("=***", " ***")
 
 
 def test_a_streamed_child_is_read_with_a_deadline_and_its_group_stopped() -> None:

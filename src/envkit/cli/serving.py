@@ -316,17 +316,18 @@ def serve(
     venv = Path(os.path.abspath(venv))
     program = start.vllm_program(venv)
     _refuse_owned_args(vllm_args)
+    given_keys = start.arg_keys(vllm_args)  # remembered: masked from here on
     key = start.api_key(api_key_env)
     host = start.checked_host(host)
     start.refuse_busy_port(host, port)
     planned, notes = _planned_args(loaded, model, asked, no_plan)
-    env, key_env = start.child_env(key, api_key_env)
+    env, probe_key = start.child_env(key, given_keys[0] if given_keys else "")
     argv = start.command(program, model, host, port, planned, vllm_args)
     warnings = [w for w in (start.marker_warning(venv, loaded.name),) if w]
     if any(a.split("=")[0] == "--api-key" for a in vllm_args):
         warnings.append(
-            "--api-key after -- puts the key on the command line every user's ps shows; "
-            "--api-key-env VAR hands it over in the environment instead"
+            "a key after -- (vLLM's --api-key) is on the command line every user's ps "
+            "shows; --api-key-env VAR hands it over in the environment instead"
         )
     launch = start.Launch(
         profile=loaded.name,
@@ -335,7 +336,7 @@ def serve(
         argv=argv,
         shown=start.masked(argv),
         env=env,
-        key_env=key_env,
+        key=probe_key,
         host=host,
         port=port,
         notes=tuple(notes),

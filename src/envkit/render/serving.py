@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from envkit.io.escaping import shell_command
 from envkit.render.term import (
     cut_left,
     echo,
@@ -255,7 +254,9 @@ def serve_start(launch: Launch) -> None:
         echo(warning, err=True)
     for text in launch.notes:
         note(text)
-    note(f"running {shell_command(launch.shown)}")
+    from envkit.serving.launch import printable
+
+    note(f"running {printable(launch.shown)}")
 
 
 def serve_log(as_json: bool) -> Callable[[str], None]:

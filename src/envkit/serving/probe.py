@@ -198,8 +198,12 @@ def _message(body: Any) -> dict[str, Any] | str:
     return message
 
 
-def probe(given: str, *, model: str | None, key_env: str | None, timeout: float) -> ProbeResult:
-    key = ""
+def probe(
+    given: str, *, model: str | None, key_env: str | None, timeout: float, key: str = ""
+) -> ProbeResult:
+    """Probe ``given`` (see the module's docstring) with the key in ``key_env``, or ``key``
+    itself (``serve`` knows it)."""
+    remember_secret(key)
     if key_env:
         if key_env not in os.environ:
             raise BadInput(
@@ -275,9 +279,8 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
     )
 
 
-def answers(base: str, *, key_env: str | None, timeout: float) -> bool:
+def answers(base: str, *, key: str, timeout: float) -> bool:
     """Whether an HTTP server answers ``GET {base}/models`` within ``timeout`` seconds (any
     status: a 401 is a server that is up). ``serve`` asks this when the log has not said."""
-    key = os.environ.get(key_env, "").strip() if key_env else ""
     http = Http(timeout=timeout, deadline=timeout + 1)
     return _request(base + "/models", key, http).status != 0

@@ -24,7 +24,6 @@ wait is a read with a deadline, and nothing vLLM started (its group, and what le
 
 from __future__ import annotations
 
-import shlex
 import signal
 import threading
 import time
@@ -42,7 +41,7 @@ from envkit.io.redaction import redact
 from envkit.serving.envpins import Installed
 from envkit.serving.explain import Explanation, explain
 from envkit.serving.knowledge import Knowledge
-from envkit.serving.launch import Launch, listeners, open_log
+from envkit.serving.launch import Launch, listeners, open_log, printable
 from envkit.serving.logread import ReadStats
 from envkit.serving.probe import ProbeResult, answers, probe
 from envkit.serving.watch import BootWatch, Status
@@ -133,11 +132,11 @@ class _Phase(Enum):
     SERVING = 3
 
 
-def _probe_until(base: str, key_env: str | None, deadline: float, stop: threading.Event) -> Any:
+def _probe_until(base: str, key: str, deadline: float, stop: threading.Event) -> Any:
     """Probe, again every quarter second while nothing listens yet (vLLM prints its start line
     just before it binds), until ``deadline``."""
     while True:
-        result = probe(base, model=None, key_env=key_env, timeout=PROBE_TIMEOUT)
+        result = probe(base, model=None, key_env=None, key=key, timeout=PROBE_TIMEOUT)
         unheard = bool(result.tried) and result.tried[-1].status == 0 and not result.base
         if result.ok or not unheard or time.monotonic() >= deadline or stop.is_set():
             return result
@@ -248,14 +247,14 @@ class _Run:
             self.pending = self.pool.submit(
                 _probe_until,
                 self.launch.base_url,
-                self.launch.key_env,
+                self.launch.key,
                 now + READY_WAIT,
                 self.quit,
             )
         elif self.pending is None and now >= self.next_knock:
             self.next_knock = now + KNOCK_EVERY
             self.pending = self.pool.submit(
-                answers, self.launch.base_url, key_env=self.launch.key_env, timeout=KNOCK_TIMEOUT
+                answers, self.launch.base_url, key=self.launch.key, timeout=KNOCK_TIMEOUT
             )
         return None
 
@@ -303,7 +302,7 @@ def serve(
         run.write(
             f"# envkit serve {launch.profile} {launch.model} at {_now()}\n".encode(), show=False
         )
-        run.write(f"$ {shlex.join(['vllm', *launch.shown[1:]])}\n".encode(), show=False)
+        run.write(f"$ {printable(['vllm', *launch.shown[1:]])}\n".encode(), show=False)
         hooks.note(f"log: {log_path}")
         sent = ""
         child = _start(launch)
