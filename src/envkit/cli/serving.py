@@ -341,6 +341,7 @@ def serve(
         port=port,
         notes=tuple(notes),
         warnings=tuple(warnings),
+        gpu=asked.target.target.name if asked.target.target is not None else "",
     )
     render.serve_start(launch)
     hooks = core.Hooks(output=render.serve_log(as_json), note=render.note, ready=render.serve_ready)

@@ -343,6 +343,9 @@ def serve(
             source=str(log_path),
             installed=installed,
             profile=launch.profile,
+            venv=launch.venv,
+            gpu=launch.gpu,
+            passed=tuple(launch.shown[1:]),  # what vllm was given, secrets masked
         )
     return ServeResult(
         launch=launch,
