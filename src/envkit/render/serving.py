@@ -124,6 +124,9 @@ def probe(result: ProbeResult, as_json: bool) -> None:
         echo(wrap(f"note: {said}", "", "  "))
     if result.ok:
         echo(one_line(f"The server answers at {result.base}."), fg="green", bold=True)
+    elif result.answers:
+        said = f"The server answers at {result.base}, not at {result.given}: use {result.base}."
+        echo(one_line(said), fg="red", bold=True)
     else:
         echo("The server does not answer as an OpenAI-compatible API.", fg="red", bold=True)
 
