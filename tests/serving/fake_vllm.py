@@ -13,6 +13,8 @@ vLLM prints (our own, from :mod:`bootlogs`) and then
 - ``late``: as if another server had taken the port: it waits for something to listen on
   it, then says it started (and binds nothing).
 
+``FAKE_VLLM_BAR=1`` draws a progress bar first (carriage returns, on stderr, as tqdm does).
+
 What it was given and what it did (argv, the key, its pids, the signals) go as JSON lines to
 ``FAKE_VLLM_RECORD``.
 """
@@ -106,6 +108,15 @@ class Api(BaseHTTPRequestHandler):
             self._answer(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
 
 
+def progress_bar() -> None:
+    """A bar drawing over itself, as tqdm's do: a carriage return before each update."""
+    for n in range(5):
+        sys.stderr.write(f"\rLoading safetensors checkpoint shards: {n * 25:3d}% Completed | {n}/4")
+        sys.stderr.flush()
+        time.sleep(0.25)
+    sys.stderr.write("\n")
+
+
 def wait_for_listener(port: int) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -151,6 +162,8 @@ def main() -> None:
     record(argv=args, key=key or None, pid=os.getpid(), pgid=os.getpgid(0))
     for line in [*preamble(model=model), *NOISE]:
         say(line)
+    if os.environ.get("FAKE_VLLM_BAR"):
+        progress_bar()
     for each in demanded(args):  # careless log lines: envkit must mask them everywhere
         say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {each}")
     if "--api-key" in " ".join(args):

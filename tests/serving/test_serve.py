@@ -23,7 +23,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from envkit.env.venvslot import MARKER
-from envkit.io.pieces import Pieces
 from envkit.io.process import stream
 from envkit.io.redaction import redact
 from envkit.serving.launch import arg_keys, masked, printable
@@ -109,9 +108,10 @@ class Fake:
         return found
 
     def log(self) -> str:
+        """The log file as written (carriage returns kept)."""
         (path,) = (self.root / ".envkit" / "logs").iterdir()
         assert path.name.startswith(f"{PROFILE}-") and path.suffix == ".log"
-        return path.read_text()
+        return path.read_bytes().decode()
 
     def assert_nothing_left(self) -> None:
         facts = self.facts()
@@ -344,6 +344,55 @@ def test_keys_after_the_dashes_are_probed_with_and_masked_everywhere(tmp_path: P
     short.assert_fails(2, mentioning="shorter than 8")
 
 
+BAR = "Loading safetensors checkpoint shards: {:3d}% Completed | {}/4"
+
+
+def test_a_progress_bar_piped_shows_its_last_state_and_the_log_keeps_every_update(
+    tmp_path: Path,
+) -> None:
+    fake = Fake(tmp_path)
+    res = fake.serve("fail", FAKE_VLLM_BAR="1")
+    assert res.code == 1
+    lines = res.out.splitlines()
+    assert lines.count(BAR.format(100, 4)) == 1  # a line of its own, as a terminal shows it
+    assert "\\r" not in res.out and BAR.format(25, 1) not in res.out
+    log = fake.log()
+    assert "".join(f"\r{BAR.format(n * 25, n)}" for n in range(5)) + "\n" in log  # as it came
+
+
+def test_a_progress_bar_is_drawn_live_on_a_terminal(tmp_path: Path) -> None:
+    """A real terminal (a pty) as serve's stdout: each update drawn over the last."""
+    import pty
+
+    fake = Fake(tmp_path)
+    env = {**os.environ, **fake.env("fail", FAKE_VLLM_BAR="1"), "PYTHONPATH": str(ROOT / "src")}
+    main, side = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "envkit", *fake.args()],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=side, stderr=subprocess.PIPE,
+    ) as proc:  # fmt: skip
+        os.close(side)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the other side closed: envkit ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        proc.wait(30)
+    os.close(main)
+    text = seen.decode("utf-8", "replace")
+    assert proc.returncode == 1
+    for n in (1, 2, 3):  # the updates in between, each drawn over the line
+        assert f"\r\x1b[K{BAR.format(n * 25, n)}" in text
+    # the last update drawn as soon as it came (not at the next carriage return), then the
+    # line wiped and written whole as the newline ends it
+    assert text.replace("\r\n", "\n").count(f"\r\x1b[K{BAR.format(100, 4)}") == 2
+    fake.assert_nothing_left()
+
+
 def test_ctrl_c_reaches_vllm_and_the_last_line_says_so(tmp_path: Path) -> None:
     """A real process boundary: envkit serve in the foreground, then SIGINT to envkit."""
     fake = Fake(tmp_path)
@@ -449,16 +498,6 @@ def test_a_venv_of_another_profile_or_none_gets_a_warning(
     assert res.code == 1 and "envkit: warning: " in res.err and said in res.err
 
 
-def test_pieces_are_bounded_and_keep_progress_bars() -> None:
-    pieces = Pieces(limit=8)
-    assert pieces.feed(b"ab\r") == [b"ab\r"]
-    assert pieces.feed(b"cd\r\nef") == [b"cd\r\n"]
-    assert pieces.feed(b"ghijklmnop") == [b"efghijkl\n"]  # cut at the limit
-    assert pieces.feed(b"qrs\nok\n") == [b"ok\n"]  # the rest of the long line is dropped
-    assert pieces.cut == 1 and pieces.flush() == []
-    assert pieces.feed(b"tail") == [] and pieces.flush() == [b"tail\n"]
-
-
 def test_masked_commands() -> None:
     argv = ["vllm", "serve", "m", "--api-key", "abc123secret", "--hf-token=hf_abcdefghijklmnop"]
     assert masked(argv) == ("vllm", "serve", "m", "--api-key", "***", "--hf-token=***")
@@ -507,16 +546,3 @@ def test_a_streamed_child_is_read_with_a_deadline_and_its_group_stopped() -> Non
     finally:
         child.stop(0)
         child.close()
-
-
-@given(st.lists(st.binary(max_size=40), max_size=30), st.integers(4, 32))
-@settings(max_examples=200, deadline=None)
-def test_pieces_of_any_output_in_any_chunks(chunks: list[bytes], limit: int) -> None:
-    pieces = Pieces(limit)
-    out = [p for c in chunks for p in pieces.feed(c)] + pieces.flush()
-    assert all(len(p) <= limit + 2 and p.endswith((b"\n", b"\r")) for p in out)
-    whole = b"".join(chunks)
-    if pieces.cut == 0:  # nothing was cut: every byte arrives, in order
-        assert b"".join(out) == (
-            whole if whole.endswith((b"\n", b"\r")) or not whole else whole + b"\n"
-        )

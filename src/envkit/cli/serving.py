@@ -344,7 +344,10 @@ def serve(
         gpu=asked.target.target.name if asked.target.target is not None else "",
     )
     render.serve_start(launch)
-    hooks = core.Hooks(output=render.serve_log(as_json), note=render.note, ready=render.serve_ready)
+    shown = render.ServeLog(as_json)
+    hooks = core.Hooks(
+        output=shown.output, note=render.note, ready=render.serve_ready, progress=shown.progress
+    )
     options = core.Options(stall_timeout=stall_timeout, check=check, stop_grace=stop_grace)
     result = core.serve(
         launch, options, hooks, ShippedKnowledge(catalog), installed=_installed(venv)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from envkit.render.term import (
@@ -11,6 +10,7 @@ from envkit.render.term import (
     emit_json,
     finding_lines,
     interrupted,
+    live_line,
     note,
     one_line,
     table,
@@ -262,14 +262,23 @@ def serve_start(launch: Launch) -> None:
     note(f"running {printable(launch.shown)}")
 
 
-def serve_log(as_json: bool) -> Callable[[str], None]:
+class ServeLog:
     """vLLM's log as it comes, as it is (masked): stdout, or stderr when --json keeps stdout
-    for the document."""
+    for the document. Lines as a terminal shows them (``io.pieces.Screen``); a progress bar
+    is drawn live over itself on a terminal, and on a pipe comes once, in its last state."""
 
-    def show(text: str) -> None:
-        echo(text, nl=False, err=as_json)
+    def __init__(self, as_json: bool) -> None:
+        self.err = as_json
+        self.drawn = False
 
-    return show
+    def output(self, text: str) -> None:
+        if self.drawn:
+            live_line("", err=self.err)
+            self.drawn = False
+        echo(text, nl=False, err=self.err)
+
+    def progress(self, text: str) -> None:
+        self.drawn = live_line(text, err=self.err) or self.drawn
 
 
 def serve_ready(result: ProbeResult) -> None:

@@ -1,9 +1,11 @@
 """``envkit serve``: vLLM started from its venv (:mod:`launch` decides how) and watched until
 it serves, fails or stalls.
 
-vLLM's output, stdout and stderr merged, is cut into bounded pieces (``io.process.Pieces``)
+vLLM's output, stdout and stderr merged, is cut into bounded pieces (``io.pieces.Pieces``)
 and each is masked (``io.redaction.redact``: the API key, tokens, URL credentials) before it
-goes anywhere: the log file, the terminal (``Hooks.output``) and explain's ``BootWatch``.
+goes anywhere: the log file and explain's ``BootWatch`` get the pieces, the terminal gets
+lines as a terminal shows them (``io.pieces.Screen``: ``Hooks.output``), a progress bar's
+updates drawn over each other (``Hooks.progress``).
 Then, whichever comes first:
 
 - a known failure (a cause explain knows, or the engine's wrapper): vLLM gets SETTLE
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from envkit.io import process
-from envkit.io.pieces import Pieces
+from envkit.io.pieces import Pieces, Screen
 from envkit.io.process import Stopped, Streaming
 from envkit.io.redaction import redact
 from envkit.serving.envpins import Installed
@@ -74,9 +76,10 @@ class Options:
 class Hooks:
     """Where a run reports as it goes (the command line hands render's functions)."""
 
-    output: Callable[[str], None]  # vLLM's log as it comes, already masked
+    output: Callable[[str], None]  # vLLM's log line by line as it comes, already masked
     note: Callable[[str], None]
     ready: Callable[[ProbeResult], None]
+    progress: Callable[[str], None] = lambda _line: None  # a bar's newest state, masked
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,9 @@ class _Run:
         self.launch, self.options, self.hooks, self.log = launch, options, hooks, log
         self.watch = BootWatch()
         self.pieces = Pieces()
+        self.screen = Screen()
+        self.live: str | None = None  # the bar's state to draw once the read is taken
+        self.previewed = ""
         self.line = 1
         self.bytes = 0
         self.last_output = time.monotonic()
@@ -163,18 +169,43 @@ class _Run:
         self.reason = ""
         self.child: Streaming | None = None
 
-    # the output
+    # the output: the log file and the watch get the pieces (bytes as they came, masked);
+    # the terminal gets lines as a terminal shows them, a bar's updates drawn live
     def take(self, data: bytes) -> None:
         self.bytes += len(data)
         self.last_output = time.monotonic()
+        self.live = None
         for piece in self.pieces.feed(data):
             self.write(piece)
+        if self.live is not None:  # one draw for the whole read
+            self.hooks.progress(self.live)
+
+    def preview(self) -> None:
+        """Nothing more came for a moment: a bar's newest update, not yet ended by the
+        next carriage return, is drawn."""
+        tail = self.pieces.tail()
+        now = self.screen.preview(redact(tail.decode("utf-8", "replace"))) if tail else None
+        if now is not None and (now := redact(now)) != self.previewed:
+            self.previewed = now
+            self.hooks.progress(now)
+
+    def finish_output(self) -> None:
+        for piece in self.pieces.flush():
+            self.write(piece)
+        if (last := self.screen.flush()) is not None:
+            self.hooks.output(redact(last))
 
     def write(self, piece: bytes, *, show: bool = True) -> None:
         text = redact(piece.decode("utf-8", "replace"))
         self.log.write(text)
         if show:
-            self.hooks.output(text)
+            line, now = self.screen.feed(text)
+            if line is not None:
+                self.hooks.output(redact(line))
+                self.live = None
+            if now is not None:
+                self.live = redact(now)
+            self.previewed = ""
         self.watch.feed(text, self.line)
         if text.endswith("\n"):
             self.line += 1
@@ -191,6 +222,8 @@ class _Run:
             data = child.read(TICK)
             if data:
                 self.take(data)
+            elif data is None:
+                self.preview()
             if child.returncode() is not None or child.eof:
                 self._drain(child)
                 # a closed pipe comes a moment before the exit code
@@ -203,8 +236,7 @@ class _Run:
         deadline = time.monotonic() + DRAIN
         while time.monotonic() < deadline and (data := child.read(0.05)):
             self.take(data)
-        for piece in self.pieces.flush():
-            self.write(piece)
+        self.finish_output()
 
     def _ended(self, code: int | None) -> Outcome:
         said = f"with code {code}" if code is not None else "(it closed its output)"
@@ -322,8 +354,7 @@ def serve(
             if broke and outcome is not Outcome.INTERRUPTED:
                 sent, outcome = "SIGINT", Outcome.INTERRUPTED
                 run.reason = "interrupted while vLLM was being stopped"
-            for piece in run.pieces.flush():
-                run.write(piece)
+            run.finish_output()
         finally:
             run.quit.set()
             run.pool.shutdown(wait=False, cancel_futures=True)
