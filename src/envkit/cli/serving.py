@@ -298,7 +298,7 @@ def serve(
     """Start PROFILE's vLLM (the venv's own vllm serve MODEL) with the arguments envkit plan
     recommends, and watch it: its log goes to the terminal and to .envkit/logs/.
 
-    At a known failure, an exit, or a stall at a known step, vLLM's process group is stopped
+    At a known failure, an exit, or a stall at a known step, vLLM and all it started are stopped
     and the cause and fix are shown (exit 1). Once it is up, envkit probes it (GET
     /v1/models, a 16-token chat) and says it is ready; with --check it then stops it (exit
     0), else vLLM runs on and Ctrl-C reaches it (exit 130). Arguments after -- go to vLLM

@@ -296,14 +296,15 @@ def serve_ready(result: ProbeResult) -> None:
 def _stopped(result: ServeResult) -> str:
     stop = result.stopped
     if stop.left:
+        pids = " ".join(map(str, stop.left))
         return (
-            f"processes {', '.join(map(str, stop.left))} of vLLM's group are STILL RUNNING "
-            f"after {stop.signal} (kill -9 -{result.pid})"
+            f"processes {pids} that vLLM started are STILL RUNNING after {stop.signal} "
+            f"(kill -9 {pids})"
         )
     if not stop.signal:
         return "vLLM had exited; nothing of it is left running"
     return (
-        f"{stop.signal} to vLLM's process group ({result.pid}), gone after "
+        f"{stop.signal} to vLLM ({result.pid}) and every process it started, gone after "
         f"{stop.seconds:.1f} s; nothing of it is left running"
     )
 

@@ -345,9 +345,9 @@ def serve(
             except KeyboardInterrupt:
                 sig = process.last_signal()
                 sent, outcome = sig.name, Outcome.INTERRUPTED
-                run.reason = f"interrupted ({sig.name}): passed on to vLLM's process group"
+                run.reason = f"interrupted ({sig.name}): passed on to vLLM's processes"
                 hooks.note(
-                    f"passing {sig.name} on to vLLM (process group {child.pgid}); waiting up "
+                    f"passing {sig.name} on to vLLM ({child.pid}) and all it started; waiting up "
                     f"to {options.stop_grace:g} s for it to stop (again: kill it now)"
                 )
                 stopped, broke = _stop(child, options.stop_grace, sig, run.take)
