@@ -86,16 +86,13 @@ def descendants(roots: Iterable[int], table: Mapping[int, Proc]) -> set[int]:
 
 
 def name(pid: int) -> str:
-    """The process's command line (its name when that is empty), '' when not visible."""
-    for leaf in ("cmdline", "comm"):
-        try:
-            raw = read_small(PROC / str(pid) / leaf, _STAT_CAP, what="process name")
-        except (UnreadableFile, OSError):
-            continue
-        text = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
-        if text:
-            return text[:200]
-    return ""
+    """The process's name (``comm``: its program's, at most 15 characters), '' when not
+    visible. Not its command line: that may carry another program's credentials."""
+    try:
+        raw = read_small(PROC / str(pid) / "comm", _STAT_CAP, what="process name")
+    except (UnreadableFile, OSError):
+        return ""
+    return raw.decode("utf-8", "replace").strip()[:64]
 
 
 def listening(port: int) -> set[int]:

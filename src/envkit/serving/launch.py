@@ -139,8 +139,8 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 def listeners(port: int) -> tuple[str, ...]:
-    """Who listens on TCP ``port``, as far as ``/proc`` shows this user ("pid 123 (python
-    -m http.server)"): another user's process is not visible, so may be missing."""
+    """Who listens on TCP ``port``, as far as ``/proc`` shows this user ("pid 123
+    (python3)"): another user's process is not visible, so may be missing."""
     holders = procfs.holders(procfs.listening(port))
     return tuple(f"pid {pid} ({procfs.name(pid) or '?'})" for pid in sorted(set(holders)))
 
