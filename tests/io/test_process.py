@@ -84,3 +84,49 @@ def test_run_still_ends_a_child_at_its_timeout_while_it_writes() -> None:
     drip = "import sys, time\nwhile True: print('.', flush=True); time.sleep(0.01)"
     with pytest.raises(subprocess.TimeoutExpired):
         process.run([sys.executable, "-c", drip], timeout=1)
+DOUBLE_FORK = """
+import os, sys, time
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()  # a session, and a group, of its own
+    if os.fork() == 0:
+        os.write(write, str(os.getpid()).encode())
+        os.execvp("sleep", ["sleep", "63"])
+    os._exit(0)  # its parent is gone: the sleeper is an orphan
+os.close(write)
+print(os.read(read, 32).decode(), flush=True)
+time.sleep(30)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc: Linux")
+@pytest.mark.parametrize("child_exits", [False, True])
+def test_a_streamed_childs_orphans_are_found_and_stopped(child_exits: bool) -> None:
+    """A double fork into a session of its own leaves neither the tree nor the group
+    holding it: envkit, a subreaper while it streams, adopts it and stops it."""
+    code = DOUBLE_FORK.replace("time.sleep(30)", "") if child_exits else DOUBLE_FORK
+    child = process.stream([sys.executable, "-c", code])
+    try:
+        data = b""
+        deadline = time.monotonic() + 10
+        while not data.endswith(b"\n") and time.monotonic() < deadline:
+            data += child.read(0.5) or b""
+        orphan = int(data)
+        assert os.getpgid(orphan) != child.pgid
+        if child_exits:
+            assert child.wait(5) == 0
+        assert orphan in child.members()
+        stopped = child.stop(2)
+        assert stopped.left == () and stopped.signal == "SIGTERM"
+        assert not _alive(orphan)
+    finally:
+        child.stop(0)
+        child.close()

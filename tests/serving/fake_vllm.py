@@ -2,13 +2,18 @@
 ``serve MODEL --host H --port P ...`` and, by ``FAKE_VLLM``, prints lines in the shapes
 vLLM prints (our own, from :mod:`bootlogs`) and then
 
-- ``fail``: report 2's UVA error and the engine's wrapper, and exits 1;
+- ``fail``: report 2's UVA error and the engine's wrapper, and exits 1 (with
+  ``FAKE_VLLM_ESCAPE``, leaving its processes behind);
 - ``stall``: the encoder cache profiling line of report 3, then hangs (with a second
   process, as vLLM's engine core is one); ``FAKE_VLLM_STUBBORN=1`` ignores SIGTERM;
 - ``serve``: the start line, then (a moment later, as uvicorn binds after vLLM says it
   starts) answers the OpenAI API on the loopback port given: GET /v1/models and POST
   /v1/chat/completions, demanding ``VLLM_API_KEY`` when it is set; on SIGINT it says it
-  shuts down and exits 0.
+  shuts down and exits 0;
+- ``late``: as if another server had taken the port: it waits for something to listen on
+  it, then says it started (and binds nothing).
+
+``FAKE_VLLM_BAR=1`` draws a progress bar first (carriage returns, on stderr, as tqdm does).
 
 What it was given and what it did (argv, the key, its pids, the signals) go as JSON lines to
 ``FAKE_VLLM_RECORD``.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,9 +51,28 @@ def say(line: str, stream: Any = None) -> None:
 
 
 def engine_core() -> None:
-    """A second process in the group, as vLLM's engine core is."""
+    """A second process in the group, as vLLM's engine core is; with ``FAKE_VLLM_ESCAPE``
+    also one that leaves the group: ``setsid`` (a session of its own) or ``double-fork`` (a
+    daemon whose parent has exited, in a session of its own)."""
     core = subprocess.Popen(["sleep", "60"])
     record(core=core.pid)
+    escape = os.environ.get("FAKE_VLLM_ESCAPE", "")
+    if escape == "setsid":
+        record(escaped=subprocess.Popen(["sleep", "61"], start_new_session=True).pid)
+    elif escape == "double-fork":
+        read, write = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.write(write, str(os.getpid()).encode())
+                os.close(write)
+                os.execvp("sleep", ["sleep", "62"])
+            os._exit(0)
+        os.close(write)
+        os.waitpid(middle, 0)  # the middle is gone: the sleeper's parent is no more
+        with os.fdopen(read) as said:
+            record(escaped=int(said.read()))
 
 
 class Api(BaseHTTPRequestHandler):
@@ -65,8 +90,8 @@ class Api(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _allowed(self) -> bool:
-        key = os.environ.get("VLLM_API_KEY")
-        if key and self.headers.get("Authorization") != f"Bearer {key}":
+        keys = demanded(sys.argv[1:])
+        if keys and self.headers.get("Authorization") not in [f"Bearer {k}" for k in keys]:
             self._answer(401, {"error": "Unauthorized"})
             return False
         return True
@@ -81,6 +106,45 @@ class Api(BaseHTTPRequestHandler):
         if self._allowed():
             record(chat=True)
             self._answer(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+
+
+def progress_bar() -> None:
+    """A bar drawing over itself, as tqdm's do: a carriage return before each update."""
+    for n in range(5):
+        sys.stderr.write(f"\rLoading safetensors checkpoint shards: {n * 25:3d}% Completed | {n}/4")
+        sys.stderr.flush()
+        time.sleep(0.25)
+    sys.stderr.write("\n")
+
+
+def wait_for_listener(port: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def demanded(args: list[str]) -> list[str]:
+    """The keys the server demands, as vLLM's parser reads them: the values of the last
+    ``--api-key`` (one or more), else ``VLLM_API_KEY``."""
+    keys: list[str] | None = None
+    for n, arg in enumerate(args):
+        if arg.startswith("--api-key="):
+            keys = [arg.partition("=")[2]]
+        elif arg == "--api-key":
+            rest = args[n + 1 :]
+            keys = [
+                a
+                for a in rest[
+                    : next((i for i, a in enumerate(rest) if a.startswith("-")), len(rest))
+                ]
+            ]
+    if keys is not None:
+        return keys
+    return [os.environ["VLLM_API_KEY"]] if os.environ.get("VLLM_API_KEY") else []
 
 
 def interrupted(_signum: int, _frame: FrameType | None) -> None:
@@ -98,9 +162,16 @@ def main() -> None:
     record(argv=args, key=key or None, pid=os.getpid(), pgid=os.getpgid(0))
     for line in [*preamble(model=model), *NOISE]:
         say(line)
-    if key:  # a careless log line: envkit must mask it everywhere
-        say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {key}")
+    if os.environ.get("FAKE_VLLM_BAR"):
+        progress_bar()
+    for each in demanded(args):  # careless log lines: envkit must mask them everywhere
+        say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {each}")
+    if "--api-key" in " ".join(args):
+        dump = {"api_key": demanded(args)}
+        say(f"INFO 05-12 10:01:01 [cli_args.py:1] non-default args: {dump!r}")
     if mode == "fail":
+        if os.environ.get("FAKE_VLLM_ESCAPE"):
+            engine_core()  # left behind when it exits
         for line in [*WRAPPER[:1], *FAILURES["uva-unavailable"], *WRAPPER[1:]]:
             say(line)
         for line in TAIL:
@@ -114,6 +185,14 @@ def main() -> None:
         time.sleep(60)
         sys.exit(0)
     signal.signal(signal.SIGINT, interrupted)
+    if mode == "late":  # another server took the port: vLLM says it starts, binds nothing
+        wait_for_listener(port)
+        say(
+            f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
+        )
+        say("INFO:     Application startup complete.")
+        time.sleep(60)
+        sys.exit(0)
     say(
         f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
     )

@@ -110,17 +110,25 @@ def test_candidates_correct_the_usual_mistakes() -> None:
 
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/v1", "/v1/chat/completions"])
 def test_finds_the_base_url_that_works(server: Server, tmp_path: Path, suffix: str) -> None:
+    """Found, and named; but a URL that needed correcting is a wrong URL: exit 1 (a client
+    given it would fail), the right one named in the message and the document."""
     res = envkit("probe", base(server) + suffix, "--json", cwd=tmp_path)
-    res.assert_ok()
     data = res.json()
-    assert data["ok"] is True and data["base_url"] == base(server) + "/v1"
+    right = base(server) + "/v1"
+    assert data["base_url"] == right and data["answers"] is True
     assert data["models"] == ["Qwen/Qwen2-VL-2B-Instruct"] and data["reply"] == "OK"
-    if suffix not in ("/v1",):
-        assert any("use " + base(server) + "/v1 as the base URL" in n for n in data["notes"])
+    if suffix == "/v1":
+        res.assert_ok()
+        assert data["ok"] is True and data["given_works"] is True and data["notes"] == []
+    else:
+        assert res.code == 1 and data["ok"] is False and data["given_works"] is False
+        assert any("use " + right + " as the base URL" in n for n in data["notes"])
+        text = envkit("probe", base(server) + suffix, cwd=tmp_path)
+        text.assert_fails(1, mentioning=f"The server answers at {right}, not at {base(server)}")
 
 
 def test_text_output_names_the_base(server: Server, tmp_path: Path) -> None:
-    res = envkit("probe", base(server), cwd=tmp_path)
+    res = envkit("probe", base(server) + "/v1/", cwd=tmp_path)  # a trailing slash is the same
     assert res.code == 0
     assert f"The server answers at {base(server)}/v1." in res.out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import stat
@@ -13,17 +14,18 @@ import subprocess
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from envkit.env.venvslot import MARKER
-from envkit.io.pieces import Pieces
 from envkit.io.process import stream
-from envkit.serving.launch import masked
+from envkit.io.redaction import redact
+from envkit.serving.launch import arg_keys, masked, printable
 
 from helpers import FIXTURES, ROOT, Result, envkit, output
 
@@ -106,13 +108,14 @@ class Fake:
         return found
 
     def log(self) -> str:
+        """The log file as written (carriage returns kept)."""
         (path,) = (self.root / ".envkit" / "logs").iterdir()
         assert path.name.startswith(f"{PROFILE}-") and path.suffix == ".log"
-        return path.read_text()
+        return path.read_bytes().decode()
 
     def assert_nothing_left(self) -> None:
         facts = self.facts()
-        pids = [facts["pid"], *([facts["core"]] if "core" in facts else [])]
+        pids = [facts["pid"], *(facts[k] for k in ("core", "escaped") if k in facts)]
         deadline = time.monotonic() + 2  # the kernel's bookkeeping, not envkit's wait
         while (alive := [p for p in pids if running(p)]) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -209,6 +212,24 @@ def test_a_vllm_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -
     fake.assert_nothing_left()
 
 
+@pytest.mark.parametrize("escape", ["setsid", "double-fork"])
+@pytest.mark.parametrize("mode", ["stall", "fail"])
+def test_a_process_that_left_vllms_group_is_stopped_too(
+    tmp_path: Path, escape: str, mode: str
+) -> None:
+    """A process of vLLM's in a session of its own (setsid), or a daemon whose parent has
+    exited (a double fork): not in the group, but found and stopped all the same."""
+    fake = Fake(tmp_path)
+    res = fake.serve(mode, "--stall-timeout", "0.5", "--json", FAKE_VLLM_ESCAPE=escape)
+    assert res.code == 1, res.err
+    facts = fake.facts()
+    escaped = facts["escaped"]
+    assert escaped not in group(facts["pgid"])  # it really left the group
+    data = output("serve", res.out)
+    assert data["stopped"]["left"] == []
+    fake.assert_nothing_left()
+
+
 def test_check_probes_the_api_says_ready_and_stops_it(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
     res = fake.serve("serve", "--check", "--api-key-env", "SERVE_KEY", SERVE_KEY=KEY)
@@ -229,6 +250,146 @@ def test_check_probes_the_api_says_ready_and_stops_it(tmp_path: Path) -> None:
     assert data["probe"]["ok"] is True and data["probe"]["models"] == ["/models/m"]
     assert data["stopped"]["signal"] == "SIGTERM" and data["stopped"]["left"] == []
     assert data["command"][1:3] == ["serve", "/models/m"]
+    fake.assert_nothing_left()
+
+
+class Impostor(ThreadingHTTPServer):
+    """Another server on the port, answering the OpenAI API as vLLM would."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(("127.0.0.1", port), ImpostorApi)
+
+
+class ImpostorApi(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": "/models/m"}]})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._send({"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+
+
+def test_another_server_on_the_port_is_not_taken_for_vllm(tmp_path: Path) -> None:
+    """A server that takes the port once serve has checked it answers the probe as vLLM
+    would: serve tells it apart (the listening socket is not held by vLLM's processes)."""
+    fake = Fake(tmp_path)
+    servers: list[Impostor] = []
+
+    def take_the_port() -> None:  # once the fake vLLM runs: serve's own check is behind
+        deadline = time.monotonic() + 15
+        while not fake.record.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        srv = Impostor(fake.port)
+        servers.append(srv)
+        srv.serve_forever(0.05)
+
+    thread = threading.Thread(target=take_the_port, daemon=True)
+    thread.start()
+    try:
+        res = fake.serve("late", "--check", "--json")
+    finally:
+        for srv in servers:
+            srv.shutdown()
+            srv.server_close()
+        thread.join(5)
+    assert res.code == 1, res.err
+    data = output("serve", res.out)
+    assert data["outcome"] == "failed" and data["ok"] is False
+    assert "is not the vLLM envkit started" in data["reason"]
+    assert f"pid {os.getpid()} (" in data["reason"]  # who holds it: this test's process
+    assert "envkit: ready" not in res.err
+    fake.assert_nothing_left()
+    # before anything starts, a port that is taken is refused: who holds it, and a free port
+    with Impostor(fake.port) as srv:
+        res = fake.serve("serve")
+    res.assert_fails(1, mentioning=(f"Port {fake.port} on 127.0.0.1", f"pid {os.getpid()} ("))
+    suggested = int(res.err.split("--port ")[-1].split(".")[0])
+    assert suggested > fake.port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", suggested))  # it is free
+
+
+def test_keys_after_the_dashes_are_probed_with_and_masked_everywhere(tmp_path: Path) -> None:
+    """``-- --api-key=K`` and ``--api-key K1 K2``: vLLM keeps the last flag's keys, the probe
+    sends one of those, and no key is printed or logged, whatever its shape."""
+    fake = Fake(tmp_path)
+    old, first, second = "old-key-0123456789", "first-key-abcdefgh", "second-key-ijklmnop"
+    dashes = ("--", f"--api-key={old}", "--api-key", first, second, "--enforce-eager")
+    res = fake.serve("serve", "--check", "--json", *dashes)
+    res.assert_ok()
+    data = output("serve", res.out)
+    assert data["outcome"] == "ready" and data["probe"]["ok"] is True
+    assert data["command"][-5:] == ["--api-key=***", "--api-key", "***", "***", "--enforce-eager"]
+    assert fake.facts()["chat"] is True  # the fake answers only with first or second
+    text = Fake(tmp_path / "text")
+    said = text.serve("serve", "--check", *dashes)
+    said.assert_ok()
+    assert "'--api-key=***' '--api-key=***' '***' --enforce-eager" in said.err  # shell-quoted
+    for out in (res.out, res.err, fake.log(), said.out, said.err, text.log()):
+        assert all(key not in out for key in (old, first, second))
+    assert "the server demands ***" in fake.log() and "non-default args" in fake.log()
+    fake.assert_nothing_left()
+    short = fake.serve("serve", "--", "--api-key", "short")
+    short.assert_fails(2, mentioning="shorter than 8")
+
+
+BAR = "Loading safetensors checkpoint shards: {:3d}% Completed | {}/4"
+
+
+def test_a_progress_bar_piped_shows_its_last_state_and_the_log_keeps_every_update(
+    tmp_path: Path,
+) -> None:
+    fake = Fake(tmp_path)
+    res = fake.serve("fail", FAKE_VLLM_BAR="1")
+    assert res.code == 1
+    lines = res.out.splitlines()
+    assert lines.count(BAR.format(100, 4)) == 1  # a line of its own, as a terminal shows it
+    assert "\\r" not in res.out and BAR.format(25, 1) not in res.out
+    log = fake.log()
+    assert "".join(f"\r{BAR.format(n * 25, n)}" for n in range(5)) + "\n" in log  # as it came
+
+
+def test_a_progress_bar_is_drawn_live_on_a_terminal(tmp_path: Path) -> None:
+    """A real terminal (a pty) as serve's stdout: each update drawn over the last."""
+    import pty
+
+    fake = Fake(tmp_path)
+    env = {**os.environ, **fake.env("fail", FAKE_VLLM_BAR="1"), "PYTHONPATH": str(ROOT / "src")}
+    main, side = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "envkit", *fake.args()],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=side, stderr=subprocess.PIPE,
+    ) as proc:  # fmt: skip
+        os.close(side)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the other side closed: envkit ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        proc.wait(30)
+    os.close(main)
+    text = seen.decode("utf-8", "replace")
+    assert proc.returncode == 1
+    for n in (1, 2, 3):  # the updates in between, each drawn over the line
+        assert f"\r\x1b[K{BAR.format(n * 25, n)}" in text
+    # the last update drawn as soon as it came (not at the next carriage return), then the
+    # line wiped and written whole as the newline ends it
+    assert text.replace("\r\n", "\n").count(f"\r\x1b[K{BAR.format(100, 4)}") == 2
     fake.assert_nothing_left()
 
 
@@ -337,19 +498,35 @@ def test_a_venv_of_another_profile_or_none_gets_a_warning(
     assert res.code == 1 and "envkit: warning: " in res.err and said in res.err
 
 
-def test_pieces_are_bounded_and_keep_progress_bars() -> None:
-    pieces = Pieces(limit=8)
-    assert pieces.feed(b"ab\r") == [b"ab\r"]
-    assert pieces.feed(b"cd\r\nef") == [b"cd\r\n"]
-    assert pieces.feed(b"ghijklmnop") == [b"efghijkl\n"]  # cut at the limit
-    assert pieces.feed(b"qrs\nok\n") == [b"ok\n"]  # the rest of the long line is dropped
-    assert pieces.cut == 1 and pieces.flush() == []
-    assert pieces.feed(b"tail") == [] and pieces.flush() == [b"tail\n"]
-
-
 def test_masked_commands() -> None:
     argv = ["vllm", "serve", "m", "--api-key", "abc123secret", "--hf-token=hf_abcdefghijklmnop"]
     assert masked(argv) == ("vllm", "serve", "m", "--api-key", "***", "--hf-token=***")
+    several = ["vllm", "--api-key", "key-one-1234", "key-two-1234", "--x", "y"]
+    assert masked(several) == ("vllm", "--api-key", "***", "***", "--x", "y")
+    assert printable(masked(several)) == "vllm '--api-key=***' '***' --x y"
+    assert arg_keys(["--api-key=key-zero-123", "--api-key", "key-one-1234", "key-two-1234"]) == (
+        "key-one-1234", "key-zero-123", "key-two-1234",
+    )  # fmt: skip
+    assert arg_keys(["--enforce-eager"]) == ()
+
+
+WORD = st.text(st.sampled_from("ab-=*'\" $;&|"), max_size=8)
+
+
+@given(st.lists(st.one_of(WORD, st.sampled_from(["--api-key", "--hf-token", "***"])), max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_a_printed_command_is_the_words_and_survives_the_masking_of_output(
+    words: list[str],
+) -> None:
+    """What serve prints splits back into the masked words (a flag joined to its first
+    masked value), and the masking every printed line passes leaves it as it is."""
+    shown = masked(["vllm", *words])
+    # --api-key without a value is refused (arg_keys) before anything is printed
+    assume(all(w != "--api-key" or shown[n + 1 : n + 2] == ("***",) for n, w in enumerate(shown)))
+    line = printable(shown)
+    assert redact(line) == line
+    split = shlex.split(line)
+    assert " ".join(split).replace("=***", " ***") == " ".join(shown).replace("=***", " ***")
 
 
 def test_a_streamed_child_is_read_with_a_deadline_and_its_group_stopped() -> None:
@@ -369,16 +546,3 @@ def test_a_streamed_child_is_read_with_a_deadline_and_its_group_stopped() -> Non
     finally:
         child.stop(0)
         child.close()
-
-
-@given(st.lists(st.binary(max_size=40), max_size=30), st.integers(4, 32))
-@settings(max_examples=200, deadline=None)
-def test_pieces_of_any_output_in_any_chunks(chunks: list[bytes], limit: int) -> None:
-    pieces = Pieces(limit)
-    out = [p for c in chunks for p in pieces.feed(c)] + pieces.flush()
-    assert all(len(p) <= limit + 2 and p.endswith((b"\n", b"\r")) for p in out)
-    whole = b"".join(chunks)
-    if pieces.cut == 0:  # nothing was cut: every byte arrives, in order
-        assert b"".join(out) == (
-            whole if whole.endswith((b"\n", b"\r")) or not whole else whole + b"\n"
-        )

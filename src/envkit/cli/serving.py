@@ -298,7 +298,7 @@ def serve(
     """Start PROFILE's vLLM (the venv's own vllm serve MODEL) with the arguments envkit plan
     recommends, and watch it: its log goes to the terminal and to .envkit/logs/.
 
-    At a known failure, an exit, or a stall at a known step, vLLM's process group is stopped
+    At a known failure, an exit, or a stall at a known step, vLLM and all it started are stopped
     and the cause and fix are shown (exit 1). Once it is up, envkit probes it (GET
     /v1/models, a 16-token chat) and says it is ready; with --check it then stops it (exit
     0), else vLLM runs on and Ctrl-C reaches it (exit 130). Arguments after -- go to vLLM
@@ -316,17 +316,18 @@ def serve(
     venv = Path(os.path.abspath(venv))
     program = start.vllm_program(venv)
     _refuse_owned_args(vllm_args)
+    given_keys = start.arg_keys(vllm_args)  # remembered: masked from here on
     key = start.api_key(api_key_env)
     host = start.checked_host(host)
     start.refuse_busy_port(host, port)
     planned, notes = _planned_args(loaded, model, asked, no_plan)
-    env, key_env = start.child_env(key, api_key_env)
+    env, probe_key = start.child_env(key, given_keys[0] if given_keys else "")
     argv = start.command(program, model, host, port, planned, vllm_args)
     warnings = [w for w in (start.marker_warning(venv, loaded.name),) if w]
     if any(a.split("=")[0] == "--api-key" for a in vllm_args):
         warnings.append(
-            "--api-key after -- puts the key on the command line every user's ps shows; "
-            "--api-key-env VAR hands it over in the environment instead"
+            "a key after -- (vLLM's --api-key) is on the command line every user's ps "
+            "shows; --api-key-env VAR hands it over in the environment instead"
         )
     launch = start.Launch(
         profile=loaded.name,
@@ -335,14 +336,18 @@ def serve(
         argv=argv,
         shown=start.masked(argv),
         env=env,
-        key_env=key_env,
+        key=probe_key,
         host=host,
         port=port,
         notes=tuple(notes),
         warnings=tuple(warnings),
+        gpu=asked.target.target.name if asked.target.target is not None else "",
     )
     render.serve_start(launch)
-    hooks = core.Hooks(output=render.serve_log(as_json), note=render.note, ready=render.serve_ready)
+    shown = render.ServeLog(as_json)
+    hooks = core.Hooks(
+        output=shown.output, note=render.note, ready=render.serve_ready, progress=shown.progress
+    )
     options = core.Options(stall_timeout=stall_timeout, check=check, stop_grace=stop_grace)
     result = core.serve(
         launch, options, hooks, ShippedKnowledge(catalog), installed=_installed(venv)

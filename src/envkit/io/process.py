@@ -17,9 +17,11 @@ Work that runs children from several threads at once (the lock matrix) gives its
 :func:`one_cpu_per_worker`, so the children do not oversubscribe the cores.
 
 A long-running child whose output is watched as it comes (``envkit serve`` runs vLLM) is
-started with :func:`stream`, in a process group of its own: its output is read with a
-deadline (:class:`Streaming`; ``io.pieces`` cuts it into bounded lines), and
-:meth:`Streaming.stop` ends the whole group, a signal first and SIGKILL after a grace period.
+started with :func:`stream`, in a process group of its own, envkit a child subreaper
+meanwhile: its output is read with a deadline (:class:`Streaming`; ``io.pieces`` cuts it
+into bounded lines), and :meth:`Streaming.stop` ends every process it started (its group,
+and those that left it by ``setsid`` or a double fork, found in ``/proc`` by ``io.procfs``),
+a signal first and SIGKILL after a grace period.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from envkit.errors import OutputTooLarge, UnreadableFile
-from envkit.io.files import read_small_text
+from envkit.errors import OutputTooLarge
+from envkit.io import procfs
 
 _requested = threading.Event()
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -253,17 +255,35 @@ def _group_child_setup() -> None:  # pragma: no cover - runs in the child, befor
     _child_setup()
 
 
+_PR_SET_CHILD_SUBREAPER = 36
+_reaping = 0  # open Streamings: envkit is a subreaper while one is
+_reaping_lock = threading.Lock()
+
+
+def _subreaper(on: bool) -> None:
+    """Make envkit a child subreaper (Linux 3.4 on) while a streamed child runs: a process
+    its child leaves behind (a double fork, a daemon) is then reparented to envkit, not to
+    init, and stays findable. Off again once the last Streaming is closed."""
+    global _reaping
+    with _reaping_lock:
+        _reaping += 1 if on else -1
+        if _libc is not None and (_reaping == 1 if on else _reaping == 0):
+            _libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+
+
 def stream(
     args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Streaming:
     """Start a long-running child in a process group of its own, its stdout and stderr
     merged into one pipe that :meth:`Streaming.read` reads as it is written. The child dies
-    with envkit, as with :func:`run`; its own children are ended by :meth:`Streaming.stop`.
+    with envkit, as with :func:`run`; every process it starts, in its group or not (a
+    ``setsid``, a double fork), is ended by :meth:`Streaming.stop`.
 
     Raises OSError when the program cannot start.
     """
     _load_libc()
     proc: subprocess.Popen[bytes] | None = None
+    _subreaper(True)
     try:
         with _signals_held():
             proc = subprocess.Popen(
@@ -277,8 +297,12 @@ def stream(
                 preexec_fn=_group_child_setup if os.name == "posix" else None,
             )
     except BaseException:  # an interrupt held during the spawn arrives here
-        if proc is not None:
-            Streaming(proc).stop(1.0)
+        if proc is None:
+            _subreaper(False)
+        else:
+            child = Streaming(proc)
+            child.stop(1.0)
+            child.close()
         raise
     return Streaming(proc)
 
@@ -289,8 +313,9 @@ KILL_WAIT = 5.0  # seconds for the kernel to end a group after SIGKILL
 
 @dataclass(frozen=True)
 class Stopped:
-    """How a group was ended: ``signal`` the last one sent ('' when it had ended by
-    itself), after ``seconds``, and the processes of it still alive (none, normally)."""
+    """How a child and everything it started were ended: ``signal`` the last one sent (''
+    when all had ended by themselves), after ``seconds``, and the processes of it still
+    alive (none, normally)."""
 
     signal: str
     seconds: float
@@ -298,8 +323,20 @@ class Stopped:
 
 
 class Streaming:
-    """A child started by :func:`stream`: read its output with a deadline, ask whether its
-    group still runs, signal the group, stop it."""
+    """A child started by :func:`stream`: read its output with a deadline, ask which of the
+    processes it started still run, signal them, stop them.
+
+    What counts as the child's (Linux, from ``/proc``), each process known by its pid and
+    start time so that a pid used again by another process is never signalled:
+
+    - the child and every process below it by parent links;
+    - every process of its process group;
+    - every process reparented to envkit (a subreaper while the child runs) that started
+      after the child: only a descendant of a child of envkit is reparented to it, and
+      envkit starts nothing else while it streams;
+    - every process seen as one of these before (a double fork's grandchild once its parent
+      has exited), and what is below those.
+    """
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
@@ -308,6 +345,12 @@ class Streaming:
         assert proc.stdout is not None
         self._out = proc.stdout
         self._eof = False
+        self._closed = False
+        self._linux = procfs.available()
+        first = procfs.stat(self.pid) if self._linux else None
+        self._start = first.start if first is not None else 0
+        self._seen: dict[int, int] = {self.pid: self._start}  # pid -> start time
+        self._signalled: set[tuple[int, int, str]] = set()
 
     def read(self, timeout: float) -> bytes | None:
         """What the child wrote within ``timeout`` seconds (at most READ_SIZE bytes): None
@@ -336,26 +379,58 @@ class Streaming:
         except subprocess.TimeoutExpired:
             return None
 
-    def members(self) -> tuple[int, ...]:
-        """The live processes of the group (zombies do not count: they run nothing)."""
-        self.proc.poll()
-        try:
-            os.killpg(self.pgid, 0)
-        except ProcessLookupError:
-            return ()
-        except PermissionError:  # pragma: no cover - a pid reused by another user's group
-            return ()
-        if not Path("/proc/self/stat").exists():  # pragma: no cover - not Linux
-            return (self.pgid,)
-        return tuple(_group_members(self.pgid))
+    def track(self) -> dict[int, procfs.Proc]:
+        """Look at ``/proc`` once: every process of the child's (see the class), alive or a
+        zombie, by pid. Reaps the zombies reparented to envkit."""
+        me = os.getpid()
+        mine = procfs.family(self.pid, self._start, self.pgid, self._seen, me)
+        self._seen = {pid: p.start for pid, p in mine.items()} | {self.pid: self._start}
+        for pid, p in mine.items():
+            if not p.alive and p.ppid == me and pid != self.pid:  # Popen reaps its own
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+        return mine
 
-    def send(self, sig: signal.Signals) -> bool:
-        """Send ``sig`` to the whole group; False when no process of it is left."""
-        try:
-            os.killpg(self.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
+    def members(self) -> tuple[int, ...]:
+        """The live processes of the child's (zombies do not count: they run nothing)."""
+        self.proc.poll()
+        if not self._linux:  # pragma: no cover - no /proc: the group alone
+            try:
+                os.killpg(self.pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return ()
+            return (self.pgid,)
+        return tuple(sorted(pid for pid, p in self.track().items() if p.alive))
+
+    def holds_port(self, port: int) -> bool | None:
+        """Whether a live process of the child's listens on TCP ``port``; None where
+        ``/proc`` cannot say."""
+        if not self._linux:  # pragma: no cover - not Linux
+            return None
+        return any(True for _ in procfs.holders(procfs.listening(port), self.members()))
+
+    def send(self, sig: signal.Signals, *, again: bool = True) -> bool:
+        """Send ``sig`` to every live process of the child's (``again=False``: only to
+        those that have not had it yet); False when none is left."""
+        if not self._linux:  # pragma: no cover - not Linux
+            try:
+                os.killpg(self.pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                return False
+            return True
+        live = {pid: p for pid, p in self.track().items() if p.alive}
+        if again and any(p.pgrp == self.pgid for p in live.values()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)  # at once: a member forking meanwhile is in it too
+        for pid, p in live.items():
+            if not again and (pid, p.start, sig.name) in self._signalled:
+                continue
+            now = procfs.stat(pid)
+            if now is not None and now.start == p.start:  # not ended, its pid not reused
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            self._signalled.add((pid, p.start, sig.name))
+        return bool(live)
 
     def stop(
         self,
@@ -364,10 +439,11 @@ class Streaming:
         first: signal.Signals = signal.SIGTERM,
         drain: Callable[[bytes], None] | None = None,
     ) -> Stopped:
-        """End the group: ``first`` (SIGTERM, or the interrupt being passed on), then
-        SIGKILL when it still runs after ``grace`` seconds. Output written meanwhile goes to
-        ``drain`` (so a child logging its shutdown never blocks on a full pipe). A
-        KeyboardInterrupt while waiting kills the group at once and is raised again."""
+        """End the child and every process of it: ``first`` (SIGTERM, or the interrupt
+        being passed on), then SIGKILL to what still runs after ``grace`` seconds. Output
+        written meanwhile goes to ``drain`` (so a child logging its shutdown never blocks on
+        a full pipe). A KeyboardInterrupt while waiting kills them at once and is raised
+        again."""
         start = time.monotonic()
         if not self.members():
             self.proc.poll()
@@ -375,17 +451,19 @@ class Streaming:
         sent = first.name
         try:
             self.send(first)
-            if not self._gone_by(start + grace, drain):
+            if not self._gone_by(start + grace, drain, first):
                 sent = "SIGKILL"
                 self.send(signal.SIGKILL)
-                self._gone_by(time.monotonic() + KILL_WAIT, drain)
+                self._gone_by(time.monotonic() + KILL_WAIT, drain, signal.SIGKILL)
         except KeyboardInterrupt:
             self.send(signal.SIGKILL)
-            self._gone_by(time.monotonic() + KILL_WAIT, None)
+            self._gone_by(time.monotonic() + KILL_WAIT, None, signal.SIGKILL)
             raise
         return Stopped(sent, time.monotonic() - start, self.members())
 
-    def _gone_by(self, deadline: float, drain: Callable[[bytes], None] | None) -> bool:
+    def _gone_by(
+        self, deadline: float, drain: Callable[[bytes], None] | None, sig: signal.Signals
+    ) -> bool:
         while True:
             if not self.members():  # what it wrote on its way out, without waiting for more
                 for _ in range(64 if drain is not None else 0):  # at most 4 MiB
@@ -393,6 +471,8 @@ class Streaming:
                         break
                     drain(data)
                 return True
+            if self._linux:
+                self.send(sig, again=False)  # to what started meanwhile
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -405,16 +485,6 @@ class Streaming:
 
     def close(self) -> None:
         self._out.close()
-
-
-def _group_members(pgid: int) -> Iterator[int]:
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = read_small_text(Path(entry.path, "stat"), 4096, what="process status")
-        except UnreadableFile:  # it ended while we looked
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()  # after "pid (name)": state ppid pgrp ...
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            yield int(entry.name)
+        if not self._closed:
+            self._closed = True
+            _subreaper(False)

@@ -14,12 +14,12 @@ from envkit.render.image import image
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
 from envkit.render.models import compat, drafted, histories, model_report, scans, site
 from envkit.render.serving import (
+    ServeLog,
     diagnosis,
     explanation,
     log_diff,
     plan,
     probe,
-    serve_log,
     serve_ready,
     serve_result,
     serve_start,
@@ -42,6 +42,7 @@ from envkit.render.term import (
 
 __all__ = [
     "JSON_VERSION",
+    "ServeLog",
     "broken_profiles",
     "build",
     "compat",
@@ -69,7 +70,6 @@ __all__ = [
     "published",
     "report",
     "scans",
-    "serve_log",
     "serve_ready",
     "serve_result",
     "serve_start",

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from envkit.io.escaping import shell_command
 from envkit.render.term import (
     cut_left,
     echo,
@@ -13,6 +11,7 @@ from envkit.render.term import (
     emit_json,
     finding_lines,
     interrupted,
+    live_line,
     note,
     one_line,
     table,
@@ -148,6 +147,9 @@ def probe(result: ProbeResult, as_json: bool) -> None:
         echo(wrap(f"note: {said}", "", "  "))
     if result.ok:
         echo(one_line(f"The server answers at {result.base}."), fg="green", bold=True)
+    elif result.answers:
+        said = f"The server answers at {result.base}, not at {result.given}: use {result.base}."
+        echo(one_line(said), fg="red", bold=True)
     else:
         echo("The server does not answer as an OpenAI-compatible API.", fg="red", bold=True)
 
@@ -278,17 +280,28 @@ def serve_start(launch: Launch) -> None:
         echo(warning, err=True)
     for text in launch.notes:
         note(text)
-    note(f"running {shell_command(launch.shown)}")
+    from envkit.serving.launch import printable
+
+    note(f"running {printable(launch.shown)}")
 
 
-def serve_log(as_json: bool) -> Callable[[str], None]:
+class ServeLog:
     """vLLM's log as it comes, as it is (masked): stdout, or stderr when --json keeps stdout
-    for the document."""
+    for the document. Lines as a terminal shows them (``io.pieces.Screen``); a progress bar
+    is drawn live over itself on a terminal, and on a pipe comes once, in its last state."""
 
-    def show(text: str) -> None:
-        echo(text, nl=False, err=as_json)
+    def __init__(self, as_json: bool) -> None:
+        self.err = as_json
+        self.drawn = False
 
-    return show
+    def output(self, text: str) -> None:
+        if self.drawn:
+            live_line("", err=self.err)
+            self.drawn = False
+        echo(text, nl=False, err=self.err)
+
+    def progress(self, text: str) -> None:
+        self.drawn = live_line(text, err=self.err) or self.drawn
 
 
 def serve_ready(result: ProbeResult) -> None:
@@ -306,14 +319,15 @@ def serve_ready(result: ProbeResult) -> None:
 def _stopped(result: ServeResult) -> str:
     stop = result.stopped
     if stop.left:
+        pids = " ".join(map(str, stop.left))
         return (
-            f"processes {', '.join(map(str, stop.left))} of vLLM's group are STILL RUNNING "
-            f"after {stop.signal} (kill -9 -{result.pid})"
+            f"processes {pids} that vLLM started are STILL RUNNING after {stop.signal} "
+            f"(kill -9 {pids})"
         )
     if not stop.signal:
         return "vLLM had exited; nothing of it is left running"
     return (
-        f"{stop.signal} to vLLM's process group ({result.pid}), gone after "
+        f"{stop.signal} to vLLM ({result.pid}) and every process it started, gone after "
         f"{stop.seconds:.1f} s; nothing of it is left running"
     )
 

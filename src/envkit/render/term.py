@@ -113,6 +113,22 @@ def _write(text: str, *, err: bool, nl: bool, **style: Any) -> None:
     click.echo(click.style(text, **style) if style else text, err=err, nl=nl, color=_colour())
 
 
+def live_line(text: str, *, err: bool = False) -> bool:
+    """``text`` drawn over the line before it, on a terminal only (a child's progress bar
+    as it updates: ``envkit serve``): a carriage return and an erase, then the text escaped,
+    masked and cut to the width (a line that wrapped could not be drawn over); ``""`` wipes
+    it. Returns whether it drew: on a pipe nothing is written (the line's last state comes
+    through :func:`echo` once it is finished)."""
+    if not (sys.stderr if err else sys.stdout).isatty():
+        return False
+    shown = redact(visible(text))
+    room = shutil.get_terminal_size((100, 24)).columns - 1
+    if len(shown) > room:
+        shown = shown[: max(1, room - 1)] + "…"
+    click.echo("\r\x1b[K" + shown, err=err, nl=False, color=_colour())
+    return True
+
+
 def one_line(text: str) -> str:
     """A value from outside, or a paragraph, on one line: newlines and tabs shown as escapes
     too, so that no value can start a line of its own (a fake verdict, a fake prompt). Its

@@ -3,13 +3,13 @@
 The YAML is assembled from fixed keys and two kinds of value, so that nothing a profile or
 a model path holds can add a key (a ``privileged: true``, a bind mount): the image is
 ``vllm/vllm-openai:v<version>``, the version checked to be a PEP 440 version whose tag
-fits Docker's tag grammar, and every command word is a double-quoted scalar written by
-``json.dumps`` (JSON strings are YAML; non-ASCII and control characters become escapes).
+fits Docker's tag grammar, and every command word is a YAML double-quoted scalar (:func:`quoted`:
+printable ASCII, every other character an escape), each ``$`` doubled so that Compose takes
+it as it is, not as a variable.
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 from packaging.version import InvalidVersion, Version
@@ -40,8 +40,21 @@ def image(vllm_version: str) -> str:
 
 
 def quoted(value: str) -> str:
-    """``value`` as a YAML double-quoted scalar (a JSON string, ASCII only)."""
-    return json.dumps(value, ensure_ascii=True)
+    """``value`` as a YAML double-quoted scalar, ASCII only: ``"`` and ``\\`` escaped, every
+    character outside printable ASCII as ``\\uXXXX`` or, beyond the 16-bit range, as YAML's
+    ``\\UXXXXXXXX`` (YAML parsers read a JSON surrogate pair as two lone surrogates), and each
+    ``$`` doubled: Compose reads ``$NAME`` and ``${NAME}`` in any value as a variable of the
+    host's environment, and ``$$`` as one ``$``."""
+    out = ['"']
+    for char in value.replace("$", "$$"):
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out) + '"'
 
 
 def compose(model: str, rec: Recommendation, vllm_version: str, kv: str = "auto") -> str:

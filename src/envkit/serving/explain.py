@@ -197,6 +197,9 @@ def explain(
     source: str = "",
     installed: Installed | None = None,
     profile: str = "",
+    venv: Path | None = None,  # venv, gpu, passed: the explain helper uses them (merge)
+    gpu: str = "",
+    passed: tuple[str, ...] = (),
 ) -> Explanation:
     """The explanation of a scanned log (see the module's docstring for the rules)."""
     ctx = Context(scan.facts, knowledge, scan, installed, profile)

@@ -24,7 +24,9 @@ from typing import TextIO
 
 from envkit.env.venvslot import MARKER, built_profile
 from envkit.errors import BadInput, ServeRefused
+from envkit.io import procfs
 from envkit.io.atomicfile import open_new
+from envkit.io.escaping import shell_command
 from envkit.io.redaction import redact_words, remember_secret
 
 KEY_VARIABLE = "VLLM_API_KEY"
@@ -43,11 +45,12 @@ class Launch:
     argv: tuple[str, ...]  # what runs
     shown: tuple[str, ...]  # argv with secrets masked: what is printed and kept
     env: Mapping[str, str] = field(repr=False)  # the child's whole environment
-    key_env: str | None  # the variable the probe takes the key from
+    key: str = field(repr=False)  # the key the probe sends ('' for none)
     host: str
     port: int
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    gpu: str = ""  # the GPU the plan was made for, as named ('' when none is known)
 
     @property
     def base_url(self) -> str:
@@ -135,21 +138,99 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
+def listeners(port: int) -> tuple[str, ...]:
+    """Who listens on TCP ``port``, as far as ``/proc`` shows this user ("pid 123
+    (python3)"): another user's process is not visible, so may be missing."""
+    holders = procfs.holders(procfs.listening(port))
+    return tuple(f"pid {pid} ({procfs.name(pid) or '?'})" for pid in sorted(set(holders)))
+
+
+def free_port(host: str, after: int, tries: int = 200) -> int | None:
+    """The first port after ``after`` that binds both on ``host`` and on 127.0.0.1 (the
+    probe's loopback), or None when none of ``tries`` does."""
+    for port in range(after + 1, min(after + 1 + tries, 65536)):
+        if not port_in_use(host, port) and (
+            host == "127.0.0.1" or not port_in_use("127.0.0.1", port)
+        ):
+            return port
+    return None
+
+
 def refuse_busy_port(host: str, port: int) -> None:
-    """Raises ServeRefused when ``host:port`` is taken (the port-in-use fix, beforehand)."""
-    if port_in_use(host, port):
-        raise ServeRefused(
-            f"Port {port} on {host} is already in use: vLLM would fail to bind it "
-            "(port-in-use), and the probe would ask whatever listens there.",
-            f"Stop what listens there (ss -ltnp 'sport = :{port}' names it), or give "
-            f"another port: --port {port + 1}.",
-        )
+    """Raises ServeRefused when ``host:port`` is taken (the port-in-use fix, beforehand),
+    naming who holds it when that is visible and a port that is free."""
+    if not port_in_use(host, port):
+        return
+    who = listeners(port)
+    held = f" by {', '.join(who)}" if who else " (by a process this user cannot see)"
+    other = free_port(host, port)
+    instead = f"give a port that is free: --port {other}" if other else "give another --port"
+    raise ServeRefused(
+        f"Port {port} on {host} is already in use{held}: vLLM would fail to bind it "
+        "(port-in-use), and the probe would ask whatever listens there.",
+        f"Stop what listens there (ss -ltnp 'sport = :{port}' names it), or {instead}.",
+    )
+
+
+def _flag_values(argv: Sequence[str], flag: str) -> list[list[str]]:
+    """The values of each ``flag`` in ``argv``: ``flag=V``, or ``flag V...`` up to the next
+    word that starts with ``-`` (vLLM's ``--api-key`` takes one or more keys)."""
+    found: list[list[str]] = []
+    taking = False
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if taking and not arg.startswith("-"):
+            found[-1].append(arg)
+            continue
+        taking = False
+        if eq and name == flag:
+            found.append([value])
+        elif arg == flag:
+            found.append([])
+            taking = True
+    return found
+
+
+def arg_keys(vllm_args: Sequence[str]) -> tuple[str, ...]:
+    """The API keys given after ``--`` (``--api-key K...``, ``--api-key=K``), each one
+    remembered (so masked everywhere), the one the probe sends first: the first of the last
+    ``--api-key`` (argparse keeps the last). Raises BadInput for a key too short to mask."""
+    given = _flag_values(vllm_args, "--api-key")
+    keys = [key for values in given for key in values]
+    if any(not values for values in given):
+        raise BadInput("--api-key after -- has no value.", "Give the key: -- --api-key KEY.")
+    for key in keys:
+        if len(key.strip()) < MIN_KEY:
+            raise BadInput(
+                f"--api-key after --: a key is shorter than {MIN_KEY} characters.",
+                "Use a longer key: a short one protects little, and could not be told from "
+                "ordinary words to mask it in the log.",
+            )
+        remember_secret(key)
+    if not keys:
+        return ()
+    lead = given[-1][0]
+    return (lead, *(k for k in keys if k != lead))
 
 
 def masked(argv: Sequence[str]) -> tuple[str, ...]:
     """The command with secrets masked: every value after --api-key/--hf-token (a list of
     keys too, and --api-key=K), known keys, tokens by shape (``io.redaction.redact_words``)."""
     return tuple(redact_words(argv))
+
+
+def printable(shown: Sequence[str]) -> str:
+    """The masked command as one line a POSIX shell splits back into its words
+    (``io.escaping.shell_command``), a secret flag joined to its first masked value
+    (``--api-key=***``): printed text is masked once more as it is written, and that would
+    take the quotes off a ``'***'`` standing after ``--api-key``, leaving a glob."""
+    words: list[str] = []
+    for word in shown:
+        if words and words[-1] in _SECRET_FLAGS and word == "***":
+            words[-1] += "=***"
+        else:
+            words.append(word)
+    return shell_command(words)
 
 
 def command(
@@ -160,15 +241,17 @@ def command(
     return (str(program), "serve", model, "--host", host, "--port", str(port), *planned, *extra)
 
 
-def child_env(key: str, key_env: str | None) -> tuple[dict[str, str], str | None]:
-    """The environment vLLM runs with (ours, the key as VLLM_API_KEY), and the variable
-    the probe reads the key from (VLLM_API_KEY itself when the user exported it)."""
+def child_env(key: str, arg_key: str = "") -> tuple[dict[str, str], str]:
+    """The environment vLLM runs with (ours, the key of --api-key-env as VLLM_API_KEY), and
+    the key the probe sends: one given after -- (vLLM takes --api-key over the variable),
+    else that key, else a VLLM_API_KEY the user exported."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # each line as it is printed, not in 8 KiB lumps
     if key:
         env[KEY_VARIABLE] = key
-        return env, key_env
-    return env, KEY_VARIABLE if env.get(KEY_VARIABLE, "").strip() else None
+    exported = env.get(KEY_VARIABLE, "").strip()
+    remember_secret(exported)
+    return env, arg_key or exported
 
 
 def open_log(profile: str, root: Path | None = None) -> tuple[Path, TextIO]:

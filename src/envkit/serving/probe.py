@@ -3,7 +3,8 @@
 Two requests, in the order field report 2 checks by hand: ``GET {base}/models``, then a
 ``POST {base}/chat/completions`` with ``max_tokens`` 16. When the URL as given fails, the
 usual mistakes are tried in turn (no ``/v1``, a doubled ``/v1``, an endpoint path given as the
-base) and the base URL that works is named. The API key comes from an environment variable
+base) and the base URL that works is named: still a failure (``ok`` false, exit 1), since
+a client given that URL would fail. The API key comes from an environment variable
 and is sent, never shown.
 """
 
@@ -42,10 +43,23 @@ class ProbeResult:
     chat: Answer | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    first: str = ""  # the URL as given, tidied (no trailing slash): the first one tried
+
     @property
-    def ok(self) -> bool:
+    def answers(self) -> bool:
+        """The server answers as an OpenAI-compatible API at ``base`` (wherever that is)."""
         chat = self.chat
         return bool(self.base) and chat is not None and chat.status == 200 and not chat.problem
+
+    @property
+    def given_works(self) -> bool:
+        """The URL as given is the base URL that works (not one of its corrections)."""
+        return bool(self.base) and self.base == self.first
+
+    @property
+    def ok(self) -> bool:
+        """It answers, at the URL given: a corrected URL is a wrong URL (exit 1)."""
+        return self.answers and self.given_works
 
     def to_dict(self) -> dict[str, Any]:
         def answer(a: Answer) -> dict[str, Any]:
@@ -60,6 +74,8 @@ class ProbeResult:
             "ok": self.ok,
             "given": self.given,
             "base_url": self.base or None,
+            "answers": self.answers,
+            "given_works": self.given_works,
             "models": list(self.models),
             "tried": [answer(a) for a in self.tried],
             "chat": answer(self.chat) if self.chat else None,
@@ -198,8 +214,12 @@ def _message(body: Any) -> dict[str, Any] | str:
     return message
 
 
-def probe(given: str, *, model: str | None, key_env: str | None, timeout: float) -> ProbeResult:
-    key = ""
+def probe(
+    given: str, *, model: str | None, key_env: str | None, timeout: float, key: str = ""
+) -> ProbeResult:
+    """Probe ``given`` (see the module's docstring) with the key in ``key_env``, or ``key``
+    itself (``serve`` knows it)."""
+    remember_secret(key)
     if key_env:
         if key_env not in os.environ:
             raise BadInput(
@@ -215,7 +235,8 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
     )
     tried: list[Answer] = []
     base, listing = "", None
-    for url in candidates(given):
+    urls = candidates(given)
+    for url in urls:
         answer = _request(url + "/models", key, http)
         tried.append(answer)
         if (
@@ -239,8 +260,8 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
             break  # the path is right; the key is not
     notes: list[str] = []
     if not base:
-        return ProbeResult(given=redact(given), base="", tried=tuple(tried))
-    if base != given.rstrip("/"):
+        return ProbeResult(given=redact(given), base="", tried=tuple(tried), first=urls[0])
+    if base != urls[0]:
         notes.append(f"use {base} as the base URL (not {given}); clients append /chat/completions")
     models = (
         tuple(str(m.get("id")) for m in listing.body["data"] if isinstance(m, dict))
@@ -272,12 +293,12 @@ def probe(given: str, *, model: str | None, key_env: str | None, timeout: float)
         models=models,
         chat=chat,
         notes=tuple(notes),
+        first=urls[0],
     )
 
 
-def answers(base: str, *, key_env: str | None, timeout: float) -> bool:
+def answers(base: str, *, key: str, timeout: float) -> bool:
     """Whether an HTTP server answers ``GET {base}/models`` within ``timeout`` seconds (any
     status: a 401 is a server that is up). ``serve`` asks this when the log has not said."""
-    key = os.environ.get(key_env, "").strip() if key_env else ""
     http = Http(timeout=timeout, deadline=timeout + 1)
     return _request(base + "/models", key, http).status != 0

@@ -1,9 +1,11 @@
 """``envkit serve``: vLLM started from its venv (:mod:`launch` decides how) and watched until
 it serves, fails or stalls.
 
-vLLM's output, stdout and stderr merged, is cut into bounded pieces (``io.process.Pieces``)
+vLLM's output, stdout and stderr merged, is cut into bounded pieces (``io.pieces.Pieces``)
 and each is masked (``io.redaction.redact``: the API key, tokens, URL credentials) before it
-goes anywhere: the log file, the terminal (``Hooks.output``) and explain's ``BootWatch``.
+goes anywhere: the log file and explain's ``BootWatch`` get the pieces, the terminal gets
+lines as a terminal shows them (``io.pieces.Screen``: ``Hooks.output``), a progress bar's
+updates drawn over each other (``Hooks.progress``).
 Then, whichever comes first:
 
 - a known failure (a cause explain knows, or the engine's wrapper): vLLM gets SETTLE
@@ -12,16 +14,18 @@ Then, whichever comes first:
 - the log stops for ``stall_timeout`` seconds at a known stall point (the encoder cache
   profiling line): its group is stopped;
 - a healthy-start line, or the port answering HTTP: ``probe`` (GET /models, a 16-token
-  chat) and, when it answers, ready. With ``check`` vLLM is then stopped; without, it runs
-  on, its log streaming, until it exits or an interrupt (passed on to its group).
+  chat) and, when it answers and the socket listening on the port is held by a process of
+  vLLM's (not another server that took the port), ready. With ``check`` vLLM is then
+  stopped; without, it runs on, its log streaming, until it exits or an interrupt (passed
+  on to its processes).
 
 A failure, a stall or an early exit is explained from the log as ``explain`` would. Every
-wait is a read with a deadline, and nothing of vLLM's group is left running on return.
+wait is a read with a deadline, and nothing vLLM started (its group, and what left it:
+``io.process.Streaming``) is left running on return.
 """
 
 from __future__ import annotations
 
-import shlex
 import signal
 import threading
 import time
@@ -33,13 +37,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from envkit.io import process
-from envkit.io.pieces import Pieces
+from envkit.io.pieces import Pieces, Screen
 from envkit.io.process import Stopped, Streaming
 from envkit.io.redaction import redact
 from envkit.serving.envpins import Installed
 from envkit.serving.explain import Explanation, explain
 from envkit.serving.knowledge import Knowledge
-from envkit.serving.launch import Launch, open_log
+from envkit.serving.launch import Launch, listeners, open_log, printable
 from envkit.serving.logread import ReadStats
 from envkit.serving.probe import ProbeResult, answers, probe
 from envkit.serving.watch import BootWatch, Status
@@ -72,9 +76,10 @@ class Options:
 class Hooks:
     """Where a run reports as it goes (the command line hands render's functions)."""
 
-    output: Callable[[str], None]  # vLLM's log as it comes, already masked
+    output: Callable[[str], None]  # vLLM's log line by line as it comes, already masked
     note: Callable[[str], None]
     ready: Callable[[ProbeResult], None]
+    progress: Callable[[str], None] = lambda _line: None  # a bar's newest state, masked
 
 
 @dataclass(frozen=True)
@@ -130,11 +135,11 @@ class _Phase(Enum):
     SERVING = 3
 
 
-def _probe_until(base: str, key_env: str | None, deadline: float, stop: threading.Event) -> Any:
+def _probe_until(base: str, key: str, deadline: float, stop: threading.Event) -> Any:
     """Probe, again every quarter second while nothing listens yet (vLLM prints its start line
     just before it binds), until ``deadline``."""
     while True:
-        result = probe(base, model=None, key_env=key_env, timeout=PROBE_TIMEOUT)
+        result = probe(base, model=None, key_env=None, key=key, timeout=PROBE_TIMEOUT)
         unheard = bool(result.tried) and result.tried[-1].status == 0 and not result.base
         if result.ok or not unheard or time.monotonic() >= deadline or stop.is_set():
             return result
@@ -148,6 +153,9 @@ class _Run:
         self.launch, self.options, self.hooks, self.log = launch, options, hooks, log
         self.watch = BootWatch()
         self.pieces = Pieces()
+        self.screen = Screen()
+        self.live: str | None = None  # the bar's state to draw once the read is taken
+        self.previewed = ""
         self.line = 1
         self.bytes = 0
         self.last_output = time.monotonic()
@@ -159,19 +167,45 @@ class _Run:
         self.quit = threading.Event()  # ends the probe's retries
         self.probe: ProbeResult | None = None
         self.reason = ""
+        self.child: Streaming | None = None
 
-    # the output
+    # the output: the log file and the watch get the pieces (bytes as they came, masked);
+    # the terminal gets lines as a terminal shows them, a bar's updates drawn live
     def take(self, data: bytes) -> None:
         self.bytes += len(data)
         self.last_output = time.monotonic()
+        self.live = None
         for piece in self.pieces.feed(data):
             self.write(piece)
+        if self.live is not None:  # one draw for the whole read
+            self.hooks.progress(self.live)
+
+    def preview(self) -> None:
+        """Nothing more came for a moment: a bar's newest update, not yet ended by the
+        next carriage return, is drawn."""
+        tail = self.pieces.tail()
+        now = self.screen.preview(redact(tail.decode("utf-8", "replace"))) if tail else None
+        if now is not None and (now := redact(now)) != self.previewed:
+            self.previewed = now
+            self.hooks.progress(now)
+
+    def finish_output(self) -> None:
+        for piece in self.pieces.flush():
+            self.write(piece)
+        if (last := self.screen.flush()) is not None:
+            self.hooks.output(redact(last))
 
     def write(self, piece: bytes, *, show: bool = True) -> None:
         text = redact(piece.decode("utf-8", "replace"))
         self.log.write(text)
         if show:
-            self.hooks.output(text)
+            line, now = self.screen.feed(text)
+            if line is not None:
+                self.hooks.output(redact(line))
+                self.live = None
+            if now is not None:
+                self.live = redact(now)
+            self.previewed = ""
         self.watch.feed(text, self.line)
         if text.endswith("\n"):
             self.line += 1
@@ -183,10 +217,13 @@ class _Run:
 
     # the loop
     def loop(self, child: Streaming) -> Outcome:
+        self.child = child
         while True:
             data = child.read(TICK)
             if data:
                 self.take(data)
+            elif data is None:
+                self.preview()
             if child.returncode() is not None or child.eof:
                 self._drain(child)
                 # a closed pipe comes a moment before the exit code
@@ -199,8 +236,7 @@ class _Run:
         deadline = time.monotonic() + DRAIN
         while time.monotonic() < deadline and (data := child.read(0.05)):
             self.take(data)
-        for piece in self.pieces.flush():
-            self.write(piece)
+        self.finish_output()
 
     def _ended(self, code: int | None) -> Outcome:
         said = f"with code {code}" if code is not None else "(it closed its output)"
@@ -243,14 +279,14 @@ class _Run:
             self.pending = self.pool.submit(
                 _probe_until,
                 self.launch.base_url,
-                self.launch.key_env,
+                self.launch.key,
                 now + READY_WAIT,
                 self.quit,
             )
         elif self.pending is None and now >= self.next_knock:
             self.next_knock = now + KNOCK_EVERY
             self.pending = self.pool.submit(
-                answers, self.launch.base_url, key_env=self.launch.key_env, timeout=KNOCK_TIMEOUT
+                answers, self.launch.base_url, key=self.launch.key, timeout=KNOCK_TIMEOUT
             )
         return None
 
@@ -261,6 +297,13 @@ class _Run:
         self.pending, self.probe = None, result
         if not result.ok:
             self.reason = "vLLM started, but the probe got no answer from its API"
+            return Outcome.FAILED
+        if self.child is not None and self.child.holds_port(self.launch.port) is False:
+            who = ", ".join(listeners(self.launch.port)) or "a process this user cannot see"
+            self.reason = (
+                f"the server answering at {self.launch.base_url} is not the vLLM envkit "
+                f"started: {who} holds port {self.launch.port}, no process of vLLM's does"
+            )
             return Outcome.FAILED
         self.hooks.ready(result)
         if self.options.check:
@@ -291,7 +334,7 @@ def serve(
         run.write(
             f"# envkit serve {launch.profile} {launch.model} at {_now()}\n".encode(), show=False
         )
-        run.write(f"$ {shlex.join(['vllm', *launch.shown[1:]])}\n".encode(), show=False)
+        run.write(f"$ {printable(['vllm', *launch.shown[1:]])}\n".encode(), show=False)
         hooks.note(f"log: {log_path}")
         sent = ""
         child = _start(launch)
@@ -302,17 +345,16 @@ def serve(
             except KeyboardInterrupt:
                 sig = process.last_signal()
                 sent, outcome = sig.name, Outcome.INTERRUPTED
-                run.reason = f"interrupted ({sig.name}): passed on to vLLM's process group"
+                run.reason = f"interrupted ({sig.name}): passed on to vLLM's processes"
                 hooks.note(
-                    f"passing {sig.name} on to vLLM (process group {child.pgid}); waiting up "
+                    f"passing {sig.name} on to vLLM ({child.pid}) and all it started; waiting up "
                     f"to {options.stop_grace:g} s for it to stop (again: kill it now)"
                 )
                 stopped, broke = _stop(child, options.stop_grace, sig, run.take)
             if broke and outcome is not Outcome.INTERRUPTED:
                 sent, outcome = "SIGINT", Outcome.INTERRUPTED
                 run.reason = "interrupted while vLLM was being stopped"
-            for piece in run.pieces.flush():
-                run.write(piece)
+            run.finish_output()
         finally:
             run.quit.set()
             run.pool.shutdown(wait=False, cancel_futures=True)
@@ -332,6 +374,9 @@ def serve(
             source=str(log_path),
             installed=installed,
             profile=launch.profile,
+            venv=launch.venv,
+            gpu=launch.gpu,
+            passed=tuple(launch.shown[1:]),  # what vllm was given, secrets masked
         )
     return ServeResult(
         launch=launch,
