@@ -151,8 +151,11 @@ _QUOTED = r"""(?:'[^'\n]{0,512}'|"[^"\n]{0,512}")"""
 _WORD = r"""[^\s'",)}\]]+"""
 _VALUE = rf"(?:{_QUOTED}|{_WORD})"
 # --api-key K1 K2 (every word up to the next option), --api-key=K, --api-key 'K'
+# After a space, a word starting with '-' (quoted or not: the shell unquotes it) is the next
+# option, never the value: argparse's rule.
 _AFTER_OPTION = re.compile(
-    rf"((?i:--(?:api[-_]key|hf[-_]token))(?:=|[ \t]+))({_VALUE}(?:[ \t]+(?!-){_VALUE})*)"
+    rf"((?i:--(?:api[-_]key|hf[-_]token))(?:=|[ \t]+(?!['\"]?-)))"
+    rf"({_VALUE}(?:[ \t]+(?!['\"]?-){_VALUE})*)"
 )
 # Authorization: Bearer X / Basic X / Token X, and a lone "Bearer X"
 _AUTHORIZATION = re.compile(
