@@ -14,7 +14,8 @@ all would take half a minute). Three kinds of loader give a file its scope:
 - a model type: the config class vLLM's ``_CONFIG_REGISTRY`` maps it to, whose module a lazy
   package table (``_CLASS_TO_MODULE`` read by a module ``__getattr__``) loads on demand;
 - a processor: a class of a lazy package table that vLLM looks up with a name it was given
-  (``getattr(processors, name_from_the_processor_config, None)``), when nothing else
+  (``getattr(processors, name_from_the_processor_config, None)``) and that holds no config
+  class ``_CONFIG_REGISTRY`` names (those are scoped by model type), when nothing else
   imports the module the table names for it.
 
 A file's scope is the union of its loaders' (vLLM as a whole absorbs the rest). Inside a
@@ -133,7 +134,8 @@ class Loaders:
             for path in self.class_files.get(cls, ()):
                 seeds[path].update(f"type:{t}" for t in types)
         for package, table in self.lazy.items():
-            if self._by_name(package):
+            typed = any(m.startswith("type:") for t in table.values() for m in seeds.get(t, ()))
+            if not typed and self._by_name(package):  # (a config table: by model type)
                 for name, path in table.items():
                     if not seeds.get(path) or any(m.startswith("name:") for m in seeds[path]):
                         seeds[path].add(f"name:{name}")
