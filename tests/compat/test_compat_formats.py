@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from envkit.compat.callers import Callers
 from envkit.compat.formats import Formats
@@ -257,3 +259,21 @@ def test_compat_scopes_a_gguf_mmproj_call_and_a_lazy_processor_and_says_so(answe
     assert data["ok"] is True  # neither breaks vLLM as a whole
     assert "breaks only: a gguf checkpoint with mmproj" in human
     assert "processor Cosmos3EdgeProcessor" in human
+
+
+FRAGMENTS = [
+    "def f(m):\n", "    if m.endswith('.gguf'):\n", "        return True\n", "    return None\n",
+    "x = f(m)\n", "if x is not None:\n", "    y = 1\n", "if not f(m):\n", "    return\n",
+    "    pass\n", "'mmproj-*.gguf'\n", "elif m.suffix == '.bin':\n", "from vllm.a import f\n",
+]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=30), max_size=25))
+def test_any_text_gives_conditions_or_none_never_an_error(lines: list[str]) -> None:
+    text = "".join(lines).encode()
+    texts = {"vllm/a.py": PROBES.encode(), "vllm/b.py": text}
+    formats = Formats(texts, Sources(texts).tree)
+    for line in range(0, text.count(b"\n") + 2):
+        found = formats.conditions("vllm/b.py", line)
+        assert isinstance(found, tuple) and all(isinstance(c, str) for c in found)

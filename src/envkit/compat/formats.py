@@ -67,10 +67,12 @@ class Formats:
             functions = [
                 n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
+            if any(m in self.texts[path] for m in _MARKS):
+                found.update({fn.name: own for fn in functions if (own := _own_probe(fn))})
             for _ in range(3):  # probes returning probes, in any order of definition
                 for fn in functions:
-                    label = _own_probe(fn) or _derived(fn, found)
-                    if label and fn.name not in found:
+                    label = "" if fn.name in found else _derived(fn, found)
+                    if label:
                         found[fn.name] = label
         self._probes[path] = found
         return found
