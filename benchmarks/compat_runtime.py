@@ -41,7 +41,7 @@ from compat_runtime_configs import CLASS_ONLY, CONFIGS
 from compat_runtime_steps import Step, child_env, run, run_startup
 
 GiB = 1024**3
-_TUPLES = ("architectures", "model_types", "config_values")  # lists in the results file
+_TUPLES = ("architectures", "model_types", "config_values", "processors", "conditions")
 # (vLLM, transformers, why): both sides of each known class, oldest vLLM first (pairs of one
 # vLLM share a torch, so they run one after another on a warm uv cache)
 DEFAULT_PAIRS = (
@@ -242,6 +242,8 @@ def run_compat(pair: Pair, s: Settings) -> Compat:
             tuple(str(t) for t in f.get("model_types") or ()),
             str(f.get("config_key") or ""),
             tuple(str(v) for v in f.get("config_values") or ()),
+            tuple(str(v) for v in f.get("processors") or ()),
+            tuple(str(v) for v in f.get("conditions") or ()),
         )
         for f in data["findings"]
     )  # fmt: skip

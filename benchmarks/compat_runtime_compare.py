@@ -51,13 +51,17 @@ class Finding:
     # config_values (compat's Incompatibility.applies_to)
     config_key: str = ""
     config_values: tuple[str, ...] = ()
+    # processors a config names and checkpoint formats: the harness loads neither, so such a
+    # finding is not vLLM-wide and is compared for no architecture
+    processors: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()
 
     def said(self) -> str:
         return f"{self.code} {self.name} ({self.file}:{self.line})"
 
     @property
     def everywhere(self) -> bool:
-        return not self.architectures and not self.model_types
+        return not (self.architectures or self.model_types or self.processors or self.conditions)
 
     def testable(self, arch: str) -> bool:
         """A config-level finding shows only when vLLM loads a config of the architecture's
@@ -286,7 +290,11 @@ def markdown(results: Iterable[Mapping[str, Any]]) -> str:
         compat = r["compat"]
         said = {True: "compatible", False: "not compatible", None: "no verdict"}[compat["ok"]]
         wide = sum(
-            1 for f in compat["findings"] if not f["architectures"] and not f.get("model_types")
+            1
+            for f in compat["findings"]
+            if not any(
+                f.get(k) for k in ("architectures", "model_types", "processors", "conditions")
+            )
         )
         if compat["ok"] is False:
             said += f" ({wide} vLLM-wide)"

@@ -8,12 +8,16 @@
   whose ``rope_type`` and ``type`` differ or that has no ``rope_type``; model files importing
   a config class from transformers' top level, a name a module's ``__getattr__ =
   deprecate_attr(...)`` answers, and reading ``tokenizer.add_bos_token``; a module refusing
-  transformers 4 at import time;
+  transformers 4 at import time; a GGUF helper calling ``from_text_vision_configs`` only
+  when the checkpoint is a ``.gguf`` file with an ``mmproj`` file beside it (issue 27), and
+  a processor module a lazy ``_CLASS_TO_MODULE`` table loads when a processor config names
+  ``Cosmos3EdgeProcessor``, importing ``get_image_size`` from where 5.5.3 lacks it;
 - transformers 4.57.6 (a top-level catalogue of model packages, no ``FalconH1Config``, the
   Gemma tokenizer defining ``add_bos_token``), 5.5.3 (Phi-3 and Phi-4-multimodal configs
   writing ``rope_type="longrope"`` for ``type`` su/yarn, Gemma 3's RoPE dict nested by layer
-  type) and 5.15.1 (the reference: ``PreTrainedConfig`` has ``is_heterogeneous`` and
-  ``per_layer_config``, the tokenizer base ``add_bos_token``).
+  type) and 5.15.1 (the reference: ``PreTrainedConfig`` has ``is_heterogeneous``,
+  ``per_layer_config`` and ``from_text_vision_configs``, the tokenizer base
+  ``add_bos_token``).
 """
 
 from __future__ import annotations
@@ -92,6 +96,8 @@ CONVERTORS = {"gemma4": Gemma4Convertor, "gemma4_text": Gemma4Convertor}
 """
 LLM = """from vllm.transformers_utils.config import get_config
 from vllm.transformers_utils.convertor import CONVERTORS, Base
+from vllm.transformers_utils.gguf_utils import maybe_patch_config
+from vllm.transformers_utils.processor import get_processor
 
 
 def layers(hf_config):
@@ -108,6 +114,64 @@ if Version(version("transformers")) < Version("5.0.0"):
 def later_feature():
     if Version(version("transformers")) < Version("9.0.0"):
         raise RuntimeError("needs transformers 9")
+"""
+GGUF_UTILS = """from pathlib import Path
+
+from transformers import PretrainedConfig
+
+
+def check_gguf_file(model):
+    path = Path(model)
+    if not path.is_file():
+        return False
+    elif path.suffix == ".gguf":
+        return True
+    return False
+
+
+def detect_multimodal(model):
+    if not model.endswith(".gguf"):
+        return None
+    for pattern in ("mmproj.gguf", "mmproj-*.gguf"):
+        found = list(Path(model).parent.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+def maybe_patch_config(model, config):
+    mmproj = detect_multimodal(model)
+    if mmproj is not None:
+        config = PretrainedConfig.from_text_vision_configs(config, None)
+    return config
+"""
+PROCESSOR = """from vllm.transformers_utils import processors
+
+
+def get_processor(name_from_config):
+    return getattr(processors, name_from_config, None)
+"""
+PROCESSORS = """import importlib
+
+_CLASS_TO_MODULE = {
+    "Cosmos3EdgeProcessor": "vllm.transformers_utils.processors.cosmos3_edge",
+}
+
+
+def __getattr__(name):
+    if name in _CLASS_TO_MODULE:
+        return getattr(importlib.import_module(_CLASS_TO_MODULE[name]), name)
+    raise AttributeError(name)
+"""
+COSMOS3_EDGE = """from transformers.models.qwen3_vl.video_processing_qwen3_vl import (
+    get_image_size,
+    smart_resize,
+)
+
+
+class Cosmos3EdgeProcessor:
+    def size(self, image):
+        return smart_resize(*get_image_size(image))
 """
 MODELS = {
     "vllm/model_executor/models/gemma4.py": (
@@ -139,6 +203,10 @@ def _vllm() -> Wheel:
         "vllm/transformers_utils/config.py": CONFIG,
         "vllm/transformers_utils/convertor.py": CONVERTOR,
         "vllm/transformers_utils/requirement.py": REQUIREMENT,
+        "vllm/transformers_utils/gguf_utils.py": GGUF_UTILS,
+        "vllm/transformers_utils/processor.py": PROCESSOR,
+        "vllm/transformers_utils/processors/__init__.py": PROCESSORS,
+        "vllm/transformers_utils/processors/cosmos3_edge.py": COSMOS3_EDGE,
         "vllm/transformers_utils/configs/__init__.py": "",
         "vllm/transformers_utils/configs/gemma4.py": GEMMA4_CONFIG,
         "vllm/model_executor/__init__.py": "",
@@ -218,6 +286,12 @@ HETEROGENEOUS = """class HeterogeneousConfigMixin:
         return self.per_layer_config is not None
 """
 
+TEXT_VISION = """
+    @classmethod
+    def from_text_vision_configs(cls, text_config, vision_config):
+        return cls()
+"""
+
 
 def _transformers(version: str) -> Wheel:
     v4 = version.startswith("4.")
@@ -245,7 +319,13 @@ def _transformers(version: str) -> Wheel:
         ("from .integrations.heterogeneity import HeterogeneousConfigMixin\n\n" if mixin else "")
         + 'ALLOWED_ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention")\n\n\n'
         + f"class PreTrainedConfig{'(HeterogeneousConfigMixin)' if mixin else ''}:\n"
-        + "    def to_dict(self):\n        return {}\n\n\nPretrainedConfig = PreTrainedConfig\n"
+        + "    def to_dict(self):\n        return {}\n"
+        + (TEXT_VISION if mixin else "")
+        + "\n\nPretrainedConfig = PreTrainedConfig\n"
+    )
+    qwen3_vl = "transformers/models/qwen3_vl/video_processing_qwen3_vl.py"
+    files[qwen3_vl] = "def smart_resize(height, width):\n    return height, width\n" + (
+        "\n\ndef get_image_size(image):\n    return 1, 1\n" if mixin else ""
     )
     if mixin:
         files["transformers/integrations/__init__.py"] = ""

@@ -252,7 +252,7 @@ def test_bad_compat_reports_are_never_a_verdict(scan_cache: Path, key: str, valu
     kept = load_report(Version("0.8.5"), Version("5.0.0"), index)
     assert kept is not None and kept.findings == report.findings and kept.cached
     [entry] = (scan_cache / "compat").glob("*.json")
-    assert entry.name == f"vllm-0.8.5+transformers-5.0.0.{index_key(index)}.v3.json"
+    assert entry.name == f"vllm-0.8.5+transformers-5.0.0.{index_key(index)}.v4.json"
     entry.write_text(json.dumps({**json.loads(entry.read_text()), key: value}))
     assert load_report(Version("0.8.5"), Version("5.0.0"), index) is None
     assert not entry.exists()  # discarded: the next check stores a good one
@@ -263,7 +263,9 @@ def test_the_kinds_keep_the_names_their_entries_had(scan_cache: Path) -> None:
     sha = "ab" * 32
     assert cache.SCANS.path("vllm-0.8.5.k") == scan_cache / "scans" / "vllm-0.8.5.k.v2.json"
     assert cache.BOUNDS.path("vllm-0.8.5.k") == scan_cache / "bounds" / "vllm-0.8.5.k.v2.json"
-    assert cache.COMPAT.path("p.k") == scan_cache / "compat" / "p.k.v3.json"  # findings rescoped
+    assert (
+        cache.COMPAT.path("p.k") == scan_cache / "compat" / "p.k.v4.json"
+    )  # processors, conditions
     assert (
         cache.MODEL_TYPES.path("model-types-5.0.k")
         == scan_cache / "site" / "model-types-5.0.k.json"

@@ -11,7 +11,9 @@ body of one of its functions runs only when something calls it. Two shapes say w
   somewhere in vLLM) and that nothing else names: it runs for those model types only.
 
 Anything else (the function passed around as a value, a name other files use without
-importing it from there, a class used outside its table) keeps the file's own scope.
+importing it from there, a class used outside its table) keeps the file's own scope. At
+every step, a line under a test of the checkpoint's format (formats.py: ``if
+check_gguf_file(model):``) runs only for such checkpoints, and so does what it calls.
 """
 
 from __future__ import annotations
@@ -24,13 +26,21 @@ from envkit.compat.loading import Loaders, Scope, absolute, module_of
 
 MAX_DEPTH = 4  # calls followed through helpers calling helpers
 Trees = Callable[[str], ast.Module | None]
+Conditioned = Callable[[str, int], tuple[str, ...]]  # (path, line) -> checkpoint conditions
 
 
 class Callers:
     """Narrows the scope of lines inside functions of vLLM-wide files (module docstring)."""
 
-    def __init__(self, texts: Mapping[str, bytes], trees: Trees, loaders: Loaders) -> None:
+    def __init__(
+        self,
+        texts: Mapping[str, bytes],
+        trees: Trees,
+        loaders: Loaders,
+        conditioned: Conditioned = lambda _p, _n: (),
+    ) -> None:
         self.texts, self.trees, self.loaders = texts, trees, loaders
+        self.conditioned = conditioned
         self._memo: dict[tuple[str, int], Scope] = {}
 
     def scope(self, path: str, line: int, depth: int = 0) -> Scope:
@@ -39,6 +49,9 @@ class Callers:
         base = self.loaders.scope(path, line)
         if not base.everywhere or depth > MAX_DEPTH or (path, line) in self._memo:
             return self._memo.get((path, line), base)
+        conditions = self.conditioned(path, line)
+        if conditions:
+            return Scope(False, conditions=conditions)
         self._memo[(path, line)] = base  # a cycle of calls keeps the file's scope
         tree = self.trees(path)
         owner = _top_level(tree, line) if tree is not None else None
@@ -203,10 +216,5 @@ def _tables(tree: ast.Module) -> Iterable[tuple[str, list[tuple[str, str]]]]:
 
 
 def _union(scopes: list[Scope]) -> Scope | None:
-    if any(s.everywhere for s in scopes):
-        return None
-    return Scope(
-        False,
-        tuple(sorted({a for s in scopes for a in s.architectures})),
-        tuple(sorted({t for s in scopes for t in s.model_types})),
-    )
+    found = Scope.union(scopes)
+    return None if found.everywhere else found

@@ -100,8 +100,7 @@ def group(hits: Iterable[Hit], scope: Callable[[Use], Scope]) -> tuple[Incompati
     findings = []
     for (code, name, module), uses in places.items():
         uses.sort(key=lambda u: (u.file.startswith(MODELS_DIR), u.file, u.line))
-        scopes = [scope(u) for u in uses]
-        narrow = not any(s.everywhere for s in scopes)
+        narrow = Scope.union(scope(u) for u in uses)
         findings.append(
             Incompatibility(
                 code=code,
@@ -110,12 +109,10 @@ def group(hits: Iterable[Hit], scope: Callable[[Use], Scope]) -> tuple[Incompati
                 file=uses[0].file,
                 line=uses[0].line,
                 places=len(uses),
-                architectures=tuple(sorted({a for s in scopes for a in s.architectures}))
-                if narrow
-                else (),
-                model_types=tuple(sorted({t for s in scopes for t in s.model_types}))
-                if narrow
-                else (),
+                architectures=narrow.architectures,
+                model_types=narrow.model_types,
+                processors=narrow.processors,
+                conditions=narrow.conditions,
             )
         )
     findings.sort(key=lambda f: (not f.everywhere, f.code.value, f.name))

@@ -12,7 +12,11 @@ all would take half a minute). Three kinds of loader give a file its scope:
 - an architecture: the model file the registry maps it to (loaded on demand, by name), with
   what it imports;
 - a model type: the config class vLLM's ``_CONFIG_REGISTRY`` maps it to, whose module a lazy
-  package table (``_CLASS_TO_MODULE`` read by a module ``__getattr__``) loads on demand.
+  package table (``_CLASS_TO_MODULE`` read by a module ``__getattr__``) loads on demand;
+- a processor: a class of a lazy package table that vLLM looks up with a name it was given
+  (``getattr(processors, name_from_the_processor_config, None)``) and that holds no config
+  class ``_CONFIG_REGISTRY`` names (those are scoped by model type), when nothing else
+  imports the module the table names for it.
 
 A file's scope is the union of its loaders' (vLLM as a whole absorbs the rest). Inside a
 file, a method of a registered config class runs only for that class's model types.
@@ -62,6 +66,22 @@ class Scope:
     everywhere: bool
     architectures: tuple[str, ...] = ()
     model_types: tuple[str, ...] = ()
+    processors: tuple[str, ...] = ()  # classes a lazy table loads by a name from a config
+    conditions: tuple[str, ...] = ()  # checkpoint formats the code runs for (formats.py)
+
+    @staticmethod
+    def union(scopes: Iterable[Scope]) -> Scope:
+        """What the places together break (vLLM as a whole when any of them does)."""
+        listed = list(scopes)
+        if not listed or any(s.everywhere for s in listed):
+            return EVERYWHERE
+        return Scope(
+            False,
+            *(
+                tuple(sorted({v for s in listed for v in getattr(s, part)}))
+                for part in ("architectures", "model_types", "processors", "conditions")
+            ),
+        )
 
 
 EVERYWHERE = Scope(True)
@@ -113,6 +133,12 @@ class Loaders:
         for cls, types in self.config_types.items():
             for path in self.class_files.get(cls, ()):
                 seeds[path].update(f"type:{t}" for t in types)
+        for package, table in self.lazy.items():
+            typed = any(m.startswith("type:") for t in table.values() for m in seeds.get(t, ()))
+            if not typed and self._by_name(package):  # (a config table: by model type)
+                for name, path in table.items():
+                    if not seeds.get(path) or any(m.startswith("name:") for m in seeds[path]):
+                        seeds[path].add(f"name:{name}")
         # a model or config module imported inside a function is loaded when that function
         # runs, for the models it serves: such an import does not make it vLLM-wide
         self.deferred: set[tuple[str, str]] = set()
@@ -148,6 +174,19 @@ class Loaders:
             if table:
                 out[module] = table
         return out
+
+    def _by_name(self, package: str) -> bool:
+        """Some vLLM file looks a class of ``package`` up with a name it was given
+        (``getattr(processors, name, None)`` after ``from vllm.x import processors``)."""
+        parent, _, last = package.rpartition(".")
+        if not parent or package in STARTUP:
+            return False
+        needle = re.compile(rb"getattr\(\s*" + re.escape(last.encode()) + rb"\s*,\s*[A-Za-z_]")
+        for path in self.paths.values():
+            data = self.texts[path]
+            if last.encode() in data and b"getattr(" in data and needle.search(data):
+                return True
+        return False
 
     def _edges(self, on_demand: set[str]) -> dict[str, set[str]]:
         """File -> the files it imports (at any level but for type checkers); imports of
@@ -352,4 +391,5 @@ def _scope(marks: set[str]) -> Scope:
         False,
         tuple(sorted(m[5:] for m in marks if m.startswith("arch:"))),
         tuple(sorted(m[5:] for m in marks if m.startswith("type:"))),
+        tuple(sorted(m[5:] for m in marks if m.startswith("name:"))),
     )

@@ -47,7 +47,13 @@ class Incompatibility:
     config_key: str = ""
     config_values: tuple[str, ...] = ()
     architectures: tuple[str, ...] = ()  # only these break...
-    model_types: tuple[str, ...] = ()  # ...and these; neither: vLLM itself breaks
+    model_types: tuple[str, ...] = ()  # ...and these...
+    # ...and the classes a lazy table loads by a name a checkpoint's config gives (vLLM's
+    # processors: Cosmos3EdgeProcessor)...
+    processors: tuple[str, ...] = ()
+    # ...and checkpoints of a format the code tests for ("gguf checkpoint with mmproj");
+    # none of the four: vLLM itself breaks
+    conditions: tuple[str, ...] = ()
 
     def applies_to(self, config: Mapping[str, Any] | None) -> bool:
         """Whether the finding holds for a checkpoint with this ``config.json`` (a
@@ -62,14 +68,17 @@ class Incompatibility:
 
     @property
     def everywhere(self) -> bool:
-        """It breaks vLLM as a whole (no architecture or model type narrows it)."""
-        return not self.architectures and not self.model_types
+        """It breaks vLLM as a whole (no architecture, model type, processor or checkpoint
+        condition narrows it)."""
+        return not (self.architectures or self.model_types or self.processors or self.conditions)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["code"] = self.code.value
         data["architectures"] = list(self.architectures)
         data["model_types"] = list(self.model_types)
+        data["processors"] = list(self.processors)
+        data["conditions"] = list(self.conditions)
         data["removed_in"] = self.removed_in or None
         data["taken_in"] = self.taken_in or None
         data["detail"] = self.detail or None
@@ -94,6 +103,8 @@ class Incompatibility:
             config_values=f.texts("config_values", ()),
             architectures=f.texts("architectures"),
             model_types=f.texts("model_types", ()),
+            processors=f.texts("processors", ()),
+            conditions=f.texts("conditions", ()),
         )
 
 
@@ -154,11 +165,14 @@ class CompatReport:
 
     @property
     def broken_architectures(self) -> tuple[str, ...]:
-        """Every architecture and model type a scoped finding breaks, sorted."""
+        """Every architecture, model type, processor and checkpoint condition a scoped
+        finding breaks, sorted."""
         return tuple(
             sorted(
                 {a for f in self.findings for a in f.architectures}
                 | {f"model type {t}" for f in self.findings for t in f.model_types}
+                | {f"processor {p}" for f in self.findings for p in f.processors}
+                | {c for f in self.findings for c in f.conditions}
             )
         )
 
@@ -172,7 +186,8 @@ class CompatReport:
         self, architecture: str, model_type: str = "", config: Mapping[str, Any] | None = None
     ) -> tuple[Incompatibility, ...]:
         """The findings that break loading ``architecture`` (of ``model_type``, with this
-        ``config.json`` when given) with this pair."""
+        ``config.json`` when given) with this pair. One scoped only to a processor or a
+        checkpoint condition is not among them: a config.json names neither."""
         return tuple(
             f
             for f in self.findings

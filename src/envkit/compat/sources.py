@@ -1,7 +1,7 @@
 """vLLM's source files as compat reads them: each parsed once, with the lines the target
 transformers release cannot run (guards.py), the model types a ``model_type`` test limits a
 block to, the names standing for transformers types (receivers.py), and what a finding at
-some place breaks (loading.py)."""
+some place breaks (loading.py, callers.py, formats.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from envkit.compat import apisurface, receivers
 from envkit.compat.apisurface import Use
 from envkit.compat.callers import Callers
 from envkit.compat.conditions import INSTALLED
+from envkit.compat.formats import Formats
 from envkit.compat.guards import Guards, within
 from envkit.compat.loading import Loaders, Scope
 from envkit.compat.transformers_source import TransformersRelease
@@ -123,7 +124,7 @@ class Sources:
     def scope(self, loaders: Loaders, use: Use) -> Scope:
         """What a failure at the use breaks: the model types a ``model_type`` test around it
         names, else what loads its code, narrowed to what calls the function around it
-        (callers.py)."""
+        (callers.py) and to the checkpoints of a format tested on the way (formats.py)."""
         self._guard(use.file)
         types = {
             t for a, b, found in self._only.get(use.file, ()) if a <= use.line <= b for t in found
@@ -131,5 +132,6 @@ class Sources:
         if types:
             return Scope(False, (), tuple(sorted(types)))
         if self._callers is None or self._callers.loaders is not loaders:
-            self._callers = Callers(self.texts, self.tree, loaders)
+            formats = Formats(self.texts, self.tree)
+            self._callers = Callers(self.texts, self.tree, loaders, formats.conditions)
         return self._callers.scope(use.file, use.line)

@@ -216,7 +216,7 @@ def _table(value: Any, where: str) -> list[tuple[Any, Any]]:
 # Every kind envkit keeps. Bump a format when what its entries hold changes.
 SCANS = Kind("scans", 2, 16 * MiB)  # what a vLLM / transformers release can load (registry)
 BOUNDS = Kind("bounds", 2, 4 * MiB)  # vLLM's test-registry bounds per release (testregistry)
-COMPAT = Kind("compat", 3, 4 * MiB)  # a vLLM x transformers report (compat.report)
+COMPAT = Kind("compat", 4, 4 * MiB)  # a vLLM x transformers report (compat.report)
 MODEL_TYPES = Kind("site", 1, 8 * MiB, numbered=False)  # arch -> model types (site.data)
 TORCH_BUILDS = Kind("torch-builds", 1, 4 * KiB, numbered=False)  # a torch wheel's CUDA
 GPU_KERNELS = Kind("gpu-kernels", 1, 1 * MiB)  # what a wheel's compiled modules hold (wheelkernels)

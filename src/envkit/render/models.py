@@ -211,7 +211,7 @@ def compat(rep: CompatReport, as_json: bool) -> None:
     else:
         echo(one_line(f"{pair}: compatible"), fg="green", bold=True, nl=False)
         broken = rep.broken_architectures
-        echo(f", except for {len(broken)} architecture(s) or model type(s) below" if broken else "")
+        echo(f", except for the {len(broken)} named under 'breaks only'" if broken else "")
     if not rep.declared.inside:
         echo(
             wrap(
@@ -236,6 +236,11 @@ def compat(rep: CompatReport, as_json: bool) -> None:
             if f.model_types:
                 kind = "model types" if len(f.model_types) > 1 else "model type"
                 only.append(f"{kind} {', '.join(f.model_types)}")
+            if f.processors:
+                kind = "processors" if len(f.processors) > 1 else "processor"
+                only.append(f"{kind} {', '.join(f.processors)} (loaded by name, for a "
+                            "checkpoint whose processor config names it)")  # fmt: skip
+            only.extend(f"a {c} (vLLM tests the checkpoint for it first)" for c in f.conditions)
             echo(wrap("breaks only: " + "; ".join(only), "    ", "      "))
     against = f", attributes against transformers {rep.reference}" if rep.reference else ""
     how = (
