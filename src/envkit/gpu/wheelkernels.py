@@ -35,9 +35,8 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, FileSystemError, WheelError
-from envkit.gpu import cudalibs, elf, fatbin
+from envkit.gpu import cudalibs, fatbin
 from envkit.gpu.arch import Target, target
-from envkit.gpu.assess import CORE_TORCH, CORE_VLLM
 from envkit.gpu.images import Images, from_groups, images
 from envkit.gpu.report import Role
 from envkit.index.pages import WheelFile
@@ -292,6 +291,8 @@ def read_wheel(
 
 def _modules(project: str, names: list[str]) -> list[tuple[str, Role]]:
     """The compiled members to read, with their roles (the module docstring says which)."""
+    from envkit.gpu.assess import CORE_TORCH, CORE_VLLM  # assess reads ELF: only when reading
+
     if project == "torch":
         libs = [
             (n, PurePosixPath(n).name)
@@ -335,6 +336,8 @@ def _module(archive: RemoteZip, member: str, role: Role, limits: Limits) -> Modu
 
 def _facts(member: str, role: Role, size: int, path: Path) -> ModuleKernels:
     """The fatbin and the CUDA libraries of the module inflated at ``path``."""
+    from envkit.gpu import elf  # pyelftools: only where a module is read, not its entry
+
     links = elf.links(path)
     if isinstance(links, elf.Unreadable):
         return ModuleKernels(member, role, size, damaged=links.reason)

@@ -9,11 +9,13 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tomlkit.exceptions
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:  # imported only where a text is parsed (tomldoc)
+    import tomlkit.exceptions
 
 Report = Callable[[str, str], None]  # (key path, message): one problem found
 # table path -> key -> expected Python type of the value
