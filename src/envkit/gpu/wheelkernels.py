@@ -26,6 +26,7 @@ in envkit's cache under the wheel's sha256 (the same bytes always hold the same 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ class ModuleKernels:
     needed: tuple[str, ...] = ()  # the CUDA sonames among its NEEDED entries, in order
     damaged: str = ""  # why it could not be read; '' when it was
 
-    @property
+    @functools.cached_property  # built once: check-model asks it for every GPU envkit knows
     def images(self) -> Images | None:
         """What its kernels run on; None when it has no kernels or could not be read."""
         return from_groups(self.groups, self.entries) if self.groups and not self.damaged else None
