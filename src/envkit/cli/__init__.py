@@ -6,18 +6,15 @@ runs (``envkit --version`` loads none of them). ``app`` turns every failure into
 and an exit code: 0 ok, 1 a check (or resolve, install, build) failed, 2 bad input or
 configuration, 130 interrupted. Only :func:`run` ends the process.
 
-This module is the entry point, kept to almost nothing, so that a Ctrl-C from envkit's first
-line on (the imports of everything else included) is one line and exit 130, never a
+This module is the entry point, kept to definitions alone, so that a Ctrl-C from envkit's
+first line on (the imports of everything else included) is one line and exit 130, never a
 traceback.
 """
 
-from __future__ import annotations
-
-import sys
-from collections.abc import Sequence
+import sys  # and nothing else: no import may run before the guard (sys is always loaded)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: list[str] | tuple[str, ...] | None = None) -> int:
     """Run the CLI; returns the exit code (``sys.exit`` happens only in :func:`run`)."""
     return _guarded(list(argv) if argv is not None else sys.argv[1:], last=False)
 

@@ -94,6 +94,13 @@ class LazyGroup(click.Group):
             raise no_such(name, possibilities=sorted(COMMAND_MODULES), ctx=ctx)
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # click would print an empty line first; cli.app says "Interrupted." on its own
+            raise click.exceptions.Abort() from None
+
 
 _loaded: dict[str, click.Command] = {}
 
