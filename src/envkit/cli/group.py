@@ -111,6 +111,7 @@ def load(name: str) -> click.Command:
     if name not in _loaded:
         faults.fault_point("command-import")
         module = importlib.import_module(COMMAND_MODULES[name])
+        term.start()  # progress counts the seconds since the command began, not its imports
         for command in module.COMMANDS:
             if command.name not in _loaded:
                 add_group_options(command)
