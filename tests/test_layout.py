@@ -48,7 +48,26 @@ def imports(name: str) -> set[str]:
                     found.add(sub)
                 elif prefix in known:
                     found.add(prefix)
+    found.update(lazy_imports(known[name], known))
     found.discard(name)
+    return found
+
+
+def lazy_imports(tree: ast.Module, known: dict[str, ast.Module]) -> set[str]:
+    """The modules a module imports by name at run time: the values of a module-level
+    ``COMMAND_MODULES`` table (cli.group imports each command's module when it runs)."""
+    found: set[str] = set()
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "COMMAND_MODULES" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            found.update(
+                v.value
+                for v in node.value.values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value in known
+            )
     return found
 
 
@@ -74,6 +93,7 @@ def test_the_rules_read_real_modules() -> None:
     expected = {"envkit.cli", "envkit.render.term", "envkit.io.process", "envkit.io.uv"}
     assert expected <= set(modules())
     assert "envkit.render" in imports("envkit.cli.models")
+    assert {"envkit.cli.models", "envkit.cli.serving"} <= imports("envkit.cli.group")  # lazy
     assert "envkit.render.term" in imports("envkit.render.models")
     assert {"click.echo", "click.style"} <= set(calls("envkit.render.term"))
     assert "subprocess.Popen" in set(calls("envkit.io.process"))

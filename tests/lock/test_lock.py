@@ -199,6 +199,7 @@ def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: 
     old = {p.name: p.read_text() for p in folder.glob("*.txt")}
     profile = repo / "envs" / "m.toml"
     profile.write_text(profile.read_text() + "# edited\n")
+    envkit("show", "m", cwd=repo).assert_ok()  # its parsed TOML cached, as after any run
     # killed with each file written aside, before its rename (8 files and lock.json)
     for nth in range(1, 10):
         killed = subprocess.run(

@@ -3,14 +3,47 @@
 The group's options are accepted after the subcommand too (``envkit lock --envs DIR X`` as
 well as ``envkit --envs DIR lock X``), as uv and pip take options anywhere:
 :func:`add_group_options` gives every subcommand the same options, setting the same state.
+
+The group is lazy: :data:`COMMAND_MODULES` names the module of every command, and a module
+is imported only when one of its commands runs (or ``envkit --help`` lists them all, with
+their short help), so a command pays for its own imports alone.
 """
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from envkit import __version__, render
+from envkit import __version__
 from envkit.cli.options import State
+from envkit.io import faults
+from envkit.render import term
+
+# command -> the module that defines it (in its COMMANDS); tests/cli/test_group.py holds
+# this table to the modules, and tests/test_layout.py reads it as those modules' imports
+COMMAND_MODULES = {
+    "profiles": "envkit.cli.env",
+    "show": "envkit.cli.env",
+    "build": "envkit.cli.env",
+    "verify": "envkit.cli.env",
+    "check-model": "envkit.cli.models",
+    "which": "envkit.cli.models",
+    "scan": "envkit.cli.models",
+    "new-profile": "envkit.cli.models",
+    "history": "envkit.cli.models",
+    "compat": "envkit.cli.models",
+    "lock": "envkit.cli.locks",
+    "matrix": "envkit.cli.locks",
+    "publish": "envkit.cli.locks",
+    "plan": "envkit.cli.serving",
+    "probe": "envkit.cli.serving",
+    "doctor": "envkit.cli.serving",
+    "explain": "envkit.cli.serving",
+    "serve": "envkit.cli.serving",
+    "image": "envkit.cli.image",
+    "site": "envkit.cli.site",
+}
 
 ENVS_HELP = (
     "Folder of profile files, used alone [default: ./envs, then your profile folder, then "
@@ -27,7 +60,7 @@ def _envs(ctx: click.Context, _param: click.Parameter, value: str | None) -> str
 
 def _wide(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
-        render.set_wide(True)
+        term.set_wide(True)
     return value
 
 
@@ -42,9 +75,55 @@ def add_group_options(command: click.Command) -> None:
         command.short_help = " ".join(command.help.split("\n\n")[0].split())
 
 
+class LazyGroup(click.Group):
+    """A group whose commands are imported when first asked for (see the module's doc)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load(cmd_name) if cmd_name in COMMAND_MODULES else None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0]
+        no_such = getattr(click.exceptions, "NoSuchCommand", None)  # click 8.2 on
+        known = name in COMMAND_MODULES or name.startswith("-")
+        if not (known or no_such is None or ctx.resilient_parsing):
+            # click's own would suggest close names from the commands loaded so far only
+            raise no_such(name, possibilities=sorted(COMMAND_MODULES), ctx=ctx)
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # click would print an empty line first; cli.app says "Interrupted." on its own
+            raise click.exceptions.Abort() from None
+
+
+_loaded: dict[str, click.Command] = {}
+
+
+def load(name: str) -> click.Command:
+    """The command ``name`` of :data:`COMMAND_MODULES`, its module imported on first use and
+    every command of it given the group's options (once per process)."""
+    if name not in _loaded:
+        faults.fault_point("command-import")
+        module = importlib.import_module(COMMAND_MODULES[name])
+        term.start()  # progress counts the seconds since the command began, not its imports
+        for command in module.COMMANDS:
+            if command.name not in _loaded:
+                add_group_options(command)
+                _loaded[str(command.name)] = command
+    return _loaded[name]
+
+
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog="Exit codes:\n\n\b\n" + render.exit_codes_help(),
+    epilog="Exit codes:\n\n\b\n" + term.exit_codes_help(),
 )
 @click.version_option(__version__, prog_name="envkit")
 @click.option("--envs", metavar="DIR", envvar="ENVKIT_ENVS", help=ENVS_HELP)
@@ -59,4 +138,4 @@ def cli(state: State, envs: str | None, wide: bool) -> None:
     for zsh and fish).
     """
     state.envs = envs
-    render.set_wide(wide)
+    term.set_wide(wide)

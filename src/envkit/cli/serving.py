@@ -23,7 +23,6 @@ from envkit.cli.options import (
 )
 from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput, ServeRefused
 from envkit.profiles.catalog import Catalog
-from envkit.profiles.profile import Profile
 
 if TYPE_CHECKING:
     from envkit.profiles.profile import Profile

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from envkit.gpu import elf
 from envkit.gpu.filecache import FileCache
 
 
@@ -127,6 +126,8 @@ def library_folders(site_packages: Path) -> list[Path]:
 def provided(site_packages: Path, cache: FileCache | None = None) -> Provided:
     """Every CUDA library the environment at ``site_packages`` holds, by file name and, for
     a file whose name is not its soname (``libcudart.so.12.4.127``), by its DT_SONAME."""
+    from envkit.gpu import elf  # pyelftools: only where ELF files are read
+
     cache = cache or FileCache()
     found: set[tuple[CudaLib, str]] = set()
     looked = 0

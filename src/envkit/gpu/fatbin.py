@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from envkit.gpu import elf
 from envkit.gpu.arch import Capability, Kind, Target, Variant
 
 MAGIC = 0xBA55ED50
@@ -250,6 +249,8 @@ def read(path: Path) -> Fatbin | Damaged | None:
     """The fatbins of the ELF file at ``path``; None when it has no ``.nv_fatbin`` section
     (no GPU code), :class:`Damaged` when the file or the section cannot be read. The section
     is mapped, not read: only the headers' pages are touched, whatever its size."""
+    from envkit.gpu import elf  # pyelftools: only where ELF files are read
+
     try:
         with elf.Elf(path) as image:
             window = image.section(SECTION)

@@ -129,10 +129,9 @@ class Images:
     def on(self, gpu: Capability) -> Coverage:
         """The verdict for a GPU of capability ``gpu``."""
         covering = sum(count for targets, count in self.groups if covers(targets, gpu))
+        main = self.main  # once, not once per group
         main_missing = sum(
-            count
-            for targets, count in self.groups
-            if targets in self.main and not covers(targets, gpu)
+            count for targets, count in self.groups if targets in main and not covers(targets, gpu)
         )
         if main_missing or not self.groups:
             verdict = Verdict.NO_KERNEL_IMAGE

@@ -9,6 +9,7 @@ module could not be read, carries no kernels, or the build has none: never a gue
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import Enum
 
@@ -37,6 +38,7 @@ class BuildVerdict:
         return self.reason
 
 
+@functools.lru_cache(maxsize=512)  # asked for each GPU envkit knows, of the same builds
 def has(modules: tuple[ModuleKernels, ...]) -> str:
     """The targets the modules' main containers hold for GPUs every main container runs
     on (:meth:`~envkit.gpu.images.Images.main_targets`, the verdict's own rule), in one line

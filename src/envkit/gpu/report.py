@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from envkit.findings import Finding, Severity
-from envkit.gpu import cudalibs, linkage
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import DriverVersion, Gpu
 from envkit.gpu.images import Coverage, Images
+
+if TYPE_CHECKING:  # for their types: the reading (pyelftools) is assess's, not the report's
+    from envkit.gpu import cudalibs, linkage
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ in envkit's cache under the wheel's sha256 (the same bytes always hold the same 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,9 +36,8 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, FileSystemError, WheelError
-from envkit.gpu import cudalibs, elf, fatbin
+from envkit.gpu import cudalibs, fatbin
 from envkit.gpu.arch import Target, target
-from envkit.gpu.assess import CORE_TORCH, CORE_VLLM
 from envkit.gpu.images import Images, from_groups, images
 from envkit.gpu.report import Role
 from envkit.index.pages import WheelFile
@@ -86,7 +86,7 @@ class ModuleKernels:
     needed: tuple[str, ...] = ()  # the CUDA sonames among its NEEDED entries, in order
     damaged: str = ""  # why it could not be read; '' when it was
 
-    @property
+    @functools.cached_property  # built once: check-model asks it for every GPU envkit knows
     def images(self) -> Images | None:
         """What its kernels run on; None when it has no kernels or could not be read."""
         return from_groups(self.groups, self.entries) if self.groups and not self.damaged else None
@@ -292,6 +292,8 @@ def read_wheel(
 
 def _modules(project: str, names: list[str]) -> list[tuple[str, Role]]:
     """The compiled members to read, with their roles (the module docstring says which)."""
+    from envkit.gpu.assess import CORE_TORCH, CORE_VLLM  # assess reads ELF: only when reading
+
     if project == "torch":
         libs = [
             (n, PurePosixPath(n).name)
@@ -335,6 +337,8 @@ def _module(archive: RemoteZip, member: str, role: Role, limits: Limits) -> Modu
 
 def _facts(member: str, role: Role, size: int, path: Path) -> ModuleKernels:
     """The fatbin and the CUDA libraries of the module inflated at ``path``."""
+    from envkit.gpu import elf  # pyelftools: only where a module is read, not its entry
+
     links = elf.links(path)
     if isinstance(links, elf.Unreadable):
         return ModuleKernels(member, role, size, damaged=links.reason)

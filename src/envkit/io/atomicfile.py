@@ -20,8 +20,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from filelock import FileLock, Timeout
-
 from envkit.errors import BadInput, FileSystemError
 from envkit.io.faults import fault_point
 
@@ -161,6 +159,8 @@ def held(path: Path, *, wait: float = 120.0, folder: Path | None = None) -> Iter
     Raises BadInput when another process holds it for more than ``wait`` seconds, and
     FileSystemError when the lock file cannot be made (a read-only folder).
     """
+    from filelock import FileLock, Timeout  # 0.1 s to import: only where a lock is taken
+
     real = Path(os.path.realpath(path))
     lock_path = (folder or real.parent) / f".{real.name}.lock"
     lock = FileLock(str(lock_path))

@@ -30,6 +30,8 @@ FAULT_STEPS = frozenset(
         "file-lock",
         "index-read",
         "manifest-read",
+        "startup",
+        "command-import",
     }
 )
 _reached: dict[str, int] = {}

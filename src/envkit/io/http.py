@@ -32,16 +32,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urljoin
-
-import httpx
 
 from envkit.errors import BadInput, NetworkError, TooLarge
 from envkit.io import inflate
 from envkit.io.budget import Busy, seconds_setting
 from envkit.io.redaction import redact
 from envkit.io.urls import Target, basic_authorization, parse_url
+
+if TYPE_CHECKING:  # imported where a request is made: 0.1 s that offline commands skip
+    import httpx
 
 USER_AGENT = "envkit"
 MAX_REDIRECTS = 10
@@ -147,6 +148,8 @@ class Http:
             self._realms[given.origin] = given.authorization
 
     def client(self) -> httpx.Client:
+        import httpx
+
         with _open_lock:  # one client, even when threads ask at once
             if self._client is None:
                 self._client = httpx.Client(
@@ -238,6 +241,8 @@ class Http:
         limit: int,
         seconds: float,
     ) -> Response:
+        import httpx
+
         ends = time.monotonic() + seconds
         first = parse_url(url)
         self._keep(first)

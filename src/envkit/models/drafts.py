@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import tomlkit
 from packaging.version import Version
-from tomlkit.items import Array, Table
 
 from envkit.errors import BadInput
 from envkit.gpu.needs import DriverNeed, for_cuda
@@ -24,17 +22,21 @@ from envkit.io.files import read_small_text
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import MAX_PROFILE_BYTES, NAME_RE, Models, Profile, load_profile
 
-if TYPE_CHECKING:  # read for their types only
+if TYPE_CHECKING:  # read for their types only (tomlkit and the solver: where they are used)
+    from tomlkit.items import Array, Table
+
     from envkit.compat.checker import Checker
     from envkit.models.check_model import ModelConfig
+    from envkit.models.solver import Solution
 from envkit.gpu import kerneltable
 from envkit.gpu.arch import Capability
-from envkit.models.solver import Solution, solve
 from envkit.releases.registry import Scan, Scanner, parse_target, releases_listing, with_bounds
 from envkit.releases.testregistry import transformers_bounds
 
 
 def _array(items: list[str]) -> Array:
+    import tomlkit
+
     arr = tomlkit.array()
     arr.extend(items)
     if items:
@@ -46,6 +48,8 @@ def models_table(
     vllm: Scan, transformers: Scan, bounds: Mapping[str, Bound] | None = None
 ) -> Table:
     """The ``[models]`` table for a vLLM + transformers pair: sorted, deterministic."""
+    import tomlkit
+
     table = tomlkit.table()
     table.add(
         tomlkit.comment(
@@ -84,6 +88,9 @@ def update_models(
 ) -> None:
     """Rewrite the values of the profile's ``[models]`` table where it stands, keeping its
     comments and everything else as written (a profile without one gets it at the end)."""
+    import tomlkit
+    from tomlkit.items import Table
+
     doc = tomlkit.parse(read_small_text(path, MAX_PROFILE_BYTES, what="profile"))
     fresh = models_table(vllm, transformers, bounds)
     existing = doc.get("models")
@@ -105,6 +112,8 @@ def draft(
     """A commented profile from the solver's answer; above ``[torch]``, the driver its torch
     build needs, and (``checked`` False: no driver CUDA was given or found) that the need
     was not checked against any GPU."""
+    import tomlkit
+
     vllm, transformers = found.vllm, found.transformers
     torch_pin = vllm.requires.get("torch", "")
     doc = tomlkit.document()
@@ -230,6 +239,8 @@ def draft_for_model(
     ``vllm_version``, ``python``, the driver's ``cuda`` and kernels for ``gpu`` when given)
     and write the profile at ``path``. Returns the profile as read back and the solver's
     answer."""
+    from envkit.models.solver import solve
+
     name = path.stem
     if not NAME_RE.fullmatch(name):
         raise BadInput(f"{name!r} is not a profile name: letters, digits, '.', '_', '+', '-'.")

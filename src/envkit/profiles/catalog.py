@@ -15,12 +15,13 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-
-from platformdirs import user_data_path
+from typing import TYPE_CHECKING
 
 from envkit.errors import BadInput, ProfileError, ProfileNotFound
 from envkit.io.files import present
-from envkit.profiles.profile import NAME_RE, Profile, load_profile
+
+if TYPE_CHECKING:  # reading a profile (packaging, the validation) is imported when one is read
+    from envkit.profiles.profile import Profile
 
 
 def shipped_envs() -> Path:
@@ -29,6 +30,8 @@ def shipped_envs() -> Path:
 
 
 def user_envs() -> Path:
+    from platformdirs import user_data_path
+
     return user_data_path("envkit") / "envs"
 
 
@@ -92,6 +95,8 @@ class Catalog:
 
     def list(self) -> ProfileListing:
         """Every profile on the path (the first of each name), and every broken one."""
+        from envkit.profiles.profile import load_profile
+
         profiles: dict[str, Profile] = {}
         errors: list[ProfileError] = []
         for folder in self.existing():
@@ -107,6 +112,8 @@ class Catalog:
 
     def resolve(self, argument: str) -> Profile:
         """The profile a PROFILE argument names. Raises ProfileNotFound, BadInput, ProfileError."""
+        from envkit.profiles.profile import NAME_RE, load_profile
+
         if argument.endswith(".toml"):
             path = Path(argument)
             if not present(path):  # anything else: load_profile says

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-import tomlkit.exceptions
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -25,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import Problem, ProfileError, UnreadableFile
 from envkit.io.files import read_small_text
+from envkit.profiles import tomldoc
 from envkit.profiles.bounds import Bound
 from envkit.profiles.tomlfields import (
     KeyLines,
@@ -33,7 +32,6 @@ from envkit.profiles.tomlfields import (
     is_timestamp,
     is_version,
     name_list,
-    parse_reason,
     requirement_list,
     sub_table,
     text_map,
@@ -240,8 +238,9 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
     """Validate a profile's text. Raises ProfileError, and nothing else, for any text.
 
     A text met before in this process (same characters, path and name) gives the same frozen
-    Profile again without parsing: tomlkit takes ~0.1 s for a shipped profile, and a command
-    that lists profiles and then resolves one reads the same files twice."""
+    Profile again without parsing: a command that lists profiles and then resolves one reads
+    the same files twice. A text met before on this machine is not parsed by tomlkit again
+    (``tomldoc``: its document comes from envkit's cache, and is validated as ever)."""
     # keyed by the text's digest, so the cache holds no file's text; a ProfileError is not
     # kept (it is raised each time)
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), path, name)
@@ -264,18 +263,14 @@ _PARSED_LOCK = threading.Lock()
 
 def _parse(text: str, path: Path, name: str) -> Profile:
     shown = str(path)
+    doc, parsed_now = tomldoc.parse(text, shown)  # tomlkit only for a text not met before
     try:
-        doc = tomlkit.parse(text).unwrap()
-    except tomlkit.exceptions.ParseError as exc:
-        raise ProfileError(
-            [Problem(shown, "", f"malformed TOML: {parse_reason(exc)}", exc.line)]
-        ) from None
-    except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
-        raise ProfileError([Problem(shown, "", f"malformed TOML: {exc}")]) from None
-    try:
-        return _validate(doc, text, shown, path, name)
+        profile = _validate(doc, text, shown, path, name)
     except (ValueError, TypeError, RecursionError) as exc:  # a case the checks below missed
         raise ProfileError([Problem(shown, "", f"cannot be read as a profile: {exc}")]) from None
+    if parsed_now:
+        tomldoc.store(text, doc)
+    return profile
 
 
 def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str) -> Profile:

@@ -9,11 +9,13 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tomlkit.exceptions
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:  # imported only where a text is parsed (tomldoc)
+    import tomlkit.exceptions
 
 Report = Callable[[str, str], None]  # (key path, message): one problem found
 # table path -> key -> expected Python type of the value
@@ -126,26 +128,39 @@ def parse_reason(exc: tomlkit.exceptions.ParseError) -> str:
 
 
 class KeyLines:
-    """Finds the line of a dotted key in TOML text, for messages (best effort)."""
+    """Finds the line of a dotted key in TOML text, for messages (best effort). The text is
+    read at the first question: a valid profile asks none."""
 
     def __init__(self, text: str) -> None:
-        self._lines: dict[str, int] = {}
+        self._text = text
+        self._read: dict[str, int] | None = None
+
+    @property
+    def _lines(self) -> dict[str, int]:
+        if self._read is None:
+            self._read = self._find_lines(self._text)
+        return self._read
+
+    @staticmethod
+    def _find_lines(text: str) -> dict[str, int]:
+        lines: dict[str, int] = {}
         table = ""
         for number, line in enumerate(text.splitlines(), start=1):
             stripped = line.strip()
             header = re.match(r"^\[\s*([^\[\]]+?)\s*\]", stripped)
             if header:
                 table = header.group(1).replace('"', "").replace(" ", "")
-                self._lines.setdefault(table, number)
+                lines.setdefault(table, number)
                 continue
             assign = re.match(r"^([A-Za-z0-9_\-\.\"' ]+?)\s*=", stripped)
             if assign:
                 key = assign.group(1).replace('"', "").replace("'", "").replace(" ", "")
                 full = f"{table}.{key}" if table else key
-                self._lines.setdefault(full, number)
+                lines.setdefault(full, number)
                 # inline tables: record their keys too (versions = {a = "1"})
                 for inner in re.findall(r"[{,]\s*([A-Za-z0-9_\-\"]+)\s*=", stripped):
-                    self._lines.setdefault(f"{full}.{inner.strip(chr(34))}", number)
+                    lines.setdefault(f"{full}.{inner.strip(chr(34))}", number)
+        return lines
 
     def find(self, key: str) -> int | None:
         while key:

@@ -358,6 +358,8 @@ def interrupted(as_json: bool, state: str = "") -> None:
     text = f"Interrupted. {state}" if state else "Interrupted."
     if as_json:
         emit_json({"ok": False, "exit_code": 130, "error": "Interrupted", "message": text})
+    if sys.stderr.isatty():
+        echo(err=True)  # off the line the terminal echoed ^C on
     echo(f"envkit: {one_line(text)}", err=True, fg="yellow")
 
 

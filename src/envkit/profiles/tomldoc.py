@@ -1,0 +1,130 @@
+"""A profile's TOML as plain data (tables, arrays, strings): parsed by tomlkit the first
+time envkit meets a text, read back from envkit's cache (``io.cache``, kind ``profiles``,
+keyed by the text's sha256) every time after.
+
+tomlkit takes 25-75 ms for each shipped profile, and importing it about as much again;
+``check-model`` and ``which`` read every profile on the path. The cache turns that into a
+JSON read of well under a millisecond. Only the document of a text that made a valid
+profile is stored (``profile.parse_profile`` stores it after validating it), and a cached
+document is validated again exactly like a fresh one, so every problem and message still
+comes from tomlkit and the validation, and a profile edited by hand is parsed afresh.
+
+An entry is input (``io.cache``): it is read only as plain data (tables, arrays, strings,
+no deeper than a profile goes) whose every key and string is found in the text itself, so
+an entry written by someone else cannot bring in a requirement or an index the file does
+not name; anything else is discarded and the text parsed again. Tables are stored as lists
+of pairs, in the file's order (the cache writes JSON objects with sorted keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+from envkit.errors import Problem, ProfileError
+from envkit.io.cache import PROFILES, BadEntry, Fields
+
+MAX_DEPTH = 8  # a profile nests four tables deep (models.transformers_bounds.ARCH.min)
+
+
+def parse(text: str, shown: str) -> tuple[dict[str, Any], bool]:
+    """The document of ``text``, and whether it was parsed now (False: from the cache).
+    Raises ProfileError for TOML tomlkit refuses, with tomlkit's reason and line."""
+    cached = PROFILES.load(_key(text), lambda fields: _entry(fields, text))
+    if cached is not None:
+        return cached, False
+    import tomlkit  # only for a text not met before
+    import tomlkit.exceptions
+
+    from envkit.profiles.tomlfields import parse_reason
+
+    try:
+        doc: dict[str, Any] = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as exc:
+        raise ProfileError(
+            [Problem(shown, "", f"malformed TOML: {parse_reason(exc)}", exc.line)]
+        ) from None
+    except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
+        raise ProfileError([Problem(shown, "", f"malformed TOML: {exc}")]) from None
+    return doc, True
+
+
+def store(text: str, doc: dict[str, Any]) -> None:
+    """Keep the document of a text that made a valid profile; nothing when it holds other
+    than tables, arrays and strings or a string the text does not spell out (an escape)."""
+    try:
+        encoded = _encode(doc, 0)
+        _check_spelled(doc, text)
+    except BadEntry:
+        return
+    PROFILES.store(_key(text), {"doc": encoded})
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _encode(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise BadEntry("too deep")
+    if type(value) is str:
+        return value
+    if type(value) is list:
+        return {"a": [_encode(v, depth + 1) for v in value]}
+    if type(value) is dict and all(type(k) is str for k in value):
+        return {"t": [[k, _encode(v, depth + 1)] for k, v in value.items()]}
+    raise BadEntry(f"a {type(value).__name__} is not kept")
+
+
+def _entry(fields: Fields, text: str) -> dict[str, Any]:
+    doc = _decode(fields.data.get("doc"), 0)
+    if not isinstance(doc, dict):
+        raise BadEntry("the document is not a table")
+    _check_spelled(doc, text)
+    return doc
+
+
+def _decode(value: Any, depth: int) -> Any:
+    """The inverse of :func:`_encode`, refusing anything it does not make."""
+    if depth > MAX_DEPTH:
+        raise BadEntry("too deep")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        if isinstance(value.get("a"), list):
+            return [_decode(v, depth + 1) for v in value["a"]]
+        pairs = value.get("t")
+        if isinstance(pairs, list) and all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs
+        ):
+            table = {k: _decode(v, depth + 1) for k, v in pairs}
+            if len(table) == len(pairs):  # no key twice
+                return table
+    raise BadEntry("not a table, an array or a string")
+
+
+def _check_spelled(doc: dict[str, Any], text: str) -> None:
+    """Every key and string of ``doc`` occurs in ``text`` (each looked for from where the
+    one before it was found, as a document follows its file: about linear for a profile)."""
+    at = 0
+    for word in _words(doc):
+        found = text.find(word, at)
+        if found < 0:
+            found = text.find(word)
+        if found < 0:
+            raise BadEntry("a string the text does not hold")
+        at = found
+
+
+def _words(value: Any) -> Iterator[str]:
+    """The keys and strings of a decoded document, in its order (depth checked before)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _words(item)
+    else:
+        for item in value:
+            yield from _words(item)

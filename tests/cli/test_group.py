@@ -1,0 +1,130 @@
+"""The lazy command group: every command is named in cli.group's table and listed by
+``envkit --help`` with its short help, each command's ``--help`` works, and a command loads
+only what it uses (checked in new processes by the modules they hold, never by timing)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from envkit.cli import group
+
+from helpers import FIXTURES, ROOT, run_cli
+
+COMMAND_MODULES = (
+    "envkit.cli.env",
+    "envkit.cli.models",
+    "envkit.cli.locks",
+    "envkit.cli.serving",
+    "envkit.cli.site",
+)
+MODEL = str(FIXTURES / "models" / "Qwen2-VL-2B-Instruct")
+
+
+def test_the_table_names_every_command_of_every_module() -> None:
+    defined = {
+        str(command.name): name
+        for name in COMMAND_MODULES
+        for command in importlib.import_module(name).COMMANDS
+    }
+    assert defined == group.COMMAND_MODULES
+    assert set(group.COMMAND_MODULES.values()) == set(COMMAND_MODULES)
+
+
+def test_help_lists_every_command_with_its_short_help() -> None:
+    res = run_cli("--help").assert_ok()
+    listed = res.out.split("Commands:", 1)[1]
+    for name in group.COMMAND_MODULES:
+        command = group.load(name)
+        assert f"\n  {name} " in listed, name
+        first_words = " ".join(str(command.short_help).split()[:4])
+        assert first_words in " ".join(listed.split()), name
+
+
+@pytest.mark.parametrize("name", sorted(group.COMMAND_MODULES))
+def test_each_commands_help_works(name: str) -> None:
+    res = run_cli(name, "--help").assert_ok()
+    assert res.out.startswith(f"Usage: envkit {name} ")
+    assert "--envs DIR" in res.out and "--wide" in res.out  # the group's options, after it
+
+
+def test_an_unknown_command_is_offered_the_closest_name() -> None:
+    res = run_cli("chek-model", "a", "b")
+    res.assert_fails(2, mentioning=("No such command 'chek-model'", "check-model"))
+    assert "Traceback" not in res.err
+
+
+def test_the_group_options_still_follow_the_command(tmp_path: Path) -> None:
+    (tmp_path / "solo.toml").write_text('python = "3.12"\nrequirements = ["vllm==0.8.5"]\n')
+    res = run_cli("profiles", "--json", "--envs", str(tmp_path)).assert_ok()
+    assert [p["name"] for p in res.json()["profiles"]] == ["solo"]
+
+
+def loaded_by(args: list[str], cache: Path, *, runs: int = 1) -> set[str]:
+    """The modules a new process holds after running ``envkit ARGS`` (its last of ``runs``),
+    with its own envkit cache."""
+    code = (
+        "import json, sys, contextlib, io\n"
+        "from envkit.cli import main\n"
+        "quiet = io.StringIO()\n"
+        "with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):\n"
+        f"    main({args!r})\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "ENVKIT_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+    env.pop("ENVKIT_FAULT", None)
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout))
+
+
+HEAVY = {"httpx", "tomlkit", "elftools", "resolvelib", "filelock", "huggingface_hub"}
+
+
+def test_version_loads_no_command_module(tmp_path: Path) -> None:
+    held = loaded_by(["--version"], tmp_path)
+    assert not held & {*COMMAND_MODULES, *HEAVY, "packaging", "platformdirs"}
+
+
+@pytest.mark.parametrize(
+    ("args", "not_loaded"),
+    [
+        (["check-model", "vllm-0.8.5+qwen2-vl", MODEL], {"envkit.cli.serving", "envkit.compat"}),
+        (
+            ["plan", "vllm-0.8.5+qwen2-vl", MODEL, "--gpu-memory", "24GiB"],
+            {"envkit.cli.models", "envkit.compat"},
+        ),
+        (
+            ["explain", "{log}"],
+            {"envkit.cli.models", "envkit.profiles.profile", "packaging.requirements"},
+        ),
+    ],
+    ids=["check-model", "plan", "explain"],
+)
+def test_a_command_loads_only_what_it_uses(
+    args: list[str], not_loaded: set[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "boot.log"
+    log.write_text("INFO starting\nERROR torch.OutOfMemoryError: CUDA out of memory.\n")
+    argv = [a.replace("{log}", str(log)) for a in args]
+    # the second run: the shipped profiles' TOML came from envkit's cache, not tomlkit
+    held = loaded_by(argv, tmp_path / "cache", runs=2)
+    assert not held & (HEAVY | not_loaded | {"envkit.cli.locks", "envkit.cli.site"})
+
+
+def test_a_command_is_given_the_group_options_once() -> None:
+    for _ in range(2):
+        run_cli("show", "--help").assert_ok()
+    command = group.load("show")
+    names = [p.name for p in command.params if isinstance(p, click.Option)]
+    assert names.count("envs") == 1 and names.count("wide") == 1

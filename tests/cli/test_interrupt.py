@@ -1,0 +1,167 @@
+"""Ctrl-C at any moment of a real ``envkit`` process, the first half second included: exit
+130 with one line ("envkit: Interrupted.") and never a traceback, whether the signal comes
+during the interpreter's imports, the command, or its last output (then it is ignored and
+the command's own exit code stands). At named steps by ENVKIT_FAULT, and after delays.
+
+Before envkit's first line runs, the interpreter is on its own: until it has installed its
+handler (its first milliseconds) SIGINT's default action ends the process silently, which a
+shell reports as 130 too, and a SIGINT while it sets up its streams, runs ``site`` or finds
+and compiles the entry module is CPython's KeyboardInterrupt with CPython's traceback. Those
+are told apart from envkit's part below (``before_envkit``); from envkit's first line on,
+every outcome is the one line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers import FIXTURES, ROOT
+
+MODEL = str(FIXTURES / "models" / "Qwen2-VL-2B-Instruct")
+LOG = "INFO starting\nERROR torch.OutOfMemoryError: CUDA out of memory.\n"
+COMMANDS = {
+    "--version": ["--version"],
+    "check-model": ["check-model", "vllm-0.8.5+qwen2-vl", MODEL],
+    "explain": ["explain", "{log}"],
+}
+DELAYS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+INTERRUPTED = "envkit: Interrupted."
+# the entry modules, whose loading (definitions only, no import) comes before the guard
+ENTRY = tuple(
+    f'File "{ROOT / "src" / "envkit" / name}"' for name in ("__init__.py", "cli/__init__.py")
+)
+
+
+def envkit_argv() -> list[str]:
+    """The console script, as a user starts it (else ``python -m envkit``)."""
+    beside = Path(sys.executable).with_name("envkit")
+    found = str(beside) if beside.is_file() else shutil.which("envkit")
+    return [found] if found else [sys.executable, "-m", "envkit"]
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+    signalled: bool  # the signal was sent while the process ran
+
+
+def start(args: list[str], env: dict[str, str], delay: float | None) -> Ran:
+    proc = subprocess.Popen(
+        [*envkit_argv(), *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    signalled = False
+    if delay is not None:
+        if delay:
+            time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            signalled = True
+    out, err = proc.communicate(timeout=120)
+    return Ran(proc.returncode, out, err, signalled)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "boot.log").write_text(LOG)
+    environ = {**os.environ, "ENVKIT_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    environ.pop("ENVKIT_FAULT", None)
+    return environ
+
+
+def argv(name: str, env: dict[str, str]) -> list[str]:
+    log = str(Path(env["ENVKIT_CACHE_DIR"]).parent / "boot.log")
+    return [a.replace("{log}", log) for a in COMMANDS[name]]
+
+
+def before_envkit(err: str) -> bool:
+    """A traceback of the interpreter's own start, before envkit's first line ran: CPython's
+    fatal error while it sets up its streams or ``site``, or KeyboardInterrupt raised at the
+    console script's ``from envkit.cli import run`` while Python was finding, compiling and
+    loading that module (``envkit`` and ``envkit.cli`` hold definitions alone; ENTRY)."""
+    if "Traceback" not in err or "KeyboardInterrupt" not in err.splitlines()[-1]:
+        return False
+    if err.startswith("Fatal Python error: init_"):
+        return "/envkit/" not in err
+    files = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
+    loading = (f'File "{envkit_argv()[0]}"', 'File "<frozen ', *ENTRY)
+    return bool(files) and all(
+        (f.startswith(loading) and f.endswith("in <module>")) or f.startswith('File "<frozen ')
+        for f in files
+    )
+
+
+def judge(ran: Ran, normal: Ran) -> str:
+    """Which part of the run the signal met; fails on a traceback or more than one line."""
+    said = f"exit {ran.code}\n--- stdout\n{ran.out}--- stderr\n{ran.err}"
+    if not ran.signalled:
+        assert (ran.code, ran.out) == (normal.code, normal.out), said
+        return "finished first"
+    if before_envkit(ran.err):
+        return "the interpreter's start"
+    assert "Traceback" not in ran.err, said
+    if ran.code == -signal.SIGINT:  # before the interpreter had a handler: nothing ran
+        assert ran.err == "" and ran.out == "", said
+        return "before the interpreter"
+    if ran.code == 130:
+        lines = ran.err.splitlines()
+        assert lines[-1] == INTERRUPTED and lines.count(INTERRUPTED) == 1, said
+        assert set(lines[:-1]) <= set(normal.err.splitlines()), said
+        return "envkit"
+    # it came as the command was ending: ignored, the command's own result stands
+    assert (ran.code, ran.out, ran.err) == (normal.code, normal.out, normal.err), said
+    return "after the result"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_ctrl_c_in_the_first_half_second(name: str, env: dict[str, str]) -> None:
+    args = argv(name, env)
+    normal = start(args, env, None)
+    assert normal.code in (0, 1) and "Traceback" not in normal.err
+    seen = [judge(start(args, env, delay), normal) for delay in DELAYS]
+    # the later delays reach envkit's own code on any machine that starts Python in 0.1 s
+    assert {"envkit", "after the result", "finished first"} & set(seen), seen
+
+
+@pytest.mark.parametrize("step", ["startup", "command-import"])
+@pytest.mark.parametrize("name", ["check-model", "explain"])
+def test_ctrl_c_at_a_named_step(name: str, step: str, env: dict[str, str]) -> None:
+    ran = start(argv(name, env), {**env, "ENVKIT_FAULT": f"{step}=INT"}, None)
+    assert (ran.code, ran.out, ran.err) == (130, "", INTERRUPTED + "\n")
+
+
+def test_ctrl_c_at_startup_of_version_and_with_json(env: dict[str, str]) -> None:
+    faulty = {**env, "ENVKIT_FAULT": "startup=INT"}
+    assert start(["--version"], faulty, None) == Ran(130, "", INTERRUPTED + "\n", False)
+    ran = start(["explain", "--json", argv("explain", env)[1]], faulty, None)
+    assert ran.code == 130 and ran.err == INTERRUPTED + "\n"
+    assert '"exit_code": 130' in ran.out and "Traceback" not in ran.out
+
+
+def test_ctrl_c_while_the_profiles_are_cached(env: dict[str, str]) -> None:
+    """The first check-model writes the shipped profiles' parsed TOML into envkit's cache:
+    interrupted at that write, one line; the next run parses them again and answers."""
+    args = argv("check-model", env)
+    ran = start(args, {**env, "ENVKIT_FAULT": "atomic-written=INT"}, None)
+    assert (ran.code, ran.out, ran.err) == (130, "", INTERRUPTED + "\n")
+    assert start(args, env, None).code == 0
+
+
+def test_a_malformed_fault_is_still_refused_before_the_command(env: dict[str, str]) -> None:
+    ran = start(["--version"], {**env, "ENVKIT_FAULT": "startup=NOPE"}, None)
+    assert ran.code == 2 and "ENVKIT_FAULT=" in ran.err and "Traceback" not in ran.err
