@@ -262,7 +262,8 @@ def _driver(node: str, fp: Fingerprint, cell: LockCell) -> Check:
     if need is None:
         return Check("driver", Status.OK, "no NVIDIA driver needed")
     install = (
-        f"install NVIDIA driver {need.linux_driver or 'for CUDA ' + need.cuda} or newer on {node}"
+        f"install NVIDIA driver {need.linux_driver or 'for CUDA ' + need.cuda} or newer on "
+        f"{node}: cell {cell.name} of {cell.cell.profile} is a CUDA {need.cuda} build"
     )
     if not fp.driver:
         return Check("driver", Status.DIFFERS, "no NVIDIA driver seen", install)
