@@ -12,8 +12,11 @@ fingerprint that crosses back is validated like a file's (:func:`fingerprint.fro
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from envkit.errors import BadInput, NetworkError
 from envkit.fleet import fingerprint as fp
 from envkit.fleet.judge import Answer
 
+GCS_WAIT = "RAY_gcs_server_port_wait_time_s"  # attempts to reach the GCS, about 1 s each
 INSTALL = "pip install 'envkit[ray]' (or uv pip install 'ray>=2.9')"
 
 
@@ -50,13 +54,14 @@ def gather(address: str, venv: Path | None, *, timeout: float, hashes: bool = Tr
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     try:
-        ray.init(
-            address=address,
-            logging_level=logging.WARNING,
-            log_to_driver=False,  # the workers' output never mixes into envkit's
-            configure_logging=False,
-            ignore_reinit_error=True,
-        )
+        with _bounded_gcs_wait():
+            ray.init(
+                address=address,
+                logging_level=logging.WARNING,
+                log_to_driver=False,  # the workers' output never mixes into envkit's
+                configure_logging=False,
+                ignore_reinit_error=True,
+            )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise NetworkError(
             f"Cannot reach the Ray cluster at {address}: {str(exc).splitlines()[0][:300]}.",
@@ -68,6 +73,20 @@ def gather(address: str, venv: Path | None, *, timeout: float, hashes: bool = Tr
         return _ask(ray, NodeAffinitySchedulingStrategy, venv, timeout, hashes)
     finally:
         ray.shutdown()
+
+
+@contextlib.contextmanager
+def _bounded_gcs_wait() -> Iterator[None]:
+    """One attempt to reach the GCS (Ray's own default retries for minutes), unless the
+    user set Ray's budget (``RAY_gcs_server_port_wait_time_s``) themselves."""
+    if GCS_WAIT in os.environ:
+        yield
+        return
+    os.environ[GCS_WAIT] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(GCS_WAIT, None)
 
 
 def _ask(ray: Any, strategy: Any, venv: Path | None, timeout: float, hashes: bool) -> list[Answer]:
