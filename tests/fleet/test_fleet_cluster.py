@@ -103,6 +103,7 @@ def cluster(project: Path) -> Iterator[Any]:
     # before Ray is first imported: every address stays 127.0.0.1 (Ray otherwise turns a
     # loopback address into this machine's outward one)
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")  # the GCS's side of it
     from ray._private import ray_constants
     from ray.cluster_utils import Cluster
 
@@ -135,12 +136,12 @@ def cluster(project: Path) -> Iterator[Any]:
 
 def _add(made: Any, **node: Any) -> None:
     """A node added, again if it did not register within Ray's 30 s (a loaded machine)."""
-    for attempt in range(3):
+    for attempt in range(4):
         try:
             made.add_node(**node)
             return
         except Exception:
-            if attempt == 2:
+            if attempt == 3:
                 raise
 
 

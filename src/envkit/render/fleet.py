@@ -51,7 +51,7 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
     rows = [("NODE", "CELL", *(c.upper() for c in CHECKS))]
     for v in result.verdicts:
         if not v.answered:
-            rows.append((v.node, v.cell or "-", *("not answering" for _ in CHECKS)))
+            rows.append((v.node, v.cell or "-", "not answering", *("-" for _ in CHECKS[1:])))
             continue
         status = {c.name: c.status.value for c in v.checks}
         rows.append((v.node, v.cell, *(status.get(c, "-") for c in CHECKS)))
