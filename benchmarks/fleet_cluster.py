@@ -28,6 +28,7 @@ def main() -> int:
     parser.add_argument("--cell", default="py3.12-linux-x86_64-cu124")
     args = parser.parse_args()
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # before Ray is imported: loopback
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
     from ray.cluster_utils import Cluster
 
     node: dict[str, Any] = {
@@ -36,9 +37,17 @@ def main() -> int:
         "include_dashboard": False,
     }
     start = time.perf_counter()
-    cluster = Cluster(initialize_head=True, head_node_args={**node, "node_name": "node-0"})
-    for index in range(1, args.nodes):
-        cluster.add_node(**node, node_name=f"node-{index}")
+    cluster = Cluster()
+    retries = 0
+    for index in range(args.nodes):
+        for attempt in range(4):  # a raylet must register within Ray's 30 s
+            try:
+                cluster.add_node(**node, node_name=f"node-{index}")
+                break
+            except Exception:
+                retries += 1
+                if attempt == 3:
+                    raise
     cluster.wait_for_nodes()
     started = time.perf_counter() - start
     runs = []
@@ -60,6 +69,7 @@ def main() -> int:
                 "nodes": args.nodes,
                 "answered": answered,
                 "cluster_start_s": round(started, 1),
+                "node_start_retries": retries,
                 "check_cold_s": round(runs[0], 1),
                 "check_warm_s": round(runs[1], 1),
                 "load_average": os.getloadavg()[0],

@@ -191,5 +191,7 @@ def test_nodes_need_one_source_and_a_known_cell(fleet: list[Path]) -> None:
     assert run_cli("fleet", "check", fn.SHIPPED).code == 2
     both = run_cli("fleet", "check", fn.SHIPPED, str(fleet[0]), "--ray", "auto")
     assert both.code == 2 and "not both" in both.err
+    local = run_cli("fleet", "check", fn.SHIPPED, "--ray", "local", "--json")
+    assert local.code == 2 and "would start a new" in local.json()["message"]
     res = run_cli("fleet", "check", fn.SHIPPED, str(fleet[0]), "--cell", "py3.9-x-cu1", "--json")
     assert res.code == 2 and "has no cell py3.9-x-cu1" in res.json()["message"]

@@ -50,6 +50,12 @@ def _remote_fingerprint(venv: str | None, hashes: bool) -> dict[str, Any]:
 
 def gather(address: str, venv: Path | None, *, timeout: float, hashes: bool = True) -> list[Answer]:
     """One answer per alive node of the cluster at ``address``, in the cluster's order."""
+    if address.strip().lower() == "local":
+        raise BadInput(
+            "--ray local would start a new, empty Ray cluster here, not ask a running one.",
+            "Give the address of the running cluster (`ray status` on its head node), or "
+            "`auto` for the one started on this machine.",
+        )
     ray = _ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
