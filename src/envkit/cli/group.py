@@ -42,6 +42,8 @@ COMMAND_MODULES = {
     "explain": "envkit.cli.serving",
     "serve": "envkit.cli.serving",
     "image": "envkit.cli.image",
+    "fingerprint": "envkit.cli.fleet",
+    "fleet": "envkit.cli.fleet",
     "site": "envkit.cli.site",
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from envkit.render.env import build, profiles, report, show
 from envkit.render.image import image
+from envkit.render.fleet import fingerprint, fleet_check
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
 from envkit.render.models import compat, drafted, histories, model_report, scans, site
 from envkit.render.serving import (
@@ -52,7 +53,9 @@ __all__ = [
     "error",
     "exit_codes_help",
     "explanation",
+    "fingerprint",
     "finish",
+    "fleet_check",
     "github_matrix",
     "histories",
     "image",

@@ -1,0 +1,81 @@
+"""Whether an installed distribution's files are the ones its wheel installed.
+
+A wheel's ``RECORD`` lists the sha256 of every file it installs, and installers (uv, pip)
+keep that list in the installed ``.dist-info``; the lock's hashes are those of the wheel
+archives the files came from, which an installed tree no longer holds. So a node's locked
+distribution is judged by two facts: its version is the locked one (``judge``), and its
+files still have the hashes RECORD gives (here): a file edited, replaced or deleted after
+the install is ``modified``. Each file is opened as a regular file (``io.files``) and
+hashed in chunks, never read whole.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Iterator
+from importlib import metadata
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from envkit.errors import UnreadableFile
+from envkit.fleet.fingerprint import MAX_NAMES, Distribution, Files
+from envkit.io.files import open_regular
+
+MAX_RECORD_ENTRIES = 200_000  # files of one distribution (torch has ~15,000)
+_CHUNK = 1024 * 1024
+
+
+def installed(
+    site_packages: Iterable[str], versions: dict[str, str], hashes: bool
+) -> Iterator[Distribution]:
+    """Each distribution in ``versions`` (canonical name -> version, from the venv's probe),
+    with its files judged against its RECORD when ``hashes`` (else ``unchecked``)."""
+    found: dict[str, metadata.Distribution] = {}
+    if hashes:
+        for dist in metadata.distributions(path=[p for p in site_packages if p]):
+            found.setdefault(
+                canonicalize_name(dist.metadata["Name"] or ""), dist
+            )  # the first on the path is the one imported
+    for name in sorted(versions):
+        seen = found.get(name)
+        if not hashes:
+            yield Distribution(name, versions[name])
+        elif seen is None:
+            yield Distribution(name, versions[name], Files.UNRECORDED)
+        else:
+            state, modified = check(seen)
+            yield Distribution(name, versions[name], state, modified)
+
+
+def check(dist: metadata.Distribution) -> tuple[Files, tuple[str, ...]]:
+    """The files' state and the first of those that differ from RECORD."""
+    entries = dist.files
+    if not entries:
+        return Files.UNRECORDED, ()
+    hashed = [e for e in entries[: MAX_RECORD_ENTRIES + 1] if e.hash is not None]
+    if not hashed or len(hashed) > MAX_RECORD_ENTRIES:
+        return Files.UNRECORDED, ()
+    modified: list[str] = []
+    for entry in hashed:
+        assert entry.hash is not None
+        path = Path(str(dist.locate_file(entry)))
+        if entry.hash.mode != "sha256" or _sha256(path) != entry.hash.value:
+            modified.append(str(entry))
+            if len(modified) >= MAX_NAMES:
+                break
+    return (Files.MODIFIED if modified else Files.INTACT), tuple(modified)
+
+
+def _sha256(path: Path) -> str:
+    """The file's sha256 as RECORD writes it (urlsafe base64, no padding); '' when missing
+    or not a regular file."""
+    digest = hashlib.sha256()
+    try:
+        with open_regular(path, what="installed file") as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+    except (UnreadableFile, OSError):
+        return ""
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii")
