@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envkit.serving.logread import LogLine
+from envkit.serving.signatures import in_order
 
 MAX_ITEMS = 400  # arguments or variables kept from one log
 MAX_VALUE = 300  # characters of one value kept
@@ -35,9 +36,20 @@ _GPU = re.compile(
 )
 _WEIGHTS = re.compile(r"Model loading took (?P<g>[\d.]+) ?GiB")
 _TRANSFORMERS = re.compile(r"\btransformers(?:==|-| version )(?P<v>\d+\.\d+(?:\.\d+)?)\b")
-_ARGS = re.compile(r"non-default args: (?P<d>\{.*\})|\bargs: Namespace\((?P<n>.*)\)")
-_COMMAND = re.compile(r"(?:^|[\s$#>'\"])(?:vllm serve|vllm\.entrypoints\.\S*api_server)\b")
-_ENV_LINE = re.compile(r"(?:export |declare -x )?(?P<k>[A-Z][A-Z0-9_]*_[A-Z0-9_]+)=(?P<v>.*)")
+# every pattern here is linear on any line (see signatures.in_order)
+_ARGS = re.compile(
+    in_order("non-default args: ")
+    + r"(?P<d>\{.*\})|"
+    + in_order(r"\bargs: Namespace\(")
+    + r"(?P<n>.*)\)"
+)
+_COMMAND = re.compile(
+    r"(?:^|[\s$#>'\"])(?:vllm serve|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
+)
+# a name with an underscore after its first letter: up to the first, then the rest
+_ENV_LINE = re.compile(
+    r"(?<![\w-])(?:export |declare -x )?(?P<k>[A-Z][A-Z0-9]*_[A-Z0-9_]+)=(?P<v>.*)"
+)
 _ENV_OPTION = re.compile(r"(?:-e|--env)[ =](?P<k>[A-Z][A-Z0-9_]+)=(?P<v>[^\s'\"]*)")
 _UNKNOWN_ENV = re.compile(r"Unknown vLLM environment variable detected: (?P<k>\w+)")
 _WSL_PIN = re.compile(r"pin_memory=False'? as WSL is detected")

@@ -185,10 +185,15 @@ def every_line(stream: BinaryIO, name: str, stats: ReadStats) -> Iterator[tuple[
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;:?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
-_PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[|it/s\]|s/it\]")
-_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
+# Every pattern here is linear on any line (tests/serving/test_linear_patterns.py): no two
+# neighbouring quantifiers take the same characters, a run is started once (a lookbehind).
+_PROGRESS = re.compile(r"%\|| \d+/\d+ \[|it/s\]|s/it\]")
+_COMPOSE = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w.-]*\s+\| ")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
-_PROCESS = re.compile(r"\(([A-Za-z][\w-]*)?[^()]*?\bpid=\d+[^()]*\)\s*")
+# the name a whole word; the first pid= taken and kept (a lookahead), then to the ")"
+_PROCESS = re.compile(
+    r"\((?:([A-Za-z][\w-]*)(?![\w-]))?(?=(?P<_p>[^()]*?\bpid=\d))(?P=_p)[^()]*\)\s*"
+)
 _HEADER = re.compile(
     r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+"
     r"\[[^\]]*\]\s?"

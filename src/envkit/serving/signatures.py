@@ -12,9 +12,26 @@ never reach one.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from enum import Enum
+
+_NAMES = itertools.count()
+
+
+def in_order(*parts: str) -> str:
+    """A regex that finds ``parts`` on one line in this order, consuming up to the end of
+    the last, in linear time: ``A.*B`` tries the rest of the line again from every ``A``
+    (quadratic), where this takes each part's first occurrence after the one before and
+    never another (a lookahead is atomic, and its text is then consumed by a backreference).
+    Anchored at the line's start, so a search tries nowhere else. The helper groups are
+    named ``_N`` (``match`` drops them)."""
+    out = r"\A"
+    for part in parts:
+        name = f"_{next(_NAMES)}"
+        out += f"(?=(?P<{name}>.*?(?:{part})))(?P={name})"
+    return out
 
 
 class Code(str, Enum):
@@ -72,7 +89,7 @@ def _sig(
 
 
 C, W = Role.CAUSE, Role.WRAPPER
-_GIB = r"(?P<{}>[\d.]+) ?GiB"
+_XET_401 = r"\b401\b|unauthori[sz]ed"
 
 # Order matters where two could read one line: the first that matches names it.
 SIGNATURES: tuple[Signature, ...] = (
@@ -80,8 +97,10 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.XET_UNAUTHORIZED,
         C,
         ("xet", "cas "),
-        r"(?i)(?:cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet).*(?:401|unauthori[sz]ed)"
-        r"|(?:401|unauthori[sz]ed).*(?:cas-server|xethub)",
+        r"(?i)"
+        + in_order(r"cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet", _XET_401)
+        + "|"
+        + in_order(_XET_401, r"cas-server|xethub"),
     ),
     _sig(
         Code.HF_UNAUTHORIZED,
@@ -103,7 +122,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.ARCHITECTURE_UNSUPPORTED,
         C,
         ("model architectures", "is not a registered model"),
-        r"Model architectures \[(?P<architectures>[^\]]*)\] (?:are not supported for now"
+        r"Model architectures \[(?P<architectures>[^\][]*)\] (?:are not supported for now"
         r"|failed to be inspected)"
         r"|'(?P<architecture>\w+)' is not a registered model in the Transformers library",
     ),
@@ -126,7 +145,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("uva", "pinned memory"),
         r"UVA is not available|pinned memory allocation failed"
-        r"|cudaHostAlloc.*(?:failed|error)|CUDA error: .*pinned",
+        r"|" + in_order("cudaHostAlloc", "failed|error") + "|" + in_order("CUDA error: ", "pinned"),
     ),
     _sig(
         Code.FREE_MEMORY,
@@ -158,15 +177,22 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.FLASHINFER_MISMATCH,
         C,
         ("flashinfer",),
-        r"(?i)flashinfer.*(?:do(?:es)? not match|mismatch|version.*(?:incompatible|conflict))"
-        r"|(?:importerror|undefined symbol).*flashinfer|flashinfer.*undefined symbol",
+        "(?i)"
+        + in_order("flashinfer", "do(?:es)? not match|mismatch")
+        + "|"
+        + in_order("flashinfer", "version", "incompatible|conflict")
+        + "|"
+        + in_order("importerror|undefined symbol", "flashinfer")
+        + "|"
+        + in_order("flashinfer", "undefined symbol"),
         warning_ok=True,
     ),
     _sig(
         Code.UNDEFINED_SYMBOL,
         C,
         ("undefined symbol",),
-        r"(?:(?P<library>[\w./+-]+\.so[\w.]*): )?undefined symbol: (?P<symbol>\S+)",
+        # the library: the whole path before ": " (a run starts once: linear)
+        r"(?:(?<![\w./+-])(?P<library>[\w./+-]+): )?undefined symbol: (?P<symbol>\S+)",
     ),
     _sig(
         Code.FABRIC_MANAGER,
@@ -197,7 +223,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.CUDA_RUNTIME_MISSING,
         C,
         ("cannot open shared object", "no nvidia driver", "no cuda gpus", "infer device type"),
-        r"(?P<library>lib(?:cuda|cudart|cublas\w*|cudnn\w*|nvrtc|nccl|cusparse\w*|cufft|curand"
+        r"(?<![\w.-])(?P<library>lib(?:cuda|cudart|cublas\w*|cudnn\w*|nvrtc|nccl|cusparse\w*|cufft|curand"
         r"|cusolver|nvJitLink|nvidia-ml)[\w.-]*\.so[\d.]*): cannot open shared object file"
         r"|Found no NVIDIA driver on your system|No CUDA GPUs are available"
         r"|Failed to infer device type",
@@ -207,8 +233,9 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("no kernel image", "nokernelimage", "not compatible with the current pytorch"),
         r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
-        r"|(?P<gpu>[\w ]+) with CUDA capability (?P<sm>sm_\d+) is not compatible with the"
-        r" current PyTorch installation",
+        # the GPU's name starts the line or follows ": " (one start per run: linear)
+        r"|(?:(?:^|(?<=: ))(?P<gpu>[\w ]+?) )?with CUDA capability (?P<sm>sm_\d+) is not"
+        r" compatible with the current PyTorch installation",
         warning_ok=True,
     ),
     _sig(
@@ -224,8 +251,11 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("/dev/shm", "shared memory segment", "bus error", "</torch_"),
         r"(?i)(?:error while creating|failed to (?:extend|create|open)) (?:the )?shared memory"
-        r" segment|/dev/shm.*(?:no space left|failed|error)|no space left on device.*/dev/shm"
-        r"|\bBus error\b|unable to write to file </torch_",
+        r" segment|"
+        + in_order("/dev/shm", "no space left|failed|error")
+        + "|"
+        + in_order("no space left on device", "/dev/shm")
+        + r"|\bBus error\b|unable to write to file </torch_",
         warning_ok=True,
     ),
     _sig(
@@ -247,7 +277,9 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.TRANSFORMERS_TOO_NEW,
         C,
         ("has no attribute", "cannot import name", "no module named 'transformers"),
-        r"(?:AttributeError: )?'?(?P<object>\w*(?:Tokenizer|Config|Processor|Model)\w*)'?"
+        # the object: a whole word holding one of these (looked for once per word: linear)
+        r"(?:AttributeError: )?'?(?<!\w)(?=\w*(?:Tokenizer|Config|Processor|Model))"
+        r"(?P<object>\w+)'?"
         r"(?: object)? has no attribute '?(?P<attribute>\w+)'?"
         r"|cannot import name '(?P<name>\w+)' from '(?P<module>transformers[\w.]*)'"
         r"|No module named '(?P<missing>transformers\.[\w.]+)'",
@@ -275,7 +307,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Role.PROGRESS,
         ("kv cache size", "kv cache memory", "graph captur", "init engine"),
         r"GPU KV cache size|Available KV cache memory|Graph capturing finished"
-        r"|init engine .* took|# GPU blocks",
+        r"|# GPU blocks|" + in_order("init engine ", " took"),
     ),
     _sig(
         Code.NONE,
@@ -303,5 +335,6 @@ def match(text: str) -> Match | None:
     low = text.lower()
     for sig in SIGNATURES:
         if any(k in low for k in sig.keywords) and (m := sig.pattern.search(text)):
-            return Match(sig, {k: v for k, v in m.groupdict().items() if v is not None})
+            groups = m.groupdict().items()
+            return Match(sig, {k: v for k, v in groups if v is not None and k[0] != "_"})
     return None
