@@ -30,7 +30,7 @@ def _loading_fix(ctx: Context, model_type: str, architecture: str) -> tuple[list
         if p.name not in names
     ]
     if names:
-        steps.append(f"envkit build {names[0]}")
+        steps.append(ctx.build(names[0]))
     else:
         steps.append(
             f"envkit new-profile NAME --for-model {ctx.model} (solves for a vLLM that loads it)"
@@ -54,20 +54,22 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         details.append(f"{p.name} pins transformers {p.transformers} for vLLM {p.vllm}")
         steps += [
             f"uv pip install 'vllm=={p.vllm}' 'transformers=={p.transformers}' (one resolution)",
-            f"or envkit build {p.name}",
+            f"or {ctx.build(ctx.profile or p.name)}",
         ]
     elif ctx.vllm:
         steps.append(
             f"envkit new-profile NAME --for-model {ctx.model} --vllm {ctx.vllm} (pins the "
             "transformers it was released with)"
         )
-    else:
-        details += [
-            f"{p.name} pins transformers {p.transformers} for vLLM {p.vllm}"
-            for p in newest_first(ctx.knowledge.profiles())
-        ]
     installed = ctx.installed.get("transformers") if ctx.installed else ""
     tf = installed or ctx.facts.transformers_version
+    if not pinned and not ctx.vllm:  # no version to pin for: the bound the drift crossed
+        major = tf.split(".")[0] if tf[:1].isdigit() else "5"
+        where = f"--python {ctx.venv} " if ctx.venv else ""
+        steps.append(
+            f"uv pip install {where}'transformers<{major}' (this vLLM needs the transformers "
+            f"before {major}.0; the log names no vLLM version to pin for)"
+        )
     if tf and ctx.vllm:
         details.append(f"see what breaks: envkit compat vllm=={ctx.vllm} transformers=={tf}")
     return Fix(
@@ -160,7 +162,9 @@ def undefined_symbol(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         meaning=meaning,
         steps=tuple(steps),
         details=tuple(details),
-        next=(f"envkit verify {ctx.profile_name()} --venv .venv (its kernels check)",),
+        next=(
+            f"envkit verify {ctx.profile_name()} --venv {ctx.venv or '.venv'} (its kernels check)",
+        ),
     )
 
 
@@ -186,7 +190,7 @@ def cuda_runtime_missing(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "A CUDA library a package was built against is not installed: a mixed install "
             "(pip and uv, a system Python) or an LD_LIBRARY_PATH that hides torch's own copies."
         ),
-        steps=(f"reinstall vLLM and torch in one resolution (envkit build {ctx.profile_name()})",),
+        steps=(f"reinstall vLLM and torch in one resolution ({ctx.build()})",),
         next=("envkit doctor",),
     )
 
@@ -303,20 +307,6 @@ def spawn_guard(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     )
 
 
-def port_in_use(hits: tuple[Hit, ...], ctx: Context) -> Fix:
-    port = first(hits, "port") or ctx.arg("port") or "8000"
-    following = str(int(port) + 1) if port.isdigit() else "PORT"
-    return Fix(
-        summary=f"port {port} is already in use",
-        meaning="Another process (often an earlier vLLM) listens on the port the server wants.",
-        steps=(
-            f"--port {following}, or stop what listens there (ss -ltnp 'sport = :{port}')",
-            "in Compose, change the host side of ports:",
-        ),
-        next=(f"envkit probe http://127.0.0.1:{port}/v1 (is a server already answering?)",),
-    )
-
-
 def xet(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     setting = ctx.facts.env.get("HF_HUB_DISABLE_XET")
     return Fix(
@@ -401,7 +391,6 @@ BUILDERS: dict[Code, Builder] = {
     Code.CUDA_FORWARD_COMPAT: forward_compat,
     Code.FLASHINFER_MISMATCH: flashinfer,
     Code.SPAWN_MAIN_GUARD: spawn_guard,
-    Code.PORT_IN_USE: port_in_use,
     Code.XET_UNAUTHORIZED: xet,
     Code.HF_UNAUTHORIZED: hf_unauthorized,
     Code.ENGINE_CORE_FAILED: engine_core,

@@ -52,6 +52,8 @@ _ENV_LINE = re.compile(
 )
 _ENV_OPTION = re.compile(r"(?:-e|--env)[ =](?P<k>[A-Z][A-Z0-9_]+)=(?P<v>[^\s'\"]*)")
 _UNKNOWN_ENV = re.compile(r"Unknown vLLM environment variable detected: (?P<k>\w+)")
+_DRIVER = re.compile(r"Driver Version: (?P<d>\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (?P<c>\d+\.\d+)")
+_VLLM_WORD = re.compile(r"(?i)\bvllm\b")
 _WSL_PIN = re.compile(r"pin_memory=False'? as WSL is detected")
 
 
@@ -68,6 +70,13 @@ class Facts:
     unknown_env: tuple[str, ...] = ()  # variables vLLM said it does not know
     wsl_pin_memory_off: bool = False
     dump_lines: frozenset[int] = frozenset()  # lines that are argument or variable dumps
+    # not in to_dict: what fixes and explain's context rules read
+    driver: str = ""  # nvidia-smi's driver version and the CUDA it runs
+    driver_cuda: str = ""
+    vllm_seen: bool = False  # a line carried vLLM's header, process prefix or name
+    weights_line: int | None = None  # the "Model loading took" line
+    resolved: tuple[tuple[str, int], ...] = ()  # (architecture, line) vLLM resolved
+    last_info: tuple[int, str] = (0, "")  # the last line read that was not an error
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,6 +190,11 @@ class FactReader:
         self.unknown_env: list[str] = []
         self.wsl_pin_off = False
         self.dumps: set[int] = set()
+        self.driver = self.driver_cuda = ""
+        self.vllm_seen = False
+        self.weights_line: int | None = None
+        self.resolved: list[tuple[str, int]] = []
+        self.last_info: tuple[int, str] = (0, "")
 
     def read(self, line: LogLine) -> None:
         text = line.text
@@ -190,11 +204,18 @@ class FactReader:
             self.model = (m.group("m") or m.group("n"))[:MAX_VALUE]
         if (m := _ARCH.search(text)) and len(self.architectures) < MAX_NAMES:
             self.note_architecture(m.group("a"))
+            self.resolved.append((m.group("a"), line.number))
+        if not self.driver and (m := _DRIVER.search(text)):
+            self.driver, self.driver_cuda = m.group("d"), m.group("c")
+        self.vllm_seen = self.vllm_seen or line.vllm or bool(_VLLM_WORD.search(text))
+        if line.level in ("INFO", "DEBUG"):
+            self.last_info = (line.number, text[:MAX_VALUE])
         for m in _GPU.finditer(text):
             if m.group("g") not in self.gpus and len(self.gpus) < MAX_NAMES:
                 self.gpus.append(m.group("g"))
         if self.weights is None and (m := _WEIGHTS.search(text)):
             self.weights = float(m.group("g"))
+            self.weights_line = line.number
         if not self.transformers and (m := _TRANSFORMERS.search(text)):
             self.transformers = m.group("v")
         m = _UNKNOWN_ENV.search(text)
@@ -237,4 +258,10 @@ class FactReader:
             unknown_env=tuple(self.unknown_env),
             wsl_pin_memory_off=self.wsl_pin_off,
             dump_lines=frozenset(self.dumps),
+            driver=self.driver,
+            driver_cuda=self.driver_cuda,
+            vllm_seen=self.vllm_seen,
+            weights_line=self.weights_line,
+            resolved=tuple(self.resolved),
+            last_info=self.last_info,
         )

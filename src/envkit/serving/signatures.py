@@ -58,8 +58,18 @@ class Code(str, Enum):
     REMOTE_CODE_TRANSFORMERS = "remote-code-transformers"
     SPAWN_MAIN_GUARD = "spawn-main-guard"
     PORT_IN_USE = "port-in-use"
+    PTX_TOOLCHAIN = "ptx-toolchain"
+    FLASHINFER_JIT = "flashinfer-jit"
+    XET_TRANSFER = "xet-transfer"
+    CONFIG_CONFLICT = "config-conflict"
+    REMOTE_CODE_PROMPT = "remote-code-prompt"
+    HOST_OOM = "host-oom"
+    GPU_OCCUPIED = "gpu-occupied"  # no signature: an OOM with nothing free before the weights
+    MODEL_TYPE_LOADED = "model-type-loaded"  # no signature: model-type-unknown for a loaded type
     ENGINE_CORE_FAILED = "engine-core-failed"
     NONE = "none"
+    INCOMPLETE = "log-incomplete"  # no signature: the log ends mid-boot
+    NOT_VLLM = "not-a-vllm-log"  # no signature: nothing in the log is vLLM's
     UNKNOWN = "unknown"
 
 
@@ -90,6 +100,7 @@ def _sig(
 
 C, W = Role.CAUSE, Role.WRAPPER
 _XET_401 = r"\b401\b|unauthori[sz]ed"
+_XET = r"cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet|\bxet\b"
 
 # Order matters where two could read one line: the first that matches names it.
 SIGNATURES: tuple[Signature, ...] = (
@@ -101,6 +112,32 @@ SIGNATURES: tuple[Signature, ...] = (
         + in_order(r"cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet", _XET_401)
         + "|"
         + in_order(_XET_401, r"cas-server|xethub"),
+    ),
+    _sig(
+        Code.XET_TRANSFER,
+        C,
+        ("xet", "cas "),
+        r"(?i)"
+        + in_order(
+            _XET,
+            r"retr(?:y|ies|ying)|\b429\b|too many requests|\btls\b|ssl|certificate"
+            r"|timed? ?out|connection (?:reset|refused|closed)|\b50[234]\b|error sending request",
+        ),
+    ),
+    _sig(
+        Code.CONFIG_CONFLICT,
+        C,
+        ("found conflicts between",),
+        r"Found conflicts between '(?P<modern>[^']{1,200})' \(modern field\) and"
+        r" '(?P<legacy>[^']{1,200})' \(legacy field\)",
+    ),
+    _sig(
+        Code.REMOTE_CODE_PROMPT,
+        C,
+        ("custom code", "trust_remote_code", "execute the configuration file"),
+        r"contains custom code which must be executed|Do you wish to run the custom code\?"
+        r"|requires you to execute the (?:configuration|modeling) file in that repo"
+        r"|(?:pass|set) the (?:argument|option) `?trust_remote_code=True",
     ),
     _sig(
         Code.HF_UNAUTHORIZED,
@@ -125,13 +162,6 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Model architectures \[(?P<architectures>[^\][]*)\] (?:are not supported for now"
         r"|failed to be inspected)"
         r"|'(?P<architecture>\w+)' is not a registered model in the Transformers library",
-    ),
-    _sig(
-        Code.REMOTE_CODE_TRANSFORMERS,
-        C,
-        ("custom code", "trust_remote_code", "execute the configuration file"),
-        r"contains custom code which must be executed"
-        r"|requires you to execute the (?:configuration|modeling) file in that repo",
     ),
     _sig(
         Code.SPAWN_MAIN_GUARD,
@@ -167,11 +197,31 @@ SIGNATURES: tuple[Signature, ...] = (
         r" be stored in KV cache \((?P<kv_tokens>\d+)\)",
     ),
     _sig(
+        Code.HOST_OOM,
+        C,
+        ("killed", "137", "oom-kill", "oom killer"),
+        r"^Killed\b|\bexit(?:ed)?(?: with)?(?: code| status)[: =]*137\b|\bexit code 137\b"
+        r"|Out of memory: Killed process|\boom-kill\b|\bOOM killer\b|\bOOMKilled\b",
+    ),
+    _sig(
         Code.CUDA_OOM,
         C,
         ("out of memory", "outofmemory"),
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory"
         r"|cudaErrorMemoryAllocation",
+    ),
+    _sig(
+        Code.FLASHINFER_JIT,
+        C,
+        ("ninja", "nvcc", "cuda_home", "flashinfer"),
+        r"(?i)Ninja is required to load C\+\+ extensions"
+        r"|No such file or directory: '(?:ninja|nvcc)'|\b(?:ninja|nvcc): (?:command )?not found"
+        r"|Could not find nvcc|CUDA_HOME environment"
+        r" variable is not set|"
+        + in_order("flashinfer", r"jit|compil|build", r"fail|error")
+        + "|"
+        + in_order("flashinfer", "download", r"fail|error|timed? ?out"),
+        warning_ok=True,
     ),
     _sig(
         Code.FLASHINFER_MISMATCH,
@@ -229,6 +279,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Failed to infer device type",
     ),
     _sig(
+        Code.PTX_TOOLCHAIN,
+        C,
+        ("ptx",),
+        r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion"
+        r"|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    ),
+    _sig(
         Code.NO_KERNEL_IMAGE,
         C,
         ("no kernel image", "nokernelimage", "not compatible with the current pytorch"),
@@ -254,7 +311,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r" segment|"
         + in_order("/dev/shm", "no space left|failed|error")
         + "|"
-        + in_order("no space left on device", "/dev/shm")
+        + in_order("no space left on device|nccl warn|failed|error|unable", "/dev/shm")
         + r"|\bBus error\b|unable to write to file </torch_",
         warning_ok=True,
     ),
@@ -263,14 +320,22 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("nccl",),
         r"NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError|InvalidUsage"
-        r"|RemoteError|InvalidArgument)|DistBackendError|NCCL WARN",
+        r"|RemoteError|InvalidArgument)|DistBackendError|NCCL WARN|NCCL_ERROR_[A-Z_]+|NcclError",
         warning_ok=True,
     ),
     _sig(
         Code.PORT_IN_USE,
         C,
-        ("address already in use", "errno 98", "errno 48", "attempting to bind"),
-        r"\[Errno (?:98|48|10048)\]|[Aa]ddress already in use"
+        (
+            "address already in use",
+            "errno 98",
+            "errno 48",
+            "attempting to bind",
+            "eaddrinuse",
+            "server socket",
+        ),
+        r"\[Errno (?:98|48|10048)\]|[Aa]ddress already in use|\bEADDRINUSE\b"
+        r"|server socket has failed to (?:listen|bind)"
         r"|error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>\d+)\)",
     ),
     _sig(
