@@ -210,12 +210,12 @@ def explanation(result: Explanation, as_json: bool) -> None:
             echo(f"  {c.what}: log {c.log or '-'}, environment {c.environment or '-'}: {verdict}")
         for n in env.notes:
             echo(wrap(n, "  ", "    "))
-    said = {
+    verdict, colour = {
         "healthy": ("vLLM started.", "green"),
         "incomplete": ("The log ends before vLLM started or failed.", "yellow"),
         "not-vllm": ("This is not vLLM's log.", "yellow"),
     }.get(result.status.value, ("vLLM did not start.", "red"))
-    echo(said[0], fg=said[1], bold=True)
+    echo(verdict, fg=colour, bold=True)
 
 
 def log_diff(d: LogDiff, as_json: bool) -> None:

@@ -61,7 +61,13 @@ def port_in_use(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     else:
         steps.append("--port with a free port, or stop what listens on the one vLLM wanted")
     steps.append("in Compose, change the host side of ports:")
-    said = f"port {port}" if port else "the port vLLM wanted (the log does not name it)"
+    said = (
+        f"port {port}"
+        if named
+        else f"port {port} (the --port the log's arguments show)"
+        if port
+        else "the port vLLM wanted (the log does not name it)"
+    )
     return Fix(
         summary=f"{said} is already in use",
         meaning="Another process (often an earlier vLLM) listens on the port the server wants.",
