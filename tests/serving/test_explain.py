@@ -461,3 +461,17 @@ def test_any_log_text_explains_to_valid_json(pieces: list[str], noise: bytes) ->
     document = {"envkit": 1, **result.to_dict()}
     schema_check(json.loads(json.dumps(document)), "explain")
     assert result.exit_ok == (result.status.value in ("healthy", "incomplete"))
+
+
+def test_a_bind_error_under_get_open_ports_frames_is_internal() -> None:
+    body = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.12/site-packages/vllm/utils.py", line 572, in get_open_port',
+        '    s.bind(("", 0))',
+        "OSError: [Errno 98] Address already in use",
+    ]
+    cause = run(log(body)).cause
+    assert cause.code.value == "port-in-use" and "internal port" in cause.summary
+    assert "8000" not in cause.summary
+    jit = run(log(["/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found"])).cause
+    assert jit.code.value == "flashinfer-jit"

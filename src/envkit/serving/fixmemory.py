@@ -240,10 +240,15 @@ def encoder_stall(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     steps = [step]
     if given is not None:
         budget = int(hit.groups.get("budget", "0"))
-        details.append(f"max_pixels {given} was given (--mm-processor-kwargs)")
+        patch = _patch(ctx)
+        allows = given // patch.pixels_per_token if patch else 0
+        details.append(
+            f"max_pixels {given} was given (--mm-processor-kwargs)"
+            + (f": {allows} tokens per image at most" if allows else "")
+        )
         steps = [
-            f"max_pixels {given} was given and did not take effect: vLLM still profiles "
-            f"{budget} tokens",
+            f"max_pixels {given} was given and did not take effect: vLLM still stalls "
+            f"profiling the encoder cache ({budget} tokens)",
             "smaller images per prompt: --limit-mm-per-prompt '{\"image\": 1}' (and 0 for "
             "modalities not used)",
             "a smaller encoder cache budget: a lower --max-num-batched-tokens",

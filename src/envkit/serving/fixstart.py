@@ -31,7 +31,9 @@ def _named_port(hits: tuple[Hit, ...]) -> str:
 def port_in_use(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     text = _text(hits)
     named = _named_port(hits)
-    if _INTERNAL.search(text):
+    at = hits[0].line.number if hits else 0
+    framed = any(at - 12 <= n <= at for n in ctx.facts.internal_bind)  # its traceback's frames
+    if _INTERNAL.search(text) or framed:
         which = f"port {named}" if named else "a port the log does not name"
         base = free_port_after(int(named)) if named.isdigit() else None
         return Fix(

@@ -54,6 +54,7 @@ _ENV_OPTION = re.compile(r"(?:-e|--env)[ =](?P<k>[A-Z][A-Z0-9_]+)=(?P<v>[^\s'\"]
 _UNKNOWN_ENV = re.compile(r"Unknown vLLM environment variable detected: (?P<k>\w+)")
 _DRIVER = re.compile(r"Driver Version: (?P<d>\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (?P<c>\d+\.\d+)")
 _VLLM_WORD = re.compile(r"(?i)\bvllm\b")
+_INTERNAL_BIND = re.compile(r"get_open_port|TCPStore|_create_c10d_store|rendezvous")
 _WSL_PIN = re.compile(r"pin_memory=False'? as WSL is detected")
 
 
@@ -77,6 +78,7 @@ class Facts:
     weights_line: int | None = None  # the "Model loading took" line
     resolved: tuple[tuple[str, int], ...] = ()  # (architecture, line) vLLM resolved
     last_info: tuple[int, str] = (0, "")  # the last line read that was not an error
+    internal_bind: tuple[int, ...] = ()  # frames of vLLM's or torch's own port binding
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -195,6 +197,7 @@ class FactReader:
         self.weights_line: int | None = None
         self.resolved: list[tuple[str, int]] = []
         self.last_info: tuple[int, str] = (0, "")
+        self.internal_bind: list[int] = []
 
     def read(self, line: LogLine) -> None:
         text = line.text
@@ -208,6 +211,8 @@ class FactReader:
         if not self.driver and (m := _DRIVER.search(text)):
             self.driver, self.driver_cuda = m.group("d"), m.group("c")
         self.vllm_seen = self.vllm_seen or line.vllm or bool(_VLLM_WORD.search(text))
+        if _INTERNAL_BIND.search(text) and len(self.internal_bind) < MAX_ITEMS:
+            self.internal_bind.append(line.number)
         if line.level in ("INFO", "DEBUG"):
             self.last_info = (line.number, text[:MAX_VALUE])
         for m in _GPU.finditer(text):
@@ -264,4 +269,5 @@ class FactReader:
             weights_line=self.weights_line,
             resolved=tuple(self.resolved),
             last_info=self.last_info,
+            internal_bind=tuple(self.internal_bind),
         )

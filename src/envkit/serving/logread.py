@@ -47,6 +47,9 @@ TRIGGERS = (
     b"killed",  # the shell's "Killed": the host's OOM killer
     b"custom code",  # transformers' trust_remote_code prompt
     b"137",  # exit code 137
+    b"nvcc",  # a JIT build without the compiler ("/bin/sh: 1: nvcc: not found")
+    b"get_open_port",  # frames of an internal bind: vLLM's own ports,
+    b"tcpstore",  # torch's TCPStore
 )
 # Read in the log's first HEAD bytes only, where a start prints them once: GPU names
 # (nvidia-smi), the command line, variable dumps, the engine's config line.
