@@ -46,7 +46,7 @@ TRIGGERS = (
     b"transformers_modules",  # a model's own code in a traceback
     b"killed",  # the shell's "Killed": the host's OOM killer
     b"custom code",  # transformers' trust_remote_code prompt
-    b"137",  # exit code 137
+    b" 137",  # exit code 137 (with the space: not every port or id holding 137)
     b"nvcc",  # a JIT build without the compiler ("/bin/sh: 1: nvcc: not found")
     b"get_open_port",  # frames of an internal bind: vLLM's own ports,
     b"tcpstore",  # torch's TCPStore

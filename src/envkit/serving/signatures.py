@@ -200,7 +200,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.HOST_OOM,
         C,
         ("killed", "137", "oom-kill", "oom killer"),
-        r"^Killed\b|\bexit(?:ed)?(?: with)?(?: code| status)[: =]*137\b|\bexit code 137\b"
+        r"^Killed\b|(?i:\bexit(?:ed)?(?: with)?(?: code| status)[: =]*137\b)"
         r"|Out of memory: Killed process|\boom-kill\b|\bOOM killer\b|\bOOMKilled\b",
     ),
     _sig(
