@@ -347,6 +347,9 @@ def test_a_client_applications_log_is_not_vllms() -> None:
 
 def test_killed_and_a_sigkilled_engine_are_the_hosts_oom_killer() -> None:
     assert run(log(["Killed"], wrap=False)).cause.code.value == "host-oom"
+    bash = "bash: line 1:  4242 Killed                  vllm serve /models/m"
+    assert run(log([bash], wrap=False)).cause.code.value == "host-oom"
+    assert run(log(["Error: exited with Exit Code: 137"])).cause.code.value == "host-oom"
     wrapper = [
         "RuntimeError: Engine core initialization failed. See root cause above. "
         "Failed core proc(s): {'EngineCore_DP0': -9}"

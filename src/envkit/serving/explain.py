@@ -282,7 +282,7 @@ def explain(
         root, also = made[0], tuple(made[1:])
     elif scan.wrappers and not scan.unknown:
         root, also = _cause(Code.ENGINE_CORE_FAILED, scan.wrappers, len(scan.wrappers), ctx), ()
-    elif not scan.facts.vllm_seen:  # another program's log
+    elif not scan.facts.vllm_seen and not (passed or gpu):  # another program's (serve's never)
         hits = _hits_of(scan.unknown)
         root, also = _cause(Code.NOT_VLLM, hits, len(hits), ctx), ()
     elif scan.status is Status.STARTING:  # nothing decided: the log ends mid-boot

@@ -200,7 +200,8 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.HOST_OOM,
         C,
         ("killed", "137", "oom-kill", "oom killer"),
-        r"^Killed\b|(?i:\bexit(?:ed)?(?: with)?(?: code| status)[: =]*137\b)"
+        r"^Killed\b|\bline \d+: +\d+ Killed\b"
+        r"|(?i:\bexit(?:ed)?(?: with)?(?: code| status)[: =]*137\b)"
         r"|Out of memory: Killed process|\boom-kill\b|\bOOM killer\b|\bOOMKilled\b",
     ),
     _sig(
