@@ -478,3 +478,11 @@ def test_a_bind_error_under_get_open_ports_frames_is_internal() -> None:
     assert "8000" not in cause.summary
     jit = run(log(["/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found"])).cause
     assert jit.code.value == "flashinfer-jit"
+
+
+def test_the_transformers_fix_names_the_project_profile_and_its_venv(tmp_path: Path) -> None:
+    scan, stats = scan_stream(io.BytesIO(log(FAILURES["transformers-too-new"]).encode()), "t")
+    made = explain(scan, stats, KNOWN, profile="qwen2-vl", venv="/srv/x")
+    fix = " ".join(made.cause.fix)
+    assert "uv pip install --python /srv/x 'vllm==0.8.5' 'transformers==4.51.3'" in fix
+    assert "envkit build qwen2-vl --venv /srv/x" in fix and "old-0.8.5 --venv" not in fix

@@ -54,6 +54,10 @@ class Context:
             words += ["--venv", self.venv]
         return shlex.join(words)
 
+    def uv_python(self) -> str:
+        """``--python VENV `` for a uv pip command, when a venv is in use."""
+        return f"--python {shlex.quote(self.venv)} " if self.venv else ""
+
     def venv_words(self) -> str:
         return f" --venv {shlex.quote(self.venv)}" if self.venv else ""
 

@@ -53,7 +53,8 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         p = pinned[0]
         details.append(f"{p.name} pins transformers {p.transformers} for vLLM {p.vllm}")
         steps += [
-            f"uv pip install 'vllm=={p.vllm}' 'transformers=={p.transformers}' (one resolution)",
+            f"uv pip install {ctx.uv_python()}'vllm=={p.vllm}' 'transformers=={p.transformers}' "
+            "(one resolution)",
             f"or {ctx.build(ctx.profile or p.name)}",
         ]
     elif ctx.vllm:
@@ -65,7 +66,7 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     tf = installed or ctx.facts.transformers_version
     if not pinned and not ctx.vllm:  # no version to pin for: the bound the drift crossed
         major = tf.split(".")[0] if tf[:1].isdigit() else "5"
-        where = f"--python {ctx.venv} " if ctx.venv else ""
+        where = ctx.uv_python()
         steps.append(
             f"uv pip install {where}'transformers<{major}' (this vLLM needs the transformers "
             f"before {major}.0; the log names no vLLM version to pin for)"
@@ -149,7 +150,7 @@ def undefined_symbol(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "(pip install -U torch under vLLM, or another CUDA build of the same torch)."
         )
         steps = [
-            f"uv pip install 'vllm=={p.vllm}' 'torch=={p.torch}' --torch-backend "
+            f"uv pip install {ctx.uv_python()}'vllm=={p.vllm}' 'torch=={p.torch}' --torch-backend "
             f"cu{p.cuda.replace('.', '')} (as {p.name} pins it)"
             for p in ctx.pinned()
             if p.torch and p.cuda
@@ -288,7 +289,8 @@ def flashinfer(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "otherwise FlashInfer compiles at start-up for minutes or refuses to import."
         ),
         steps=(
-            f"uv pip install 'flashinfer-python=={v}' 'flashinfer-cubin=={v}' (the same version)",
+            f"uv pip install {ctx.uv_python()}'flashinfer-python=={v}' 'flashinfer-cubin=={v}' "
+            "(the same version)",
             "or another attention backend (--attention-backend, VLLM_ATTENTION_BACKEND in "
             "older releases)",
         ),

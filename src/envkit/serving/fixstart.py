@@ -212,7 +212,7 @@ def config_conflict(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         ),
         steps=(
             "transformers<5 with this vLLM, in one resolution with it"
-            + (f" (uv pip install --python {ctx.venv} 'transformers<5')" if ctx.venv else ""),
+            + (f" (uv pip install {ctx.uv_python()}'transformers<5')" if ctx.venv else ""),
             f"or {ctx.build()}",
         ),
         details=(f"transformers {tf}",) if tf else (),
