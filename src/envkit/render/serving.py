@@ -175,7 +175,7 @@ def _cause(cause: Cause, title: str) -> None:
         if e.more:
             shown += f" … (+{e.more} characters; --json carries the whole line)"
         if e.read_cut:
-            shown += " … (the line went on past 64 KiB; the rest was not read)"
+            shown += " … (the line went on past 64 KiB; the rest is not shown)"
         echo(wrap(f"{e.line}: {shown}", "    > ", "      "))
     if cause.count > len(cause.evidence):
         echo(f"    ... {cause.count - len(cause.evidence)} more line(s) read so")
