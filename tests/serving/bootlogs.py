@@ -167,4 +167,28 @@ FAILURES: dict[str, list[str]] = {
         "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
         "address already in use",
     ],
+    "ptx-toolchain": [
+        "torch.AcceleratorError: CUDA error: the provided PTX was compiled with an "
+        "unsupported toolchain.",
+    ],
+    "flashinfer-jit": [
+        "INFO 05-12 10:01:06 [flashinfer.py:1] Building FlashInfer kernels for sm_89",
+        "RuntimeError: Ninja is required to load C++ extensions (pip install ninja to get it)",
+    ],
+    "xet-transfer": [
+        "RuntimeError: Data processing error: CAS service error : Reqwest Middleware Error: "
+        "Request failed after 5 retries",
+    ],
+    "config-conflict": [
+        "ValueError: Found conflicts between 'rope_type=default' (modern field) and "
+        "'type=mrope' (legacy field). You should only specify one of them.",
+    ],
+    "remote-code-prompt": [
+        "The repository /models/m contains custom code which must be executed to correctly "
+        "load the model. You can inspect the repository content at /models/m.",
+        "Do you wish to run the custom code? [y/N] ",
+    ],
+    "host-oom": [
+        "Killed",
+    ],
 }

@@ -13,7 +13,10 @@ from typing import Any
 import jsonschema
 import pytest
 from bootlogs import FAILURES, NOISE, log, preamble
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from envkit.errors import BadInput
 from envkit.serving.explain import Explanation, explain, scan_stream
 from envkit.serving.knowledge import GpuFacts, ProfileFacts, Tables
 
@@ -259,3 +262,227 @@ def test_a_huge_line_is_cut_not_held(tmp_path: Path) -> None:
     result = explain(scan, stats, KNOWN)
     assert result.cause.code.value == "cuda-oom"
     assert result.cause.line == 1 + len(preamble()) + len(NOISE) + 1 + 1
+
+
+def test_an_internal_port_is_not_the_servers_port() -> None:
+    body = [
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+        "local network address. port: 41235, useIpv6: false, code: -98, name: EADDRINUSE, "
+        "message: address already in use",
+    ]
+    cause = run(log(body)).cause
+    assert cause.code.value == "port-in-use"
+    assert "internal port" in cause.summary and "41235" in cause.summary
+    assert "8000" not in cause.summary + " ".join(cause.fix)
+    unnamed = run(log(["OSError: [Errno 98] Address already in use"])).cause
+    assert unnamed.summary == "port 8000 (the --port the log's arguments show) is already in use"
+    bare = run("OSError: [Errno 98] Address already in use\n").cause
+    assert "does not name" in bare.summary and "8000" not in bare.summary + " ".join(bare.next)
+
+
+def test_a_suggested_port_is_free_on_loopback() -> None:
+    import socket
+
+    from envkit.serving.fixcontext import free_port_after, port_free
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        assert not port_free(taken)
+        found = free_port_after(taken - 1)
+        assert found is not None and found != taken and port_free(found)
+    assert not port_free(0) and not port_free(70000)
+
+
+def test_an_oom_with_nothing_free_before_the_weights_is_another_process() -> None:
+    body = [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 7.79 GiB of which 0 bytes is free.",
+    ]
+    cause = run(log(body)).cause
+    assert cause.code.value == "gpu-occupied"
+    assert "max-model-len" not in " ".join(cause.fix) and "nvidia-smi" in cause.fix[0]
+    assert any("--gpu-memory 7.79GiB" in n for n in cause.next)
+    loaded = run(
+        log(["INFO 05-12 10:01:05 [r.py:1] Model loading took 6.2 GiB and 3 s", *body])
+    ).cause
+    assert loaded.code.value == "cuda-oom"
+
+
+def test_a_model_type_the_process_loaded_is_not_unknown_to_transformers() -> None:
+    before = [
+        "INFO 05-12 10:01:03 [model.py:1] Resolved architecture: Qwen3_5ForConditionalGeneration",
+        "INFO 05-12 10:01:05 [r.py:1] Model loading took 4.2 GiB and 3 s",
+    ]
+    cause = run(log([*before, *FAILURES["model-type-unknown"]])).cause
+    assert cause.code.value == "model-type-loaded"
+    assert "Qwen3_5ForConditionalGeneration" in cause.summary
+    assert run(log(FAILURES["model-type-unknown"])).cause.code.value == "model-type-unknown"
+
+
+def test_a_log_that_ends_mid_boot_is_incomplete_and_exits_0(tmp_path: Path) -> None:
+    lines = [*preamble(), *NOISE]
+    result = run("\n".join(lines) + "\n")
+    assert result.status.value == "incomplete" and result.exit_ok and not result.ok
+    assert result.cause.code.value == "log-incomplete"
+    assert "Starting to load model" in result.cause.summary
+    path = tmp_path / "mid.log"
+    path.write_text("\n".join(lines) + "\n")
+    res = envkit("explain", str(path), cwd=tmp_path)
+    assert res.code == 0 and "ends before vLLM started or failed" in res.out
+    schema_check({"envkit": 1, **result.to_dict()}, "explain")
+
+
+def test_a_client_applications_log_is_not_vllms() -> None:
+    text = (
+        "2025-05-12 10:01:02,123 myapp.client ERROR request failed\n"
+        "Traceback (most recent call last):\n"
+        "openai.APIConnectionError: Connection error.\n"
+    )
+    result = run(text)
+    assert result.status.value == "not-vllm" and result.cause.code.value == "not-a-vllm-log"
+    assert not result.exit_ok
+
+
+def test_killed_and_a_sigkilled_engine_are_the_hosts_oom_killer() -> None:
+    assert run(log(["Killed"], wrap=False)).cause.code.value == "host-oom"
+    bash = "bash: line 1:  4242 Killed                  vllm serve /models/m"
+    assert run(log([bash], wrap=False)).cause.code.value == "host-oom"
+    assert run(log(["Error: exited with Exit Code: 137"])).cause.code.value == "host-oom"
+    wrapper = [
+        "RuntimeError: Engine core initialization failed. See root cause above. "
+        "Failed core proc(s): {'EngineCore_DP0': -9}"
+    ]
+    assert run(log(wrapper, wrap=False)).cause.code.value == "host-oom"
+
+
+def test_remote_code_prompt_says_whether_trust_was_set() -> None:
+    plain = run(log(FAILURES["remote-code-prompt"])).cause
+    assert "--trust-remote-code" in plain.fix[0]
+    assert "not in the recorded arguments" in plain.details[0]
+    with_value_error = run(
+        log(["ValueError: " + FAILURES["remote-code-prompt"][0]], wrap=False)
+    ).cause
+    assert with_value_error.code.value == "remote-code-prompt"
+    lines = log(FAILURES["remote-code-prompt"]).replace(
+        "max_model_len=4096)", "max_model_len=4096, trust_remote_code=True)"
+    )
+    trusted = run(lines).cause
+    assert "although trust_remote_code was set" in trusted.summary
+
+
+def test_nccl_shm_only_as_warnings_and_cupy() -> None:
+    warn = [
+        "node1:77:91 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend "
+        "/dev/shm/nccl-Xy12 to 9637892 bytes",
+        "RuntimeError: engine stopped",
+    ]
+    assert run(log(warn)).cause.code.value == "shm-too-small"
+    cupy = [
+        "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error"
+    ]
+    assert run(log(cupy)).cause.code.value == "nccl-error"
+
+
+def test_the_transformers_fix_without_a_version_says_the_bound() -> None:
+    text = log(FAILURES["transformers-too-new"]).replace("vLLM API server version 0.8.5", "")
+    cause = run(text).cause
+    assert any("'transformers<5'" in s for s in cause.fix), cause.fix
+    assert not any("pins transformers" in d for d in cause.details)
+
+
+def test_fixes_name_the_profile_venv_gpu_and_what_serve_passed() -> None:
+    scan, stats = scan_stream(io.BytesIO(log(FAILURES["config-conflict"]).encode()), "t.log")
+    made = explain(scan, stats, KNOWN, profile="qwen2-vl", venv="/srv/venv-x")
+    assert "envkit build qwen2-vl --venv /srv/venv-x" in " ".join(made.cause.fix)
+    stall = [
+        *preamble("0.17.1", "/root/model/Qwen3.5-2B"),
+        "INFO 05-12 10:01:03 [model.py:631] Resolved architecture: Qwen3_5ForConditionalGeneration",
+        "INFO 05-12 10:01:06 [gpu_model_runner.py:2] Encoder cache will be initialized with a "
+        "budget of 16384 tokens, and profiled with 1 image items of the maximum feature size.",
+    ]
+    scan, stats = scan_stream(io.BytesIO("\n".join(stall).encode()), "t.log")
+    passed = ("--mm-processor-kwargs", '{"max_pixels": 524288}')
+    made = explain(scan, stats, KNOWN, profile="qwen3.5", gpu="rtx-2070", passed=passed)
+    fix = made.cause.fix
+    assert "max_pixels 524288 was given and did not take effect" in fix[0]
+    assert not any(f.startswith("--mm-processor-kwargs") for f in fix)
+    assert any("--limit-mm-per-prompt" in f for f in fix)
+    assert any("--gpu rtx-2070" in n for n in made.cause.next)
+
+
+def test_an_error_after_a_long_carriage_return_run_is_found(tmp_path: Path) -> None:
+    bar = "Loading shards:  50% Completed | 1/2 [00:01<00:01,  1.02it/s]"
+    same_line = "\r".join([bar] * 200) + (
+        "\rRuntimeError: CUDA error: no kernel image is available for execution on the device"
+    )
+    for run_length in (len(same_line), 1 << 20):
+        long_bar = "\r".join([bar] * (run_length // len(bar) + 1))
+        text = "\n".join([*preamble(), long_bar + "\r" + FAILURES["cuda-oom"][0], "tail"])
+        result = run(text + "\n")
+        assert result.cause.code.value == "cuda-oom", run_length
+        assert result.cause.line == len(preamble()) + 1
+    assert run("\n".join([*preamble(), same_line])).cause.code.value == "no-kernel-image"
+
+
+def test_a_long_evidence_line_is_whole_in_json_and_its_cut_said_in_text(tmp_path: Path) -> None:
+    long = FAILURES["cuda-oom"][0] + " detail" * 300
+    path = tmp_path / "long.log"
+    path.write_text(log([long]))
+    data = envkit("explain", str(path), "--json", cwd=tmp_path).json()
+    assert data["cause"]["evidence"][0]["text"] == long
+    schema_check(data, "explain")
+    out = envkit("explain", str(path), "--wide", cwd=tmp_path).out
+    assert f"(+{len(long) - 500} characters; --json carries the whole line)" in out
+
+
+_PIECES = st.sampled_from(
+    [
+        *(line for body in FAILURES.values() for line in body),
+        *NOISE,
+        *preamble(),
+        "Killed",
+        "\r",
+        "\x1b[31m",
+        "(EngineCore_DP0 pid=1) ",
+        "vllm-1  | ",
+        "port: 8000",
+        "of which 0 bytes is free",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=80)), max_size=30), st.binary(max_size=64))
+def test_any_log_text_explains_to_valid_json(pieces: list[str], noise: bytes) -> None:
+    data = ("\n".join(pieces)).encode("utf-8", "replace") + noise
+    try:
+        result = run(data)
+    except BadInput:  # empty, binary: refused as bad input, never a crash
+        return
+    document = {"envkit": 1, **result.to_dict()}
+    schema_check(json.loads(json.dumps(document)), "explain")
+    assert result.exit_ok == (result.status.value in ("healthy", "incomplete"))
+
+
+def test_a_bind_error_under_get_open_ports_frames_is_internal() -> None:
+    body = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.12/site-packages/vllm/utils.py", line 572, in get_open_port',
+        '    s.bind(("", 0))',
+        "OSError: [Errno 98] Address already in use",
+    ]
+    cause = run(log(body)).cause
+    assert cause.code.value == "port-in-use" and "internal port" in cause.summary
+    assert "8000" not in cause.summary
+    jit = run(log(["/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found"])).cause
+    assert jit.code.value == "flashinfer-jit"
+
+
+def test_the_transformers_fix_names_the_project_profile_and_its_venv(tmp_path: Path) -> None:
+    scan, stats = scan_stream(io.BytesIO(log(FAILURES["transformers-too-new"]).encode()), "t")
+    made = explain(scan, stats, KNOWN, profile="qwen2-vl", venv="/srv/x")
+    fix = " ".join(made.cause.fix)
+    assert "uv pip install --python /srv/x 'vllm==0.8.5' 'transformers==4.51.3'" in fix
+    assert "envkit build qwen2-vl --venv /srv/x" in fix and "old-0.8.5 --venv" not in fix

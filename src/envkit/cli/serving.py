@@ -220,9 +220,10 @@ def explain(
         source=name,
         installed=installed,
         profile=loaded.name if loaded else "",
+        venv=str(venv) if venv is not None else "",
     )
     render.explanation(result, as_json)
-    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+    return EXIT_OK if result.exit_ok else EXIT_CHECK_FAILED
 
 
 @click.command()

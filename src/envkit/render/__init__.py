@@ -10,8 +10,8 @@ only through ``term.echo``. The command line calls ``render.NAME`` for all of th
 from __future__ import annotations
 
 from envkit.render.env import build, profiles, report, show
-from envkit.render.image import image
 from envkit.render.fleet import fingerprint, fleet_check
+from envkit.render.image import image
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
 from envkit.render.models import compat, drafted, histories, model_report, scans, site
 from envkit.render.serving import (

@@ -196,7 +196,12 @@ def _cause(cause: Cause, title: str) -> None:
     echo(f"{cause.code.value}{where}", fg=colour, bold=True)
     echo(wrap(cause.summary, "  ", "  "))
     for e in cause.evidence:
-        echo(wrap(f"{e.line}: {e.text}", "    > ", "      "))
+        shown = e.text[: len(e.text) - e.more]
+        if e.more:
+            shown += f" … (+{e.more} characters; --json carries the whole line)"
+        if e.read_cut:
+            shown += " … (the line went on past 64 KiB; the rest is not shown)"
+        echo(wrap(f"{e.line}: {shown}", "    > ", "      "))
     if cause.count > len(cause.evidence):
         echo(f"    ... {cause.count - len(cause.evidence)} more line(s) read so")
     if cause.meaning:
@@ -230,10 +235,12 @@ def explanation(result: Explanation, as_json: bool) -> None:
             echo(f"  {c.what}: log {c.log or '-'}, environment {c.environment or '-'}: {verdict}")
         for n in env.notes:
             echo(wrap(n, "  ", "    "))
-    if result.ok:
-        echo("vLLM started.", fg="green", bold=True)
-    else:
-        echo("vLLM did not start.", fg="red", bold=True)
+    verdict, colour = {
+        "healthy": ("vLLM started.", "green"),
+        "incomplete": ("The log ends before vLLM started or failed.", "yellow"),
+        "not-vllm": ("This is not vLLM's log.", "yellow"),
+    }.get(result.status.value, ("vLLM did not start.", "red"))
+    echo(verdict, fg=colour, bold=True)
 
 
 def log_diff(d: LogDiff, as_json: bool) -> None:

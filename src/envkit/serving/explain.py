@@ -9,10 +9,12 @@ that another explains (an NCCL error after /dev/shm ran out) yields to it.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,28 +23,63 @@ from envkit.io.files import open_regular
 from envkit.serving.envpins import Installed
 from envkit.serving.fixcontext import Builder, Context, Fix, unknown_fix
 from envkit.serving.fixmemory import BUILDERS as MEMORY
+from envkit.serving.fixmemory import gpu_occupied, occupied
 from envkit.serving.fixsoftware import BUILDERS as SOFTWARE
+from envkit.serving.fixstart import BUILDERS as START
+from envkit.serving.fixstart import loaded_before
 from envkit.serving.knowledge import Knowledge, pinning
 from envkit.serving.logfacts import Facts
-from envkit.serving.logread import LogLine, ReadStats, candidates, normalise
+from envkit.serving.logread import MAX_LINE, LogLine, ReadStats, candidates, normalise
 from envkit.serving.signatures import Code, Role
 from envkit.serving.watch import BootWatch, Hit, Scan, Status
 
-BUILDERS: Mapping[Code, Builder] = {**MEMORY, **SOFTWARE}
-MAX_TEXT = 500  # characters of an evidence line shown
+BUILDERS: Mapping[Code, Builder] = {
+    **MEMORY,
+    **SOFTWARE,
+    **START,
+    Code.GPU_OCCUPIED: gpu_occupied,
+}
+MAX_TEXT = 500  # characters of an evidence line the text view shows (it says what it cut)
+MAX_JSON_TEXT = MAX_LINE  # --json carries the whole line as read (a longer one cut at read)
+
+
+class Verdict(str, Enum):
+    """What the log shows of the start (``status`` in --json)."""
+
+    FAILED = "failed"
+    STALLED = "stalled"
+    HEALTHY = "healthy"
+    INCOMPLETE = "incomplete"  # it ends mid-boot: neither failed nor started (exit 0)
+    NOT_VLLM = "not-vllm"  # nothing in it is vLLM's
+
+
 # a cause that follows from another when both are in the log
 EXPLAINED_BY: Mapping[Code, tuple[Code, ...]] = {
     Code.NCCL_ERROR: (Code.SHM_TOO_SMALL, Code.FABRIC_MANAGER, Code.CUDA_FORWARD_COMPAT),
     Code.CUDA_RUNTIME_MISSING: (Code.DRIVER_TOO_OLD, Code.FABRIC_MANAGER, Code.CUDA_FORWARD_COMPAT),
     Code.CUDA_OOM: (Code.FREE_MEMORY, Code.KV_CACHE_TOO_SMALL),
-    Code.TRANSFORMERS_TOO_NEW: (Code.REMOTE_CODE_TRANSFORMERS,),
+    Code.TRANSFORMERS_TOO_NEW: (
+        Code.REMOTE_CODE_TRANSFORMERS,
+        Code.REMOTE_CODE_PROMPT,
+        Code.CONFIG_CONFLICT,
+    ),
+    Code.NO_KERNEL_IMAGE: (Code.PTX_TOOLCHAIN,),
 }
 
 
 @dataclass(frozen=True)
 class Evidence:
     line: int
-    text: str
+    text: str  # the whole line as read, up to MAX_JSON_TEXT characters
+    read_cut: bool = False  # the physical line was longer than the reader keeps
+
+    @property
+    def more(self) -> int:
+        """Characters of ``text`` past MAX_TEXT (what the text view leaves out)."""
+        return max(0, len(self.text) - MAX_TEXT)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "text": self.text, "read_cut": self.read_cut}
 
 
 @dataclass(frozen=True)
@@ -62,7 +99,7 @@ class Cause:
             "code": self.code.value,
             "summary": self.summary,
             "line": self.line,
-            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
+            "evidence": [e.to_dict() for e in self.evidence],
             "count": self.count,
             "meaning": self.meaning,
             "fix": list(self.fix),
@@ -104,7 +141,7 @@ class Confirmation:
 @dataclass(frozen=True)
 class Explanation:
     source: str
-    status: Status
+    status: Verdict
     cause: Cause
     also: tuple[Cause, ...]
     facts: Facts
@@ -113,7 +150,12 @@ class Explanation:
 
     @property
     def ok(self) -> bool:
-        return self.status is Status.HEALTHY
+        return self.status is Verdict.HEALTHY
+
+    @property
+    def exit_ok(self) -> bool:
+        """Exit 0: a healthy start, or a log that ends before anything was decided."""
+        return self.status in (Verdict.HEALTHY, Verdict.INCOMPLETE)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,13 +196,32 @@ def scan_stream(stream: BinaryIO, name: str) -> tuple[Scan, ReadStats]:
     return watch.scan(), stats
 
 
+def _recode(code: Code, hits: tuple[Hit, ...], ctx: Context) -> Code:
+    """Context over message: what the rest of the log says a message means here."""
+    if code is Code.CUDA_OOM and occupied(hits, ctx):
+        return Code.GPU_OCCUPIED  # nothing free before any weight: another process
+    if code is Code.MODEL_TYPE_UNKNOWN and loaded_before(hits, ctx):
+        return Code.MODEL_TYPE_LOADED
+    if code is Code.ENGINE_CORE_FAILED and any(
+        _KILLED.search(h.groups.get("procs", "")) for h in hits
+    ):
+        return Code.HOST_OOM  # the engine died of SIGKILL: the host's OOM killer
+    return code
+
+
+_KILLED = re.compile(r":\s*-9\b")
+
+
 def _cause(code: Code, hits: tuple[Hit, ...], count: int, ctx: Context) -> Cause:
+    code = _recode(code, hits, ctx)
     fix: Fix = BUILDERS.get(code, unknown_fix(code))(hits, ctx)
     return Cause(
         code=code,
         summary=fix.summary,
         line=hits[0].line.number if hits else None,
-        evidence=tuple(Evidence(h.line.number, h.line.text[:MAX_TEXT]) for h in hits),
+        evidence=tuple(
+            Evidence(h.line.number, h.line.text[:MAX_JSON_TEXT], h.line.cut) for h in hits
+        ),
         count=count,
         meaning=fix.meaning,
         fix=fix.steps,
@@ -197,12 +258,15 @@ def explain(
     source: str = "",
     installed: Installed | None = None,
     profile: str = "",
-    venv: Path | None = None,  # venv, gpu, passed: the explain helper uses them (merge)
+    venv: str = "",
     gpu: str = "",
     passed: tuple[str, ...] = (),
 ) -> Explanation:
-    """The explanation of a scanned log (see the module's docstring for the rules)."""
-    ctx = Context(scan.facts, knowledge, scan, installed, profile)
+    """The explanation of a scanned log (see the module's docstring for the rules).
+    ``profile``, ``venv``, ``gpu`` and ``passed`` are what the start used (serve's profile,
+    venv, --gpu and the vllm serve arguments it passed): the fixes name them and never
+    suggest again what was passed."""
+    ctx = Context(scan.facts, knowledge, scan, installed, profile, venv, gpu, tuple(passed))
     failed = scan.status is Status.FAILED
     causes = _ordered_causes(scan, failed)
     made = [_cause(code, hits, scan.counts.get(code, len(hits)), ctx) for code, hits in causes]
@@ -218,10 +282,21 @@ def explain(
         root, also = made[0], tuple(made[1:])
     elif scan.wrappers and not scan.unknown:
         root, also = _cause(Code.ENGINE_CORE_FAILED, scan.wrappers, len(scan.wrappers), ctx), ()
+    elif not scan.facts.vllm_seen and not (passed or gpu):  # another program's (serve's never)
+        hits = _hits_of(scan.unknown)
+        root, also = _cause(Code.NOT_VLLM, hits, len(hits), ctx), ()
+    elif scan.status is Status.STARTING:  # nothing decided: the log ends mid-boot
+        root, also = _cause(Code.INCOMPLETE, (), 0, ctx), ()
     else:  # errors no signature reads: shown as they are
         hits = _hits_of(scan.unknown)
         root, also = _cause(Code.UNKNOWN, hits, len(hits), ctx), ()
-    status = scan.status if scan.status is not Status.STARTING else Status.FAILED
+    status = {
+        Code.NOT_VLLM: Verdict.NOT_VLLM,
+        Code.INCOMPLETE: Verdict.INCOMPLETE,
+    }.get(root.code) or {
+        Status.HEALTHY: Verdict.HEALTHY,
+        Status.STALLED: Verdict.STALLED,
+    }.get(scan.status, Verdict.FAILED)
     return Explanation(
         source=source,
         status=status,

@@ -4,6 +4,8 @@ arithmetic and facts behind them, the envkit commands to run next)."""
 
 from __future__ import annotations
 
+import shlex
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -29,7 +31,47 @@ class Context:
     knowledge: Knowledge
     scan: Scan
     installed: Installed | None = None
-    profile: str = ""  # --profile, when given
+    profile: str = ""  # --profile, or the profile serve ran
+    venv: str = ""  # --venv, or the venv serve ran
+    gpu: str = ""  # the --gpu serve was given
+    passed: tuple[str, ...] = ()  # the vllm serve arguments envkit passed
+
+    def given(self, flag: str) -> str | None:
+        """The value of ``--flag`` that envkit passed or the log's dumps show (``None``
+        when neither has it): a fix must not suggest it again as new."""
+        for i, word in enumerate(self.passed):
+            if word == flag:
+                return self.passed[i + 1] if i + 1 < len(self.passed) else "true"
+            if word.startswith(flag + "="):
+                return word[len(flag) + 1 :]
+        value = self.facts.args.get(flag.lstrip("-").replace("-", "_"))
+        return value if value else None
+
+    def build(self, profile: str = "") -> str:
+        """``envkit build PROFILE [--venv VENV]``: the profile and venv in use."""
+        words = ["envkit", "build", profile or self.profile_name()]
+        if self.venv:
+            words += ["--venv", self.venv]
+        return shlex.join(words)
+
+    def uv_python(self) -> str:
+        """``--python VENV `` for a uv pip command, when a venv is in use."""
+        return f"--python {shlex.quote(self.venv)} " if self.venv else ""
+
+    def venv_words(self) -> str:
+        return f" --venv {shlex.quote(self.venv)}" if self.venv else ""
+
+    def gpu_option(self, total_gib: float | None = None) -> str:
+        """How a suggested plan names the GPU: serve's --gpu, a GPU the log names, the
+        total memory the log prints; else a placeholder."""
+        if self.gpu:
+            return f"--gpu {shlex.quote(self.gpu)}"
+        gpus = self.gpus()
+        if gpus:
+            return f"--gpu {gpus[0].name}"
+        if total_gib:
+            return f"--gpu-memory {total_gib:g}GiB"
+        return "--gpu-memory SIZE"
 
     @property
     def vllm(self) -> str:
@@ -70,6 +112,24 @@ class Context:
 
 
 Builder = Callable[[tuple[Hit, ...], Context], Fix]
+
+
+def port_free(port: int) -> bool:
+    """Whether ``port`` can be bound on 127.0.0.1 now (the only address ever tried; the
+    socket is closed at once)."""
+    if not 0 < port < 65536:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_after(port: int, tries: int = 20) -> int | None:
+    """The first port above ``port`` that binds on 127.0.0.1 (None when none of ``tries``)."""
+    return next((p for p in range(port + 1, port + 1 + tries) if port_free(p)), None)
 
 
 def first(hits: tuple[Hit, ...], key: str) -> str:

@@ -27,9 +27,8 @@ def _gib(number: str, unit: str) -> float:
     return float(number) * _UNITS[unit[0]]
 
 
-def _plan(ctx: Context, extra: str = "") -> str:
-    gpus = ctx.gpus()
-    where = f"--gpu {gpus[0].name}" if gpus else "--gpu-memory SIZE"
+def _plan(ctx: Context, extra: str = "", total: float | None = None) -> str:
+    where = ctx.gpu_option(total)
     return f"envkit plan {ctx.profile_name()} {ctx.model} {where}{extra}"
 
 
@@ -62,7 +61,7 @@ def free_memory(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "or free the memory other processes hold (nvidia-smi lists them)",
         ),
         details=(*details, *ctx.gpu_details(first(hits, "device"))),
-        next=(_plan(ctx, f" --free {free}GiB --gpu-memory-utilization {safe:.2f}"),),
+        next=(_plan(ctx, f" --free {free}GiB --gpu-memory-utilization {safe:.2f}", total),),
     )
 
 
@@ -109,6 +108,46 @@ def _encoder_before(hits: tuple[Hit, ...], ctx: Context) -> Hit | None:
     return next((e for e in encoder if e.line.number < hits[0].line.number), None)
 
 
+_CAPACITY = re.compile(
+    r"total capacity of " + _SIZE + r" of which ([\d.]+) ?(bytes|[KMG]i?B) is free"
+)
+
+
+def _free_share(text: str) -> tuple[float, float] | None:
+    """(total GiB, free GiB) of torch's out-of-memory message."""
+    if m := _CAPACITY.search(text):
+        free = 0.0 if m.group(4) == "bytes" else _gib(m.group(3), m.group(4))
+        return _gib(m.group(1), m.group(2)), free
+    return None
+
+
+def occupied(hits: tuple[Hit, ...], ctx: Context) -> bool:
+    """An out-of-memory with (almost) nothing free before any weight loaded: another
+    process holds the GPU, no setting of this start is the cause."""
+    share = _free_share(" ".join(h.line.text for h in hits))
+    weights = ctx.facts.weights_line
+    before = weights is None or (bool(hits) and weights > hits[0].line.number)
+    return share is not None and share[1] <= 0.01 * share[0] and before
+
+
+def gpu_occupied(hits: tuple[Hit, ...], ctx: Context) -> Fix:
+    total, free = _free_share(" ".join(h.line.text for h in hits)) or (0.0, 0.0)
+    return Fix(
+        summary=f"the GPU was full before vLLM loaded anything: {gib(free)} of {gib(total)} free",
+        meaning=(
+            "The allocation failed before any weight was loaded, with nothing free: another "
+            "process (an earlier vLLM, a notebook, the desktop) holds the card. No context "
+            "length or utilisation of this start changes that."
+        ),
+        steps=(
+            "nvidia-smi (the processes holding the GPU); stop them, e.g. an earlier vLLM",
+            "or start on another GPU (CUDA_VISIBLE_DEVICES=N)",
+        ),
+        details=(f"the GPU has {gib(total)} in all, {gib(free)} free",),
+        next=(_plan(ctx, " --free FREE", total),),
+    )
+
+
 def cuda_oom(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     text = " ".join(h.line.text for h in hits)
     details: list[str] = []
@@ -140,7 +179,7 @@ def cuda_oom(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         ),
         steps=tuple(steps),
         details=(*details, *ctx.gpu_details()),
-        next=(_plan(ctx),),
+        next=(_plan(ctx, "", (_free_share(text) or (None, 0.0))[0]),),
     )
 
 
@@ -187,10 +226,33 @@ def _pixels(hit: Hit, ctx: Context) -> tuple[str, list[str]]:
     return f"--mm-processor-kwargs '{{\"max_pixels\": {target}}}'", details
 
 
+def _given_pixels(ctx: Context) -> int | None:
+    """The max_pixels serve passed (or the log's arguments show), if any."""
+    kwargs = ctx.given("--mm-processor-kwargs") or ""
+    m = re.search(r"""["']?max_pixels["']?\s*:\s*(\d{1,12})""", kwargs)
+    return int(m.group(1)) if m else None
+
+
 def encoder_stall(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     hit = hits[-1]
     step, details = _pixels(hit, ctx)
+    given = _given_pixels(ctx)
     steps = [step]
+    if given is not None:
+        budget = int(hit.groups.get("budget", "0"))
+        patch = _patch(ctx)
+        allows = given // patch.pixels_per_token if patch else 0
+        details.append(
+            f"max_pixels {given} was given (--mm-processor-kwargs)"
+            + (f": {allows} tokens per image at most" if allows else "")
+        )
+        steps = [
+            f"max_pixels {given} was given and did not take effect: vLLM still stalls "
+            f"profiling the encoder cache ({budget} tokens)",
+            "smaller images per prompt: --limit-mm-per-prompt '{\"image\": 1}' (and 0 for "
+            "modalities not used)",
+            "a smaller encoder cache budget: a lower --max-num-batched-tokens",
+        ]
     if ctx.arg("mm_encoder_tp_mode") == "data":
         steps.append("drop --mm-encoder-tp-mode data on one GPU")
     if ctx.arg("mm_processor_cache_type") == "shm":

@@ -30,7 +30,7 @@ def _loading_fix(ctx: Context, model_type: str, architecture: str) -> tuple[list
         if p.name not in names
     ]
     if names:
-        steps.append(f"envkit build {names[0]}")
+        steps.append(ctx.build(names[0]))
     else:
         steps.append(
             f"envkit new-profile NAME --for-model {ctx.model} (solves for a vLLM that loads it)"
@@ -53,21 +53,24 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         p = pinned[0]
         details.append(f"{p.name} pins transformers {p.transformers} for vLLM {p.vllm}")
         steps += [
-            f"uv pip install 'vllm=={p.vllm}' 'transformers=={p.transformers}' (one resolution)",
-            f"or envkit build {p.name}",
+            f"uv pip install {ctx.uv_python()}'vllm=={p.vllm}' 'transformers=={p.transformers}' "
+            "(one resolution)",
+            f"or {ctx.build(ctx.profile or p.name)}",
         ]
     elif ctx.vllm:
         steps.append(
             f"envkit new-profile NAME --for-model {ctx.model} --vllm {ctx.vllm} (pins the "
             "transformers it was released with)"
         )
-    else:
-        details += [
-            f"{p.name} pins transformers {p.transformers} for vLLM {p.vllm}"
-            for p in newest_first(ctx.knowledge.profiles())
-        ]
     installed = ctx.installed.get("transformers") if ctx.installed else ""
     tf = installed or ctx.facts.transformers_version
+    if not pinned and not ctx.vllm:  # no version to pin for: the bound the drift crossed
+        major = tf.split(".")[0] if tf[:1].isdigit() else "5"
+        where = ctx.uv_python()
+        steps.append(
+            f"uv pip install {where}'transformers<{major}' (this vLLM needs the transformers "
+            f"before {major}.0; the log names no vLLM version to pin for)"
+        )
     if tf and ctx.vllm:
         details.append(f"see what breaks: envkit compat vllm=={ctx.vllm} transformers=={tf}")
     return Fix(
@@ -147,7 +150,7 @@ def undefined_symbol(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "(pip install -U torch under vLLM, or another CUDA build of the same torch)."
         )
         steps = [
-            f"uv pip install 'vllm=={p.vllm}' 'torch=={p.torch}' --torch-backend "
+            f"uv pip install {ctx.uv_python()}'vllm=={p.vllm}' 'torch=={p.torch}' --torch-backend "
             f"cu{p.cuda.replace('.', '')} (as {p.name} pins it)"
             for p in ctx.pinned()
             if p.torch and p.cuda
@@ -160,7 +163,9 @@ def undefined_symbol(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         meaning=meaning,
         steps=tuple(steps),
         details=tuple(details),
-        next=(f"envkit verify {ctx.profile_name()} --venv .venv (its kernels check)",),
+        next=(
+            f"envkit verify {ctx.profile_name()} --venv {ctx.venv or '.venv'} (its kernels check)",
+        ),
     )
 
 
@@ -186,7 +191,7 @@ def cuda_runtime_missing(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "A CUDA library a package was built against is not installed: a mixed install "
             "(pip and uv, a system Python) or an LD_LIBRARY_PATH that hides torch's own copies."
         ),
-        steps=(f"reinstall vLLM and torch in one resolution (envkit build {ctx.profile_name()})",),
+        steps=(f"reinstall vLLM and torch in one resolution ({ctx.build()})",),
         next=("envkit doctor",),
     )
 
@@ -284,7 +289,8 @@ def flashinfer(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "otherwise FlashInfer compiles at start-up for minutes or refuses to import."
         ),
         steps=(
-            f"uv pip install 'flashinfer-python=={v}' 'flashinfer-cubin=={v}' (the same version)",
+            f"uv pip install {ctx.uv_python()}'flashinfer-python=={v}' 'flashinfer-cubin=={v}' "
+            "(the same version)",
             "or another attention backend (--attention-backend, VLLM_ATTENTION_BACKEND in "
             "older releases)",
         ),
@@ -300,20 +306,6 @@ def spawn_guard(hits: tuple[Hit, ...], ctx: Context) -> Fix:
             "code at module level that creates LLM(...) then runs once more in every worker."
         ),
         steps=('put the code that creates LLM(...) under if __name__ == "__main__":',),
-    )
-
-
-def port_in_use(hits: tuple[Hit, ...], ctx: Context) -> Fix:
-    port = first(hits, "port") or ctx.arg("port") or "8000"
-    following = str(int(port) + 1) if port.isdigit() else "PORT"
-    return Fix(
-        summary=f"port {port} is already in use",
-        meaning="Another process (often an earlier vLLM) listens on the port the server wants.",
-        steps=(
-            f"--port {following}, or stop what listens there (ss -ltnp 'sport = :{port}')",
-            "in Compose, change the host side of ports:",
-        ),
-        next=(f"envkit probe http://127.0.0.1:{port}/v1 (is a server already answering?)",),
     )
 
 
@@ -401,7 +393,6 @@ BUILDERS: dict[Code, Builder] = {
     Code.CUDA_FORWARD_COMPAT: forward_compat,
     Code.FLASHINFER_MISMATCH: flashinfer,
     Code.SPAWN_MAIN_GUARD: spawn_guard,
-    Code.PORT_IN_USE: port_in_use,
     Code.XET_UNAUTHORIZED: xet,
     Code.HF_UNAUTHORIZED: hf_unauthorized,
     Code.ENGINE_CORE_FAILED: engine_core,

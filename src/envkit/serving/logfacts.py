@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envkit.serving.logread import LogLine
+from envkit.serving.signatures import in_order
 
 MAX_ITEMS = 400  # arguments or variables kept from one log
 MAX_VALUE = 300  # characters of one value kept
@@ -35,11 +36,25 @@ _GPU = re.compile(
 )
 _WEIGHTS = re.compile(r"Model loading took (?P<g>[\d.]+) ?GiB")
 _TRANSFORMERS = re.compile(r"\btransformers(?:==|-| version )(?P<v>\d+\.\d+(?:\.\d+)?)\b")
-_ARGS = re.compile(r"non-default args: (?P<d>\{.*\})|\bargs: Namespace\((?P<n>.*)\)")
-_COMMAND = re.compile(r"(?:^|[\s$#>'\"])(?:vllm serve|vllm\.entrypoints\.\S*api_server)\b")
-_ENV_LINE = re.compile(r"(?:export |declare -x )?(?P<k>[A-Z][A-Z0-9_]*_[A-Z0-9_]+)=(?P<v>.*)")
+# every pattern here is linear on any line (see signatures.in_order)
+_ARGS = re.compile(
+    in_order("non-default args: ")
+    + r"(?P<d>\{.*\})|"
+    + in_order(r"\bargs: Namespace\(")
+    + r"(?P<n>.*)\)"
+)
+_COMMAND = re.compile(
+    r"(?:^|[\s$#>'\"])(?:vllm serve|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
+)
+# a name with an underscore after its first letter: up to the first, then the rest
+_ENV_LINE = re.compile(
+    r"(?<![\w-])(?:export |declare -x )?(?P<k>[A-Z][A-Z0-9]*_[A-Z0-9_]+)=(?P<v>.*)"
+)
 _ENV_OPTION = re.compile(r"(?:-e|--env)[ =](?P<k>[A-Z][A-Z0-9_]+)=(?P<v>[^\s'\"]*)")
 _UNKNOWN_ENV = re.compile(r"Unknown vLLM environment variable detected: (?P<k>\w+)")
+_DRIVER = re.compile(r"Driver Version: (?P<d>\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (?P<c>\d+\.\d+)")
+_VLLM_WORD = re.compile(r"(?i)\bvllm\b")
+_INTERNAL_BIND = re.compile(r"get_open_port|TCPStore|_create_c10d_store|rendezvous")
 _WSL_PIN = re.compile(r"pin_memory=False'? as WSL is detected")
 
 
@@ -56,6 +71,14 @@ class Facts:
     unknown_env: tuple[str, ...] = ()  # variables vLLM said it does not know
     wsl_pin_memory_off: bool = False
     dump_lines: frozenset[int] = frozenset()  # lines that are argument or variable dumps
+    # not in to_dict: what fixes and explain's context rules read
+    driver: str = ""  # nvidia-smi's driver version and the CUDA it runs
+    driver_cuda: str = ""
+    vllm_seen: bool = False  # a line carried vLLM's header, process prefix or name
+    weights_line: int | None = None  # the "Model loading took" line
+    resolved: tuple[tuple[str, int], ...] = ()  # (architecture, line) vLLM resolved
+    last_info: tuple[int, str] = (0, "")  # the last line read that was not an error
+    internal_bind: tuple[int, ...] = ()  # frames of vLLM's or torch's own port binding
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,6 +192,12 @@ class FactReader:
         self.unknown_env: list[str] = []
         self.wsl_pin_off = False
         self.dumps: set[int] = set()
+        self.driver = self.driver_cuda = ""
+        self.vllm_seen = False
+        self.weights_line: int | None = None
+        self.resolved: list[tuple[str, int]] = []
+        self.last_info: tuple[int, str] = (0, "")
+        self.internal_bind: list[int] = []
 
     def read(self, line: LogLine) -> None:
         text = line.text
@@ -178,11 +207,20 @@ class FactReader:
             self.model = (m.group("m") or m.group("n"))[:MAX_VALUE]
         if (m := _ARCH.search(text)) and len(self.architectures) < MAX_NAMES:
             self.note_architecture(m.group("a"))
+            self.resolved.append((m.group("a"), line.number))
+        if not self.driver and (m := _DRIVER.search(text)):
+            self.driver, self.driver_cuda = m.group("d"), m.group("c")
+        self.vllm_seen = self.vllm_seen or line.vllm or bool(_VLLM_WORD.search(text))
+        if _INTERNAL_BIND.search(text) and len(self.internal_bind) < MAX_ITEMS:
+            self.internal_bind.append(line.number)
+        if line.level in ("INFO", "DEBUG"):
+            self.last_info = (line.number, text[:MAX_VALUE])
         for m in _GPU.finditer(text):
             if m.group("g") not in self.gpus and len(self.gpus) < MAX_NAMES:
                 self.gpus.append(m.group("g"))
         if self.weights is None and (m := _WEIGHTS.search(text)):
             self.weights = float(m.group("g"))
+            self.weights_line = line.number
         if not self.transformers and (m := _TRANSFORMERS.search(text)):
             self.transformers = m.group("v")
         m = _UNKNOWN_ENV.search(text)
@@ -225,4 +263,11 @@ class FactReader:
             unknown_env=tuple(self.unknown_env),
             wsl_pin_memory_off=self.wsl_pin_off,
             dump_lines=frozenset(self.dumps),
+            driver=self.driver,
+            driver_cuda=self.driver_cuda,
+            vllm_seen=self.vllm_seen,
+            weights_line=self.weights_line,
+            resolved=tuple(self.resolved),
+            last_info=self.last_info,
+            internal_bind=tuple(self.internal_bind),
         )

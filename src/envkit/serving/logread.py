@@ -44,6 +44,12 @@ TRIGGERS = (
     b"kv cache size",  # progress past it (not "kv cache": every throughput line has it)
     b"architecture",
     b"transformers_modules",  # a model's own code in a traceback
+    b"killed",  # the shell's "Killed": the host's OOM killer
+    b"custom code",  # transformers' trust_remote_code prompt
+    b" 137",  # exit code 137 (with the space: not every port or id holding 137)
+    b"nvcc",  # a JIT build without the compiler ("/bin/sh: 1: nvcc: not found")
+    b"get_open_port",  # frames of an internal bind: vLLM's own ports,
+    b"tcpstore",  # torch's TCPStore
 )
 # Read in the log's first HEAD bytes only, where a start prints them once: GPU names
 # (nvidia-smi), the command line, variable dumps, the engine's config line.
@@ -69,6 +75,8 @@ class LogLine:
     text: str
     level: str = ""
     process: str = ""
+    vllm: bool = False  # it carried vLLM's own header or a vLLM process prefix
+    cut: bool = False  # the physical line was longer than MAX_LINE and cut as it was read
 
 
 @dataclass
@@ -117,37 +125,52 @@ def _transcoded(first: bytes, stream: BinaryIO, stats: ReadStats) -> Iterator[by
     yield decoder.decode(b"", final=True).encode("utf-8", "replace")
 
 
+def _segment(tail: bytes, part: bytes) -> bytes:
+    """The last carriage-return segment after ``part`` continues ``tail`` (``b""`` while
+    no carriage return was seen), bounded: what a terminal would still show."""
+    r = part.rfind(b"\r")
+    if r >= 0:
+        return b"\r" + part[r + 1 :][:MAX_LINE]
+    return (tail + part)[: MAX_LINE + 1] if tail else b""
+
+
 def _complete(stream: BinaryIO, name: str, stats: ReadStats) -> Iterator[bytes]:
-    """Runs of whole lines (each ends with ``\\n``), no line longer than MAX_LINE: a longer
-    one is cut and the rest of it skipped without being held."""
-    carry = b""
+    """Runs of whole lines (each ends with ``\\n``), none longer than 2 x MAX_LINE: a longer
+    one keeps its first MAX_LINE bytes and, when carriage returns overwrote it (progress
+    bars), its last segment, as a terminal shows it; the rest is skipped without being
+    held. The line stays one line (its number true)."""
+    carry = head = tail = b""
     skipping = False
     for block in _blocks(stream, name, stats):
         if skipping:
             newline = block.find(b"\n")
+            tail = _segment(tail, block if newline < 0 else block[:newline])
             if newline < 0:
                 continue
             block = block[newline + 1 :]
             skipping = False
+            yield head + tail + b"\n"
         buf = carry + block if carry else block
         end = buf.rfind(b"\n") + 1
         carry = buf[end:]
         whole = buf[:end]
-        if len(carry) > MAX_LINE:  # the line goes on: keep its start as a line of its own
-            whole += carry[:MAX_LINE] + b"\n"
+        if len(carry) > MAX_LINE:  # the line goes on: keep its start and its last segment
+            head, tail = carry[:MAX_LINE], _segment(b"", carry[MAX_LINE:])
             carry = b""
             skipping = True
             stats.cut += 1
         if whole:
             yield whole
-    if carry and not skipping:
+    if skipping:
+        yield head + tail + b"\n"
+    elif carry:
         yield carry + b"\n"
 
 
 def _cut(line: bytes, stats: ReadStats) -> bytes:
-    if len(line) > MAX_LINE:
+    if len(line) > 2 * MAX_LINE + 1:
         stats.cut += 1
-        return line[:MAX_LINE]
+        return line[:MAX_LINE] + _segment(b"", line[MAX_LINE:])
     return line
 
 
@@ -185,10 +208,15 @@ def every_line(stream: BinaryIO, name: str, stats: ReadStats) -> Iterator[tuple[
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;:?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
-_PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[|it/s\]|s/it\]")
-_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
+# Every pattern here is linear on any line (tests/serving/test_linear_patterns.py): no two
+# neighbouring quantifiers take the same characters, a run is started once (a lookbehind).
+_PROGRESS = re.compile(r"%\|| \d+/\d+ \[|it/s\]|s/it\]")
+_COMPOSE = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w.-]*\s+\| ")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
-_PROCESS = re.compile(r"\(([A-Za-z][\w-]*)?[^()]*?\bpid=\d+[^()]*\)\s*")
+# the name a whole word; the first pid= taken and kept (a lookahead), then to the ")"
+_PROCESS = re.compile(
+    r"\((?:([A-Za-z][\w-]*)(?![\w-]))?(?=(?P<_p>[^()]*?\bpid=\d))(?P=_p)[^()]*\)\s*"
+)
 _HEADER = re.compile(
     r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+"
     r"\[[^\]]*\]\s?"
@@ -200,16 +228,18 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 def normalise(number: int, raw: bytes) -> list[LogLine]:
     """What the matchers read of one raw line: usually one LogLine; several when carriage
     returns overwrote text that was not a progress bar (each keeps the line's number)."""
+    cut = len(raw) >= MAX_LINE
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     parts = [p for p in text.split("\r") if p.strip()] if "\r" in text else [text]
     kept = [p for p in parts[:-1] if not _PROGRESS.search(p)] + parts[-1:]
-    return [_strip(number, part) for part in kept]
+    return [_strip(number, part, cut) for part in kept]
 
 
-def _strip(number: int, text: str) -> LogLine:
+def _strip(number: int, text: str, cut: bool = False) -> LogLine:
     level = process = ""
+    vllm = False
     for _ in range(3):  # the prefixes nest: compose, time stamp, process, header
         before = text
         if m := _COMPOSE.match(text):
@@ -218,11 +248,14 @@ def _strip(number: int, text: str) -> LogLine:
             text = text[m.end() :]
         if m := _PROCESS.match(text):
             process = m.group(1) or process
+            vllm = True
             text = text[m.end() :]
-        if m := _HEADER.match(text) or _UVICORN.match(text):
+        if m := _HEADER.match(text):
+            vllm = True
+        if m := m or _UVICORN.match(text):
             level = {"WARN": "WARNING", "CRITICAL": "ERROR"}.get(m.group(1), m.group(1))
             text = text[m.end() :]
         if text == before:
             break
     text = _CONTROL.sub("", text).rstrip()
-    return LogLine(number, mask_secret_shapes(text), level, process)
+    return LogLine(number, mask_secret_shapes(text), level, process, vllm, cut)

@@ -374,7 +374,7 @@ def serve(
             source=str(log_path),
             installed=installed,
             profile=launch.profile,
-            venv=launch.venv,
+            venv=str(launch.venv),
             gpu=launch.gpu,
             passed=tuple(launch.shown[1:]),  # what vllm was given, secrets masked
         )

@@ -12,9 +12,26 @@ never reach one.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from enum import Enum
+
+_NAMES = itertools.count()
+
+
+def in_order(*parts: str) -> str:
+    """A regex that finds ``parts`` on one line in this order, consuming up to the end of
+    the last, in linear time: ``A.*B`` tries the rest of the line again from every ``A``
+    (quadratic), where this takes each part's first occurrence after the one before and
+    never another (a lookahead is atomic, and its text is then consumed by a backreference).
+    Anchored at the line's start, so a search tries nowhere else. The helper groups are
+    named ``_N`` (``match`` drops them)."""
+    out = r"\A"
+    for part in parts:
+        name = f"_{next(_NAMES)}"
+        out += f"(?=(?P<{name}>.*?(?:{part})))(?P={name})"
+    return out
 
 
 class Code(str, Enum):
@@ -41,8 +58,18 @@ class Code(str, Enum):
     REMOTE_CODE_TRANSFORMERS = "remote-code-transformers"
     SPAWN_MAIN_GUARD = "spawn-main-guard"
     PORT_IN_USE = "port-in-use"
+    PTX_TOOLCHAIN = "ptx-toolchain"
+    FLASHINFER_JIT = "flashinfer-jit"
+    XET_TRANSFER = "xet-transfer"
+    CONFIG_CONFLICT = "config-conflict"
+    REMOTE_CODE_PROMPT = "remote-code-prompt"
+    HOST_OOM = "host-oom"
+    GPU_OCCUPIED = "gpu-occupied"  # no signature: an OOM with nothing free before the weights
+    MODEL_TYPE_LOADED = "model-type-loaded"  # no signature: model-type-unknown for a loaded type
     ENGINE_CORE_FAILED = "engine-core-failed"
     NONE = "none"
+    INCOMPLETE = "log-incomplete"  # no signature: the log ends mid-boot
+    NOT_VLLM = "not-a-vllm-log"  # no signature: nothing in the log is vLLM's
     UNKNOWN = "unknown"
 
 
@@ -72,7 +99,8 @@ def _sig(
 
 
 C, W = Role.CAUSE, Role.WRAPPER
-_GIB = r"(?P<{}>[\d.]+) ?GiB"
+_XET_401 = r"\b401\b|unauthori[sz]ed"
+_XET = r"cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet|\bxet\b"
 
 # Order matters where two could read one line: the first that matches names it.
 SIGNATURES: tuple[Signature, ...] = (
@@ -80,8 +108,36 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.XET_UNAUTHORIZED,
         C,
         ("xet", "cas "),
-        r"(?i)(?:cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet).*(?:401|unauthori[sz]ed)"
-        r"|(?:401|unauthori[sz]ed).*(?:cas-server|xethub)",
+        r"(?i)"
+        + in_order(r"cas[ _-]?(?:client|service)?[ _]error|xethub|hf[_-]xet", _XET_401)
+        + "|"
+        + in_order(_XET_401, r"cas-server|xethub"),
+    ),
+    _sig(
+        Code.XET_TRANSFER,
+        C,
+        ("xet", "cas "),
+        r"(?i)"
+        + in_order(
+            _XET,
+            r"retr(?:y|ies|ying)|\b429\b|too many requests|\btls\b|ssl|certificate"
+            r"|timed? ?out|connection (?:reset|refused|closed)|\b50[234]\b|error sending request",
+        ),
+    ),
+    _sig(
+        Code.CONFIG_CONFLICT,
+        C,
+        ("found conflicts between",),
+        r"Found conflicts between '(?P<modern>[^']{1,200})' \(modern field\) and"
+        r" '(?P<legacy>[^']{1,200})' \(legacy field\)",
+    ),
+    _sig(
+        Code.REMOTE_CODE_PROMPT,
+        C,
+        ("custom code", "trust_remote_code", "execute the configuration file"),
+        r"contains custom code which must be executed|Do you wish to run the custom code\?"
+        r"|requires you to execute the (?:configuration|modeling) file in that repo"
+        r"|(?:pass|set) the (?:argument|option) `?trust_remote_code=True",
     ),
     _sig(
         Code.HF_UNAUTHORIZED,
@@ -103,16 +159,9 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.ARCHITECTURE_UNSUPPORTED,
         C,
         ("model architectures", "is not a registered model"),
-        r"Model architectures \[(?P<architectures>[^\]]*)\] (?:are not supported for now"
+        r"Model architectures \[(?P<architectures>[^\][]*)\] (?:are not supported for now"
         r"|failed to be inspected)"
         r"|'(?P<architecture>\w+)' is not a registered model in the Transformers library",
-    ),
-    _sig(
-        Code.REMOTE_CODE_TRANSFORMERS,
-        C,
-        ("custom code", "trust_remote_code", "execute the configuration file"),
-        r"contains custom code which must be executed"
-        r"|requires you to execute the (?:configuration|modeling) file in that repo",
     ),
     _sig(
         Code.SPAWN_MAIN_GUARD,
@@ -126,7 +175,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("uva", "pinned memory"),
         r"UVA is not available|pinned memory allocation failed"
-        r"|cudaHostAlloc.*(?:failed|error)|CUDA error: .*pinned",
+        r"|" + in_order("cudaHostAlloc", "failed|error") + "|" + in_order("CUDA error: ", "pinned"),
     ),
     _sig(
         Code.FREE_MEMORY,
@@ -148,6 +197,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r" be stored in KV cache \((?P<kv_tokens>\d+)\)",
     ),
     _sig(
+        Code.HOST_OOM,
+        C,
+        ("killed", "137", "oom-kill", "oom killer"),
+        r"^Killed\b|\bline \d+: +\d+ Killed\b"
+        r"|(?i:\bexit(?:ed)?(?: with)?(?: code| status)[: =]*137\b)"
+        r"|Out of memory: Killed process|\boom-kill\b|\bOOM killer\b|\bOOMKilled\b",
+    ),
+    _sig(
         Code.CUDA_OOM,
         C,
         ("out of memory", "outofmemory"),
@@ -155,18 +212,38 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|cudaErrorMemoryAllocation",
     ),
     _sig(
+        Code.FLASHINFER_JIT,
+        C,
+        ("ninja", "nvcc", "cuda_home", "flashinfer"),
+        r"(?i)Ninja is required to load C\+\+ extensions"
+        r"|No such file or directory: '(?:ninja|nvcc)'|\b(?:ninja|nvcc): (?:command )?not found"
+        r"|Could not find nvcc|CUDA_HOME environment"
+        r" variable is not set|"
+        + in_order("flashinfer", r"jit|compil|build", r"fail|error")
+        + "|"
+        + in_order("flashinfer", "download", r"fail|error|timed? ?out"),
+        warning_ok=True,
+    ),
+    _sig(
         Code.FLASHINFER_MISMATCH,
         C,
         ("flashinfer",),
-        r"(?i)flashinfer.*(?:do(?:es)? not match|mismatch|version.*(?:incompatible|conflict))"
-        r"|(?:importerror|undefined symbol).*flashinfer|flashinfer.*undefined symbol",
+        "(?i)"
+        + in_order("flashinfer", "do(?:es)? not match|mismatch")
+        + "|"
+        + in_order("flashinfer", "version", "incompatible|conflict")
+        + "|"
+        + in_order("importerror|undefined symbol", "flashinfer")
+        + "|"
+        + in_order("flashinfer", "undefined symbol"),
         warning_ok=True,
     ),
     _sig(
         Code.UNDEFINED_SYMBOL,
         C,
         ("undefined symbol",),
-        r"(?:(?P<library>[\w./+-]+\.so[\w.]*): )?undefined symbol: (?P<symbol>\S+)",
+        # the library: the whole path before ": " (a run starts once: linear)
+        r"(?:(?<![\w./+-])(?P<library>[\w./+-]+): )?undefined symbol: (?P<symbol>\S+)",
     ),
     _sig(
         Code.FABRIC_MANAGER,
@@ -197,18 +274,26 @@ SIGNATURES: tuple[Signature, ...] = (
         Code.CUDA_RUNTIME_MISSING,
         C,
         ("cannot open shared object", "no nvidia driver", "no cuda gpus", "infer device type"),
-        r"(?P<library>lib(?:cuda|cudart|cublas\w*|cudnn\w*|nvrtc|nccl|cusparse\w*|cufft|curand"
+        r"(?<![\w.-])(?P<library>lib(?:cuda|cudart|cublas\w*|cudnn\w*|nvrtc|nccl|cusparse\w*|cufft|curand"
         r"|cusolver|nvJitLink|nvidia-ml)[\w.-]*\.so[\d.]*): cannot open shared object file"
         r"|Found no NVIDIA driver on your system|No CUDA GPUs are available"
         r"|Failed to infer device type",
+    ),
+    _sig(
+        Code.PTX_TOOLCHAIN,
+        C,
+        ("ptx",),
+        r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion"
+        r"|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
     ),
     _sig(
         Code.NO_KERNEL_IMAGE,
         C,
         ("no kernel image", "nokernelimage", "not compatible with the current pytorch"),
         r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
-        r"|(?P<gpu>[\w ]+) with CUDA capability (?P<sm>sm_\d+) is not compatible with the"
-        r" current PyTorch installation",
+        # the GPU's name starts the line or follows ": " (one start per run: linear)
+        r"|(?:(?:^|(?<=: ))(?P<gpu>[\w ]+?) )?with CUDA capability (?P<sm>sm_\d+) is not"
+        r" compatible with the current PyTorch installation",
         warning_ok=True,
     ),
     _sig(
@@ -224,8 +309,11 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("/dev/shm", "shared memory segment", "bus error", "</torch_"),
         r"(?i)(?:error while creating|failed to (?:extend|create|open)) (?:the )?shared memory"
-        r" segment|/dev/shm.*(?:no space left|failed|error)|no space left on device.*/dev/shm"
-        r"|\bBus error\b|unable to write to file </torch_",
+        r" segment|"
+        + in_order("/dev/shm", "no space left|failed|error")
+        + "|"
+        + in_order("no space left on device|nccl warn|failed|error|unable", "/dev/shm")
+        + r"|\bBus error\b|unable to write to file </torch_",
         warning_ok=True,
     ),
     _sig(
@@ -233,21 +321,31 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("nccl",),
         r"NCCL error|nccl(?:InternalError|UnhandledCudaError|SystemError|InvalidUsage"
-        r"|RemoteError|InvalidArgument)|DistBackendError|NCCL WARN",
+        r"|RemoteError|InvalidArgument)|DistBackendError|NCCL WARN|NCCL_ERROR_[A-Z_]+|NcclError",
         warning_ok=True,
     ),
     _sig(
         Code.PORT_IN_USE,
         C,
-        ("address already in use", "errno 98", "errno 48", "attempting to bind"),
-        r"\[Errno (?:98|48|10048)\]|[Aa]ddress already in use"
+        (
+            "address already in use",
+            "errno 98",
+            "errno 48",
+            "attempting to bind",
+            "eaddrinuse",
+            "server socket",
+        ),
+        r"\[Errno (?:98|48|10048)\]|[Aa]ddress already in use|\bEADDRINUSE\b"
+        r"|server socket has failed to (?:listen|bind)"
         r"|error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>\d+)\)",
     ),
     _sig(
         Code.TRANSFORMERS_TOO_NEW,
         C,
         ("has no attribute", "cannot import name", "no module named 'transformers"),
-        r"(?:AttributeError: )?'?(?P<object>\w*(?:Tokenizer|Config|Processor|Model)\w*)'?"
+        # the object: a whole word holding one of these (looked for once per word: linear)
+        r"(?:AttributeError: )?'?(?<!\w)(?=\w*(?:Tokenizer|Config|Processor|Model))"
+        r"(?P<object>\w+)'?"
         r"(?: object)? has no attribute '?(?P<attribute>\w+)'?"
         r"|cannot import name '(?P<name>\w+)' from '(?P<module>transformers[\w.]*)'"
         r"|No module named '(?P<missing>transformers\.[\w.]+)'",
@@ -275,7 +373,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Role.PROGRESS,
         ("kv cache size", "kv cache memory", "graph captur", "init engine"),
         r"GPU KV cache size|Available KV cache memory|Graph capturing finished"
-        r"|init engine .* took|# GPU blocks",
+        r"|# GPU blocks|" + in_order("init engine ", " took"),
     ),
     _sig(
         Code.NONE,
@@ -303,5 +401,6 @@ def match(text: str) -> Match | None:
     low = text.lower()
     for sig in SIGNATURES:
         if any(k in low for k in sig.keywords) and (m := sig.pattern.search(text)):
-            return Match(sig, {k: v for k, v in m.groupdict().items() if v is not None})
+            groups = m.groupdict().items()
+            return Match(sig, {k: v for k, v in groups if v is not None and k[0] != "_"})
     return None
