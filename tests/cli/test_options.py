@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import envkit.cli  # registers the commands on the group
 from envkit.cli.group import cli
 from envkit.errors import BadInput
 from envkit.serving.command import MmKwargs, MmLimits

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import bombs
@@ -30,7 +31,7 @@ def _deflate(data: bytes, raw: bool) -> bytes:
     return squeeze.compress(data) + squeeze.flush()
 
 
-ENCODERS = {
+ENCODERS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": gzip.compress,
     "deflate": lambda data: _deflate(data, raw=False),
     "raw-deflate": lambda data: _deflate(data, raw=True),  # sent as "deflate" by some servers

@@ -84,6 +84,8 @@ def test_run_still_ends_a_child_at_its_timeout_while_it_writes() -> None:
     drip = "import sys, time\nwhile True: print('.', flush=True); time.sleep(0.01)"
     with pytest.raises(subprocess.TimeoutExpired):
         process.run([sys.executable, "-c", drip], timeout=1)
+
+
 DOUBLE_FORK = """
 import os, sys, time
 read, write = os.pipe()

@@ -30,10 +30,10 @@ values = st.dictionaries(
 )
 def test_any_value_splits_back_into_the_argv(
     model: str,
-    kwargs: dict | None,
-    limits: dict | None,
+    kwargs: dict[str, object] | None,
+    limits: dict[str, int] | None,
     dtype: str,
-    kv: str,  # type: ignore[type-arg]
+    kv: str,
 ) -> None:
     rec = Recommendation(
         gpu_memory_utilization=0.9, max_model_len=4096, dtype=dtype,
