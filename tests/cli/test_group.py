@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "envkit.cli.models",
     "envkit.cli.locks",
     "envkit.cli.serving",
+    "envkit.cli.image",
+    "envkit.cli.fleet",
     "envkit.cli.site",
 )
 MODEL = str(FIXTURES / "models" / "Qwen2-VL-2B-Instruct")

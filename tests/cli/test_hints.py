@@ -16,7 +16,7 @@ import click
 
 import envkit
 import envkit.cli  # registers every command on the group
-from envkit.cli.group import cli
+from envkit.cli.group import COMMAND_MODULES, cli, load
 
 SRC = Path(envkit.__file__).parent
 # a clause ends where another sentence or command may start
@@ -30,7 +30,7 @@ def _options(command: click.Command) -> set[str]:
 
 def commands() -> dict[str, set[str]]:
     group = _options(cli)
-    return {name: _options(cmd) | group for name, cmd in cli.commands.items()}
+    return {name: _options(cmd) | group for name, cmd in ((n, load(n)) for n in COMMAND_MODULES)}
 
 
 def _texts(tree: ast.AST) -> list[tuple[int, str]]:

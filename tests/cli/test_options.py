@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envkit.cli.group import cli
+from envkit.cli.group import COMMAND_MODULES, load
 from envkit.errors import BadInput
 from envkit.serving.command import MmKwargs, MmLimits
 
@@ -35,15 +35,17 @@ GPU_COMMANDS = {
 
 
 def _options(name: str) -> set[str]:
-    return {opt for p in cli.commands[name].params for opt in p.opts}
+    return {opt for p in load(name).params for opt in p.opts}
 
 
 def _every_option() -> set[str]:
-    return {opt for name in cli.commands for opt in _options(name)}
+    return {opt for name in COMMAND_MODULES for opt in _options(name)}
 
 
 def test_the_table_covers_every_command_with_a_gpu_option() -> None:
-    assert {n for n in cli.commands if "--compute-capability" in _options(n)} == set(GPU_COMMANDS)
+    assert {n for n in COMMAND_MODULES if "--compute-capability" in _options(n)} == set(
+        GPU_COMMANDS
+    )
 
 
 @pytest.mark.parametrize("name", sorted(GPU_COMMANDS))
@@ -156,6 +158,6 @@ def test_options_are_click_options_with_callbacks() -> None:
         "--driver": options.parse_driver,
     }
     for name in GPU_COMMANDS:
-        for param in cli.commands[name].params:
+        for param in load(name).params:
             if isinstance(param, click.Option) and param.opts[0] in kinds:
                 assert param.callback is kinds[param.opts[0]], (name, param.opts[0])

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from envkit import render
-from envkit.cli.group import add_group_options
 from envkit.cli.options import State, complete_profiles, constraints_option, json_option
 from envkit.errors import EXIT_OK, BadInput
 from envkit.profiles.catalog import Catalog
@@ -103,5 +102,4 @@ def check(
     return result.exit_code
 
 
-add_group_options(check)
 COMMANDS = (fingerprint, fleet)

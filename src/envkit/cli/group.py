@@ -118,6 +118,8 @@ def load(name: str) -> click.Command:
         for command in module.COMMANDS:
             if command.name not in _loaded:
                 add_group_options(command)
+                for sub in getattr(command, "commands", {}).values():  # a group's own
+                    add_group_options(sub)
                 _loaded[str(command.name)] = command
     return _loaded[name]
 

@@ -35,78 +35,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from envkit.errors import OutputTooLarge
 from envkit.io import procfs
-
-_requested = threading.Event()
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-_deferring = 0  # > 0 inside signals_deferred(): a signal is recorded, raised at its end
-_last_signal = signal.SIGINT
-
-
-def _handler(signum: int, _frame: FrameType | None) -> None:
-    global _last_signal
-    _last_signal = signal.Signals(signum)
-    _requested.set()
-    if _deferring:
-        return
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Run a block as one step: Ctrl-C or SIGTERM arriving inside it is raised at its end."""
-    global _deferring
-    _deferring += 1
-    try:
-        yield
-    finally:
-        _deferring -= 1
-    if not _deferring:
-        checkpoint()
-
-
-def install_signal_handlers() -> Callable[[], None]:
-    """Handle SIGINT and SIGTERM; returns a function that restores the previous handlers."""
-    _requested.clear()
-    saved = {sig: signal.signal(sig, _handler) for sig in _SIGNALS}
-
-    def restore() -> None:
-        for sig, previous in saved.items():
-            signal.signal(sig, previous)
-
-    return restore
-
-
-def last_signal() -> signal.Signals:
-    """The interrupt that arrived last (SIGINT or SIGTERM): the one to pass on to a child."""
-    return _last_signal
-
-
-def checkpoint() -> None:
-    """Raise KeyboardInterrupt if an interrupt arrived, even one that was swallowed."""
-    if _requested.is_set():
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-
+from envkit.io.interrupts import SIGNALS as _SIGNALS
+from envkit.io.interrupts import checkpoint as checkpoint
+from envkit.io.interrupts import install_signal_handlers as install_signal_handlers
+from envkit.io.interrupts import last_signal as last_signal
+from envkit.io.interrupts import signals_deferred as signals_deferred
+from envkit.io.interrupts import signals_held as _signals_held
 
 _PR_SET_PDEATHSIG = 1
 _libc: Any = None  # loaded once in the parent: a child has no time to load libraries

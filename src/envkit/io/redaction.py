@@ -194,7 +194,7 @@ PATTERNS = {  # every pattern run on text from outside, for the linearity test
 def _masked_value(value: str) -> str:
     """``value`` as shown: ``***`` (in its quotes when it had them), or as it is when it is
     no secret (None, empty)."""
-    if is_no_secret(value):
+    if is_no_secret(value) or value.strip("'\"") == MASK:  # masking a mask changes nothing
         return value
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[0] + MASK + value[0]
@@ -202,8 +202,12 @@ def _masked_value(value: str) -> str:
 
 
 def _mask_words(found: re.Match[str]) -> str:
-    words = re.split(r"([ \t]+)", found.group(2))  # the separators kept, as they were
+    # each value whole (a quoted one with its spaces), the separators kept as they were
+    words = _WORDS.findall(found.group(2))
     return found.group(1) + "".join(w if w.isspace() else _masked_value(w) for w in words)
+
+
+_WORDS = re.compile(rf"""{_QUOTED}|[ \t]+|[^ \t'"]+|['"]""")
 
 
 def _mask_field(found: re.Match[str]) -> str:
