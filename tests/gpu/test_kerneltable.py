@@ -405,3 +405,17 @@ def test_a_gh200_host_is_told_a_release_without_an_aarch64_wheel_does_not_instal
     # on an x86_64 host the same table decides nothing about aarch64
     x86 = GpuTarget(card.capability, card.name, None, "linux-x86_64")
     assert "no-platform-wheel" not in [f.code for f in on_gpu(profile, x86, table)]
+
+
+def test_the_shipped_table_knows_the_aarch64_releases_read_from_the_index() -> None:
+    """Facts read from the package index (tests/gpu: the shipped data, not a guess): vLLM's
+    aarch64 wheels start at 0.10.2; torch 2.8-2.10's default aarch64 wheels are CPU-only."""
+    table = kerneltable.shipped()
+    arm = "linux-aarch64"
+    assert table.publishes_no_wheel("0.8.5", arm) and not table.publishes_no_wheel("0.10.2", arm)
+    assert table.vllm_build("0.33.0", arm) is not None
+    cpu = table.release_verdict("0.10.2", cap("9.0"), arm)
+    assert cpu.verdict is Verdict.NO_KERNEL_IMAGE and "CPU-only build" in cpu.describe()
+    for gpu in ("9.0", "10.0", "12.1"):  # GH200, GB200, GB10
+        assert table.release_verdict("0.33.0", cap(gpu), arm).verdict is Verdict.RUNS
+    assert table.release_verdict("0.8.5", cap("9.0")).verdict is Verdict.RUNS  # x86_64 as before

@@ -143,6 +143,11 @@ class TorchBuild:
         return has(self.wheel.core)
 
     def on(self, capability: Capability) -> BuildVerdict:
+        if not self.cuda and not self.wheel.core:
+            # torch.version.cuda is None and no libtorch_cuda: a CPU-only build (the package
+            # index's default aarch64 wheels of torch 2.8-2.10), which runs on no GPU at all
+            why = f"{self.label} is a CPU-only build ({self.wheel.filename}): no GPU kernels"
+            return BuildVerdict(self.label, capability, Verdict.NO_KERNEL_IMAGE, "", why)
         return build_verdict(self.label, self.wheel, capability)
 
 
