@@ -198,7 +198,7 @@ MAY_WRITE = {
     "envkit.render.term",
     "envkit.env.inside_venv",
     "envkit.releases.torchbuilds",
-    "envkit.gpu.kerneltable",  # the maintainer's kernel table generator, like torchbuilds
+    "envkit.gpu.kernelupdate",  # the maintainer's kernel table generator, like torchbuilds
 }
 STARTS = {
     "subprocess.run",

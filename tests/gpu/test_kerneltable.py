@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envkit.gpu import kerneltable
+from envkit.gpu import kerneltable, kernelupdate
 from envkit.gpu.arch import Capability, target
 from envkit.gpu.kerneltable import KernelTable, TorchBuild, Verdict, VllmBuild
 from envkit.gpu.report import Role
@@ -247,7 +247,7 @@ def test_the_table_is_generated_and_regenerated_by_sha256(
         args = ["--out", str(out), "--index-url", indexserver.url(default)]
         host, port = pytorch.server_address[:2]
         first = [*args, "--pytorch-index", f"http://{host!s}:{port}/whl"]
-        assert kerneltable.main(first) == 0
+        assert kernelupdate.main(first) == 0
         table = kerneltable.load(out.read_text())
         assert [b.version for b in table.vllm] == ["0.8.5", "0.9.0"]
         assert [(t.version, t.cuda, t.default) for t in table.torch] == [
@@ -265,19 +265,19 @@ def test_the_table_is_generated_and_regenerated_by_sha256(
         # again, with an empty cache: the wheels whose sha256 is unchanged are kept
         monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "empty-cache"))
         before = len(default.paths)
-        assert kerneltable.main([*args, "--vllm", "0.8.5"]) == 0
+        assert kernelupdate.main([*args, "--vllm", "0.8.5"]) == 0
         assert not any(p.startswith("/files/") for p in default.paths[before:])
         assert "kept (its sha256 is unchanged)" in capsys.readouterr().err
         again = kerneltable.load(out.read_text())
         assert again.vllm == table.vllm and again.torch == table.torch  # 0.9.0 kept as it was
         # every release, without the PyTorch index: its builds read before are kept
-        assert kerneltable.main(args) == 0
+        assert kernelupdate.main(args) == 0
         assert kerneltable.load(out.read_text()).torch == table.torch
 
     # an index that does not answer: an error, the table left as it was
-    assert kerneltable.main(["--out", str(out), "--index-url", "http://127.0.0.1:9/simple"]) == 2
+    assert kernelupdate.main(["--out", str(out), "--index-url", "http://127.0.0.1:9/simple"]) == 2
     assert kerneltable.load(out.read_text()) == again
-    assert kerneltable.main(["--out", str(out), "--vllm", "zero"]) == 2
+    assert kernelupdate.main(["--out", str(out), "--vllm", "zero"]) == 2
     assert "error:" in capsys.readouterr().err
 
 
@@ -287,11 +287,11 @@ def test_an_unreachable_pytorch_index_is_a_note(indexes: tuple[Path, Path], tmp_
     out = tmp_path / "gpu-kernels.json"
     with indexserver.serve(indexes[0]) as default:
         args = ["--out", str(out), "--index-url", indexserver.url(default), "--vllm", "0.8.5"]
-        assert kerneltable.main(args) == 0  # without the index's sha256: nothing recorded
+        assert kernelupdate.main(args) == 0  # without the index's sha256: nothing recorded
         unsigned = kerneltable.load(out.read_text())
         assert unsigned.vllm == () and any("gives no sha256" in n for n in unsigned.notes)
         default.hashes = True
-        assert kerneltable.main([*args, "--pytorch-index", "http://127.0.0.1:9/whl"]) == 0
+        assert kernelupdate.main([*args, "--pytorch-index", "http://127.0.0.1:9/whl"]) == 0
     table = kerneltable.load(out.read_text())
     assert [t.cuda for t in table.torch] == ["12.4"] and table.problems == ()
     assert any("PyTorch index" in n and "not reachable" in n for n in table.notes)
@@ -341,3 +341,81 @@ def test_the_text_lists_kernels_from_every_main_container_group(tmp_path: Path) 
     assert build_verdict("vLLM", wheel("vllm", "1", ptx), cap("8.0")).has == (
         "sm_80 + PTX compute_90"
     )
+
+
+@elfbuild.needs_cxx
+def test_aarch64_wheels_are_read_into_the_same_table_and_a_missing_one_is_a_fact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each platform's wheels are read by their own run; the other platform's entries stay;
+    a release the index lists without an aarch64 wheel is recorded as having none."""
+    index = tmp_path / "index"
+    index.mkdir()
+    arm = "cp38-abi3-manylinux_2_28_aarch64"
+    kernelwheels.vllm(index, "0.8.5")  # x86_64 only
+    kernelwheels.vllm(index, "0.9.0")
+    kernelwheels.vllm(index, "0.9.0", tag=arm)
+    kernelwheels.torch(index, "2.6.0", "12.4")
+    kernelwheels.torch(index, "2.6.0", "12.8", tag="cp312-cp312-manylinux_2_28_aarch64")
+    out = tmp_path / "gpu-kernels.json"
+    with indexserver.serve(index) as server:
+        server.hashes = True
+        args = ["--out", str(out), "--index-url", indexserver.url(server)]
+        assert kernelupdate.main(args) == 0
+        x86 = kerneltable.load(out.read_text())
+        assert kernelupdate.main([*args, "--platform", "linux-aarch64"]) == 0
+    table = kerneltable.load(out.read_text())
+    assert table.problems == ()
+    assert [b for b in table.vllm if b.platform == "linux-x86_64"] == list(x86.vllm)
+    arm_builds = [(b.version, b.platform) for b in table.vllm if b.platform != "linux-x86_64"]
+    assert arm_builds == [("0.9.0", "linux-aarch64")]
+    assert table.publishes_no_wheel("0.8.5", "linux-aarch64")
+    assert not table.publishes_no_wheel("0.9.0", "linux-aarch64")
+    assert not table.publishes_no_wheel("0.8.5", "linux-x86_64")
+    torch_arm = table.torch_build("2.6.0", None, "linux-aarch64")
+    assert torch_arm is not None and torch_arm.cuda == "12.8" and torch_arm.default
+    assert table.torch_build("2.6.0").cuda == "12.4"  # type: ignore[union-attr]
+    assert table.release_verdict("0.9.0", cap("8.0"), "linux-aarch64").verdict is Verdict.RUNS
+    gone = table.release_verdict("0.8.5", cap("9.0"), "linux-aarch64")
+    assert gone.verdict is Verdict.UNKNOWN and "publishes no linux-aarch64 wheel" in gone.describe()
+    assert "no Linux aarch64 wheel" in capsys.readouterr().err
+    # the shape survives a write and a read
+    assert kerneltable.load(kerneltable.dumps(table)) == table
+
+
+def test_a_gh200_host_is_told_a_release_without_an_aarch64_wheel_does_not_install() -> None:
+    from envkit.gpu.cards import card as find_card
+    from envkit.gpu.profilefit import on_gpu, runs_on
+    from envkit.gpu.report import GpuTarget
+    from envkit.profiles.profile import parse_profile
+
+    table = kerneltable.KernelTable("", "", "", (), (), no_wheel=(("linux-aarch64", "0.8.5"),))
+    card = find_card("gh200")
+    assert card.platform == "linux-aarch64" and find_card("h100-80gb").platform == "linux-x86_64"
+    target = GpuTarget(card.capability, card.name, None, card.platform)
+    text = (
+        'python = "3.12"\nrequirements = ["vllm==0.8.5"]\nconstraints = ["transformers==4.51.3"]\n'
+        '[torch]\nbackend = "cu124"\n[matrix]\nplatforms = ["linux-x86_64", "linux-aarch64"]\n'
+    )
+    profile = parse_profile(text, path=Path("p.toml"), name="p")
+    found = on_gpu(profile, target, table)
+    assert [f.code for f in found] == ["no-platform-wheel"]
+    assert "linux-aarch64" in found[0].message and "--platform linux-aarch64" in found[0].fix
+    assert [f.code for f in runs_on(profile, table)] == ["no-platform-wheel"]
+    # on an x86_64 host the same table decides nothing about aarch64
+    x86 = GpuTarget(card.capability, card.name, None, "linux-x86_64")
+    assert "no-platform-wheel" not in [f.code for f in on_gpu(profile, x86, table)]
+
+
+def test_the_shipped_table_knows_the_aarch64_releases_read_from_the_index() -> None:
+    """Facts read from the package index (tests/gpu: the shipped data, not a guess): vLLM's
+    aarch64 wheels start at 0.10.2; torch 2.8-2.10's default aarch64 wheels are CPU-only."""
+    table = kerneltable.shipped()
+    arm = "linux-aarch64"
+    assert table.publishes_no_wheel("0.8.5", arm) and not table.publishes_no_wheel("0.10.2", arm)
+    assert table.vllm_build("0.33.0", arm) is not None
+    cpu = table.release_verdict("0.10.2", cap("9.0"), arm)
+    assert cpu.verdict is Verdict.NO_KERNEL_IMAGE and "CPU-only build" in cpu.describe()
+    for gpu in ("9.0", "10.0", "12.1"):  # GH200, GB200, GB10
+        assert table.release_verdict("0.33.0", cap(gpu), arm).verdict is Verdict.RUNS
+    assert table.release_verdict("0.8.5", cap("9.0")).verdict is Verdict.RUNS  # x86_64 as before

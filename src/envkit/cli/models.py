@@ -202,6 +202,12 @@ def scan(
     callback=lambda _c, _p, v: _minor(v, "--cuda"),
     help="The highest CUDA the GPU driver runs [default: from nvidia-smi, when present].",
 )
+@click.option(
+    "--platform",
+    type=click.Choice(["linux-x86_64", "linux-aarch64"]),
+    help="The host the environment is for: its vLLM must publish a wheel for it [default: the "
+    "--gpu card's (GH200, GB200, GB10: linux-aarch64), else this machine's].",
+)
 @click.option("--force", is_flag=True, help="Replace an existing profile of that name.")
 @index_url_option
 @revision_option
@@ -216,6 +222,7 @@ def new_profile(
     vllm_version: str | None,
     python: str | None,
     cuda: str | None,
+    platform: str | None,
     force: bool,
     index: str | None,
     revision: str | None,
@@ -233,6 +240,7 @@ def new_profile(
     """
     from envkit.compat.checker import Checker
     from envkit.gpu.detect import driver_cuda
+    from envkit.gpu.report import host_platform
     from envkit.index.pages import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
@@ -250,6 +258,7 @@ def new_profile(
         path, config, scanner, checker,
         vllm_version=vllm_version, python=python, cuda=driver, force=force,
         gpu=chosen.target.capability if chosen.target is not None else None,
+        platform=platform or (chosen.target.platform if chosen.target else host_platform()),
     )  # fmt: skip
     from envkit.gpu.needs import for_profile
     from envkit.lock.cells import place

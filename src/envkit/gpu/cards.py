@@ -59,10 +59,11 @@ class Card:
     name: str  # NVIDIA A100 80GB, GeForce RTX 4090
     memory: int  # bytes (the vendor's GB as GiB, as nvidia-smi's MiB round to)
     capability: Capability
+    platform: str = "linux-x86_64"  # the host it comes in: Grace (GH200, GB200, GB10) is aarch64
 
 
-def _card(key: str, name: str, gib: int, capability: str) -> Card:
-    return Card(key, name, gib * GIB, Capability.parse(capability))
+def _card(key: str, name: str, gib: int, capability: str, platform: str = "") -> Card:
+    return Card(key, name, gib * GIB, Capability.parse(capability), platform or "linux-x86_64")
 
 
 # Common cards: memory and compute capability, from NVIDIA's published specs (the CUDA GPUs
@@ -89,11 +90,11 @@ _DATACENTRE = (
     _card("h100-80gb", "NVIDIA H100 80GB", 80, "9.0"),
     _card("h100-nvl", "NVIDIA H100 NVL", 94, "9.0"),
     _card("h200", "NVIDIA H200", 141, "9.0"),
-    _card("gh200", "NVIDIA GH200 96GB", 96, "9.0"),
+    _card("gh200", "NVIDIA GH200 96GB", 96, "9.0", "linux-aarch64"),
     _card("b200", "NVIDIA B200", 180, "10.0"),
-    _card("gb200", "NVIDIA GB200", 186, "10.0"),
+    _card("gb200", "NVIDIA GB200", 186, "10.0", "linux-aarch64"),
     _card("b300", "NVIDIA B300", 288, "10.3"),
-    _card("gb10", "NVIDIA GB10 (DGX Spark)", 128, "12.1"),
+    _card("gb10", "NVIDIA GB10 (DGX Spark)", 128, "12.1", "linux-aarch64"),
 )
 _GEFORCE_DESKTOP = (
     _card("rtx-2060", "GeForce RTX 2060", 6, "7.5"),

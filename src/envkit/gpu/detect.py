@@ -27,7 +27,7 @@ from envkit.gpu.driver import (
     newest_cuda,
     parse_smi,
 )
-from envkit.gpu.report import GpuTarget
+from envkit.gpu.report import GpuTarget, host_platform
 from envkit.io import process
 
 SMI_TIMEOUT = 20  # seconds; a driver in a bad state makes nvidia-smi hang
@@ -114,7 +114,8 @@ def choose(
         assert chosen is not None
         shown = f"--gpu {named.key}" if named else f"--compute-capability {chosen}"
         name = named.name if named else ""
-        return Choice(GpuTarget(chosen, name, version), shown + _driver_said(driver))
+        where = named.platform if named else host_platform()
+        return Choice(GpuTarget(chosen, name, version, where), shown + _driver_said(driver))
     found = smi() if ask else None
     seen = found.visible() if found is not None else None
     if seen is None:
@@ -128,7 +129,7 @@ def choose(
         return Choice(None, "", found)
     assert found is not None
     of = f" (GPU {seen.index} of {len(found.gpus)})" if len(found.gpus) > 1 else ""
-    target = GpuTarget(seen.capability, seen.name, version or seen.driver)
+    target = GpuTarget(seen.capability, seen.name, version or seen.driver, host_platform())
     return Choice(target, f"nvidia-smi: {seen.name}{of}" + _driver_said(driver), found)
 
 

@@ -51,6 +51,7 @@ class Harvest:
     fetched: int  # bytes fetched from the indexes
     seconds: float
     kept: int  # wheels not read again: their sha256 was known
+    no_wheel: tuple[str, ...] = ()  # vLLM releases with no wheel for the platform read
 
 
 def index_source(index: str) -> str:
@@ -118,9 +119,12 @@ def harvest(
     known: Mapping[str, WheelKernels] | None = None,
     limits: Limits = LIMITS,
     progress: Callable[[str], None] = lambda _m: None,
+    platform: str = "linux-x86_64",
 ) -> Harvest:
     """The vLLM releases on ``index`` (``versions`` alone when given) and the torch releases
-    they pin, read or taken from ``known`` (earlier reads by sha256)."""
+    they pin, their wheels for ``platform`` (linux-x86_64 or linux-aarch64), read or taken
+    from ``known`` (earlier reads by sha256)."""
+    machine = platform.removeprefix("linux-")
     started, before = time.monotonic(), http.traffic.bytes
     session = IndexSession(index, http=http, use_cache=False)
     reader = _Reader(http, known or {}, limits, progress)
@@ -132,11 +136,13 @@ def harvest(
         for missing in sorted(wanted - set(releases)):
             reader.note(f"vllm {missing}: not a release on {source}")
     vllm: list[tuple[WheelKernels, str]] = []
+    no_wheel: list[str] = []
     for number, version in enumerate(releases, 1):
         label = f"[{number}/{len(releases)}] vllm {version}"
-        wheel = pick_linux_wheel(session.wheels("vllm", version), version)
+        wheel = pick_linux_wheel(session.wheels("vllm", version), version, machine=machine)
         if wheel is None:
-            reader.note(f"{label}: no Linux x86_64 wheel")
+            no_wheel.append(str(version))
+            reader.note(f"{label}: no Linux {machine} wheel")
             continue
         found = reader.read(wheel, "vllm", label)
         if found is not None and not any(m.groups for m in found.modules):
@@ -147,15 +153,18 @@ def harvest(
     torch: list[TorchRead] = []
     for number, pin in enumerate(pins, 1):
         label = f"[{number}/{len(pins)}] torch {pin}"
-        wheel = pick_linux_wheel(session.wheels("torch", Version(pin)), Version(pin))
+        wheel = pick_linux_wheel(
+            session.wheels("torch", Version(pin)), Version(pin), machine=machine
+        )
         if wheel is None:
-            reader.note(f"{label}: no Linux x86_64 wheel on {source}")
+            reader.note(f"{label}: no Linux {machine} wheel on {source}")
             continue
         found = reader.read(wheel, "torch", label)
         if found is not None:
             torch.append(TorchRead(found, True, source))
     if pytorch_index:
-        torch.extend(_other_builds(pytorch_index.rstrip("/"), http, pins, torch, reader))
+        others = _other_builds(pytorch_index.rstrip("/"), http, pins, torch, reader, machine)
+        torch.extend(others)
     return Harvest(
         vllm=tuple(vllm),
         torch=tuple(torch),
@@ -163,11 +172,17 @@ def harvest(
         fetched=http.traffic.bytes - before,
         seconds=round(time.monotonic() - started, 1),
         kept=reader.kept,
+        no_wheel=tuple(no_wheel),
     )
 
 
 def _other_builds(
-    index: str, http: Http, pins: list[str], defaults: list[TorchRead], reader: _Reader
+    index: str,
+    http: Http,
+    pins: list[str],
+    defaults: list[TorchRead],
+    reader: _Reader,
+    machine: str = "x86_64",
 ) -> list[TorchRead]:
     """Each pinned torch release's CUDA builds on the PyTorch index (one page per backend,
     ``cu124/torch/``) but the default build's own CUDA; nothing, with a note, when the index
@@ -188,7 +203,7 @@ def _other_builds(
             if default_cuda.get(pin) == cuda:
                 continue  # the default build is this one
             local = Version(f"{pin}+{tag}")
-            wheel = pick_linux_wheel(files, local)
+            wheel = pick_linux_wheel(files, local, machine=machine)
             if wheel is None:
                 continue
             read = reader.read(wheel, "torch", f"torch {local}")

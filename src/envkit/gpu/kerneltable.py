@@ -1,15 +1,20 @@
 """The GPU kernels of each published vLLM and torch build, before install: envkit's table.
 
 ``data/gpu-kernels.json`` holds, per vLLM release with CUDA wheels on the package index, what
-its default Linux x86_64 wheel's compiled modules carry (per module: its fatbin containers
-grouped by target, its NEEDED CUDA libraries), the torch release it pins; and per torch build
-(version, CUDA) the same for ``libtorch_cuda.so`` and its siblings, with ``torch.version.cuda``.
+its default Linux wheel's compiled modules carry (per module: its fatbin containers grouped
+by target, its NEEDED CUDA libraries), for x86_64 and, where the release publishes one, for
+aarch64 (GH200, GB200, DGX Spark; the entry's wheel names its platform), the torch release
+it pins; and per torch build (version, CUDA) the same for ``libtorch_cuda.so`` and its
+siblings, with ``torch.version.cuda``.
 Every entry names its wheel and sha256. It is made by reading those wheels by range, never
 installing them (:mod:`envkit.gpu.kernelgen`, :mod:`envkit.gpu.wheelkernels`); regenerate it
 (incremental: a wheel whose sha256 is unchanged is not read again) with::
 
-    python -m envkit.gpu.kerneltable --out src/envkit/data/gpu-kernels.json \\
-        [--index-url URL] [--pytorch-index URL] [--vllm 0.8.5,0.9.0]
+    python -m envkit.gpu.kernelupdate --out src/envkit/data/gpu-kernels.json \\
+        [--index-url URL] [--pytorch-index URL] [--vllm 0.8.5,0.9.0] [--platform linux-aarch64]
+
+A release that publishes no wheel for a platform is listed under ``no_wheel`` (a fact read
+from the index, said as such for aarch64 cells, nodes and drafts), never guessed.
 
 Lookups: :func:`vllm_build`, :func:`torch_build` (the default build, or one CUDA build), each
 build's :meth:`~VllmBuild.on` a capability (runs / no-kernel-image / unknown, with a line of
@@ -20,19 +25,14 @@ what the build has), :func:`vllm_cuda_major`, and :func:`vllm_release_verdict`: 
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import functools
 import json
-import sys
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.errors import EnvkitError
 from envkit.gpu import kernelgen
 from envkit.gpu.arch import Capability
 from envkit.gpu.kernelverdict import (
@@ -45,11 +45,8 @@ from envkit.gpu.kernelverdict import (
     unknown,
 )
 from envkit.gpu.wheelkernels import WheelKernels
-from envkit.index.pages import index_url
-from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import BadEntry, Fields
-from envkit.io.files import MiB, read_small_text
-from envkit.io.http import Http
+from envkit.io.files import MiB
 
 __all__ = [
     "BuildVerdict",
@@ -66,13 +63,22 @@ __all__ = [
     "vllm_cuda_major",
     "vllm_release_verdict",
 ]
-MAX_TABLE = 16 * MiB
+MAX_TABLE = 32 * MiB
+PLATFORMS = ("linux-x86_64", "linux-aarch64")
+X86 = PLATFORMS[0]
+
+
+def wheel_platform(filename: str) -> str:
+    """The matrix platform a Linux wheel's file name is for: linux-aarch64 or linux-x86_64."""
+    return "linux-aarch64" if filename.endswith("aarch64.whl") else X86
+
+
 ABOUT = (
     "What the compiled modules of each vLLM release's default Linux x86_64 wheel on the "
     "package index carry (fatbin containers grouped by SASS/PTX targets, NEEDED CUDA "
     "libraries), the torch release it pins, and the same for that torch release's default "
     "build (libtorch_cuda.so and siblings, torch.version.cuda); read from the wheels by range, "
-    "never installed. Regenerate: python -m envkit.gpu.kerneltable --out "
+    "never installed. Regenerate: python -m envkit.gpu.kernelupdate --out "
     "src/envkit/data/gpu-kernels.json"
 )
 
@@ -84,6 +90,10 @@ class VllmBuild:
     version: str
     wheel: WheelKernels
     source: str  # where it was read ('the package index')
+
+    @property
+    def platform(self) -> str:
+        return wheel_platform(self.wheel.filename)
 
     @property
     def torch(self) -> str:
@@ -121,13 +131,23 @@ class TorchBuild:
     source: str
 
     @property
+    def platform(self) -> str:
+        return wheel_platform(self.wheel.filename)
+
+    @property
     def label(self) -> str:
-        return f"torch {self.version} (CUDA {self.cuda or 'none'})"
+        arm = ", aarch64" if self.platform != X86 else ""
+        return f"torch {self.version} (CUDA {self.cuda or 'none'}{arm})"
 
     def targets(self) -> str:
         return has(self.wheel.core)
 
     def on(self, capability: Capability) -> BuildVerdict:
+        if not self.cuda and not self.wheel.core:
+            # torch.version.cuda is None and no libtorch_cuda: a CPU-only build (the package
+            # index's default aarch64 wheels of torch 2.8-2.10), which runs on no GPU at all
+            why = f"{self.label} is a CPU-only build ({self.wheel.filename}): no GPU kernels"
+            return BuildVerdict(self.label, capability, Verdict.NO_KERNEL_IMAGE, "", why)
         return build_verdict(self.label, self.wheel, capability)
 
 
@@ -140,31 +160,48 @@ class KernelTable:
     torch: tuple[TorchBuild, ...]
     problems: tuple[str, ...] = ()  # entries left out on loading, and why
     notes: tuple[str, ...] = ()  # what the generator could not read, and why
+    no_wheel: tuple[tuple[str, str], ...] = ()  # (platform, vLLM version): publishes none
 
-    def vllm_build(self, version: str) -> VllmBuild | None:
+    def vllm_build(self, version: str, platform: str = X86) -> VllmBuild | None:
         wanted = _version(version)
-        return next((b for b in self.vllm if _version(b.version) == wanted), None)
+        return next(
+            (b for b in self.vllm if _version(b.version) == wanted and b.platform == platform),
+            None,
+        )
 
-    def torch_build(self, version: str, cuda: str | None = None) -> TorchBuild | None:
-        """The default build of torch ``version``, or its build for ``cuda`` ('12.4')."""
+    def publishes_no_wheel(self, version: str, platform: str) -> bool:
+        """Whether the index was read and vLLM ``version`` has no wheel for ``platform``."""
+        wanted = _version(version)
+        return any(p == platform and _version(v) == wanted for p, v in self.no_wheel)
+
+    def torch_build(
+        self, version: str, cuda: str | None = None, platform: str = X86
+    ) -> TorchBuild | None:
+        """The default build of torch ``version``, or its build for ``cuda`` ('12.4'), for
+        ``platform``."""
         wanted = _version(version.split("+")[0])
         for build in self.torch:
-            if _version(build.version) != wanted:
+            if _version(build.version) != wanted or build.platform != platform:
                 continue
             if (cuda is None and build.default) or (cuda is not None and _same_cuda(build, cuda)):
                 return build
         return None
 
-    def release_verdict(self, version: str, capability: Capability) -> ReleaseVerdict:
+    def release_verdict(
+        self, version: str, capability: Capability, platform: str = X86
+    ) -> ReleaseVerdict:
         """:func:`vllm_release_verdict` on this table."""
         label = f"vLLM {version}"
-        build = self.vllm_build(version)
-        if build is None:
+        build = self.vllm_build(version, platform)
+        if build is None and self.publishes_no_wheel(version, platform):
+            vllm = unknown(label, capability, f"publishes no {platform} wheel")
+            torch = unknown("its torch", capability, f"not read (no {platform} wheel of vLLM)")
+        elif build is None:
             vllm = unknown(label, capability, "not in envkit's kernel table")
             torch = unknown("its torch", capability, "not known (vLLM not in the table)")
         else:
             vllm = build.on(capability)
-            tb = self.torch_build(build.torch) if build.torch else None
+            tb = self.torch_build(build.torch, None, platform) if build.torch else None
             if tb is not None:
                 torch = tb.on(capability)
             elif build.torch:
@@ -180,6 +217,7 @@ class KernelTable:
             "generated": self.generated,
             "source": self.source,
             "notes": list(self.notes),
+            "no_wheel": [{"platform": p, "vllm": v} for p, v in self.no_wheel],
             "vllm": [{**b.wheel.to_entry(), "source": b.source} for b in self.vllm],
             "torch": [
                 {**b.wheel.to_entry(), "default": b.default, "source": b.source} for b in self.torch
@@ -191,7 +229,7 @@ def dumps(table: KernelTable) -> str:
     """The table as JSON, one line per module (so that a regeneration diffs by module)."""
     doc = table.to_document()
     lines = ["{"]
-    for key in ("about", "generated", "source", "notes"):
+    for key in ("about", "generated", "source", "notes", "no_wheel"):
         lines.append(f" {json.dumps(key)}: {json.dumps(doc[key])},")
     for section in ("vllm", "torch"):
         lines.append(f" {json.dumps(section)}: [")
@@ -230,16 +268,17 @@ def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
     except (ValueError, RecursionError) as exc:
         raise BadEntry(f"{where} is not a JSON table ({exc})") from None
     problems: list[str] = []
-    vllm: dict[str, VllmBuild] = {}
+    vllm: dict[tuple[str, str], VllmBuild] = {}
     for entry in doc.tables("vllm"):
         try:
             read = WheelKernels.from_entry(entry)
-            if read.project != "vllm" or read.version in vllm:
+            key = (read.version, wheel_platform(read.filename))
+            if read.project != "vllm" or key in vllm:
                 raise BadEntry(f"{where}.vllm: {read.project} {read.version} is out of place")
-            vllm[read.version] = VllmBuild(read.version, read, entry.text("source"))
+            vllm[key] = VllmBuild(read.version, read, entry.text("source"))
         except (BadEntry, TypeError, KeyError) as exc:
             problems.append(str(exc))
-    torch: dict[tuple[str, str], TorchBuild] = {}
+    torch: dict[tuple[str, str, str], TorchBuild] = {}
     for entry in doc.tables("torch"):
         try:
             read = WheelKernels.from_entry(entry)
@@ -247,14 +286,19 @@ def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
             build = TorchBuild(
                 public, read.torch_cuda, entry.flag("default"), read, entry.text("source")
             )
-            defaults = [b for b in torch.values() if b.default and b.version == public]
+            plat = build.platform
+            defaults = [
+                b
+                for b in torch.values()
+                if b.default and b.version == public and b.platform == plat
+            ]
             if (
                 read.project != "torch"
-                or (public, build.cuda) in torch
+                or (public, build.cuda, plat) in torch
                 or (build.default and defaults)
             ):
                 raise BadEntry(f"{where}.torch: {read.project} {read.version} is out of place")
-            torch[(public, build.cuda)] = build
+            torch[(public, build.cuda, plat)] = build
         except (BadEntry, TypeError, KeyError) as exc:
             problems.append(str(exc))
     return KernelTable(
@@ -262,10 +306,24 @@ def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
         generated=doc.text("generated", ""),
         source=doc.text("source", ""),
         notes=doc.texts("notes", ()),
-        vllm=tuple(sorted(vllm.values(), key=lambda b: Version(b.version))),
-        torch=tuple(sorted(torch.values(), key=lambda b: (Version(b.version), not b.default))),
+        vllm=tuple(sorted(vllm.values(), key=lambda b: (Version(b.version), b.platform))),
+        torch=tuple(
+            sorted(torch.values(), key=lambda b: (Version(b.version), b.platform, not b.default))
+        ),
         problems=tuple(problems),
+        no_wheel=_no_wheel(doc, where, problems),
     )
+
+
+def _no_wheel(doc: Fields, where: str, problems: list[str]) -> tuple[tuple[str, str], ...]:
+    found: list[tuple[str, str]] = []
+    for entry in doc.tables("no_wheel") if "no_wheel" in doc.data else ():
+        platform, version = entry.text("platform"), entry.text("vllm")
+        if platform not in PLATFORMS or _version(version) is None:
+            problems.append(f"{where}.no_wheel: {platform!r} {version!r} is out of place")
+            continue
+        found.append((platform, version))
+    return tuple(sorted(set(found), key=lambda pv: (pv[0], Version(pv[1]))))
 
 
 @functools.cache
@@ -279,15 +337,16 @@ def shipped() -> KernelTable:
         return KernelTable("", "", "", (), (), (f"envkit's gpu-kernels.json: {exc}",))
 
 
-def vllm_build(version: str) -> VllmBuild | None:
-    """vLLM ``version``'s default wheel in the shipped table; None when it is not there."""
-    return shipped().vllm_build(version)
+def vllm_build(version: str, platform: str = X86) -> VllmBuild | None:
+    """vLLM ``version``'s default wheel for ``platform`` in the shipped table; None when it
+    is not there."""
+    return shipped().vllm_build(version, platform)
 
 
-def torch_build(version: str, cuda: str | None = None) -> TorchBuild | None:
-    """torch ``version``'s default build (``cuda`` None) or its ``cuda`` build in the shipped
-    table; None when it is not there."""
-    return shipped().torch_build(version, cuda)
+def torch_build(version: str, cuda: str | None = None, platform: str = X86) -> TorchBuild | None:
+    """torch ``version``'s default build (``cuda`` None) or its ``cuda`` build for
+    ``platform`` in the shipped table; None when it is not there."""
+    return shipped().torch_build(version, cuda, platform)
 
 
 def vllm_cuda_major(version: str) -> int | None:
@@ -297,102 +356,12 @@ def vllm_cuda_major(version: str) -> int | None:
     return build.cuda_major if build is not None else None
 
 
-def vllm_release_verdict(version: str, capability: Capability) -> ReleaseVerdict:
+def vllm_release_verdict(
+    version: str, capability: Capability, platform: str = X86
+) -> ReleaseVerdict:
     """Whether vLLM ``version``'s default wheel *and* the default build of the torch release
     it pins have kernel images for a GPU of ``capability``, from the shipped table (the
     solver and check-model ask this before anything is installed). ``runs`` only when both
     do; ``no-kernel-image`` when either has none; ``unknown`` when the table lacks either
     (a release that pins no exact torch, a build not read), never a guess."""
-    return shipped().release_verdict(version, capability)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m envkit.gpu.kerneltable",
-        description="Regenerate envkit's table of the GPU kernels of vLLM and torch builds.",
-    )
-    parser.add_argument("--out", required=True, help="the table to write (and update)")
-    parser.add_argument("--index-url", help="the package index (default: as uv picks it)")
-    parser.add_argument("--pytorch-index", default="", help="also read torch's other CUDA builds")
-    parser.add_argument("--vllm", help="only these vLLM releases (comma-separated)")
-    args = parser.parse_args(argv)
-    say = functools.partial(print, file=sys.stderr, flush=True)
-    try:
-        versions = [str(Version(v)) for v in args.vllm.split(",")] if args.vllm else None
-    except InvalidVersion as exc:
-        say(f"error: --vllm: {exc}")
-        return 2
-    out = Path(args.out)
-    try:
-        old = load(read_small_text(out, MAX_TABLE, what="kernel table")) if out.exists() else None
-        held = [*(b.wheel for b in old.vllm), *(b.wheel for b in old.torch)] if old else []
-        known = {w.sha256: w for w in held}
-        index = index_url(args.index_url)
-        found = kernelgen.harvest(
-            index,
-            Http(budget=86400.0),
-            pytorch_index=args.pytorch_index,
-            versions=versions,
-            known=known,
-            progress=say,
-        )
-    except (EnvkitError, BadEntry) as exc:
-        say(f"error: {exc.message if isinstance(exc, EnvkitError) else exc}")
-        return 2
-    table = _merged(old, found, versions, index, others=not args.pytorch_index)
-    try:
-        write_atomic(out, dumps(table))
-    except EnvkitError as exc:
-        say(f"error: {exc.message}")
-        return 2
-    say(
-        f"wrote {out}: {len(table.vllm)} vLLM releases, {len(table.torch)} torch builds; "
-        f"{found.fetched / 1e9:.2f} GB fetched in {found.seconds:.0f} s, {found.kept} wheels "
-        f"kept; {len(found.notes)} notes"
-    )
-    return 0
-
-
-def _merged(
-    old: KernelTable | None,
-    found: kernelgen.Harvest,
-    versions: list[str] | None,
-    index: str,
-    *,
-    others: bool,
-) -> KernelTable:
-    """The new reads; with --vllm, the old entries of the releases not asked for; without
-    --pytorch-index (``others``), the old table's other CUDA builds of torch."""
-    vllm = {w.version: VllmBuild(w.version, w, src) for w, src in found.vllm}
-    builds: dict[tuple[str, str], TorchBuild] = {}
-    for read in found.torch:
-        public = Version(read.wheel.version).public
-        build = TorchBuild(public, read.wheel.torch_cuda, read.default, read.wheel, read.source)
-        builds[(public, build.cuda)] = build
-    notes = list(found.notes)
-    if old is not None:
-        pins = {v.torch for v in vllm.values()}
-        defaults = {t.version for t in builds.values() if t.default}
-        for t in old.torch:
-            keep = versions is not None or (others and not t.default and t.version in pins)
-            if keep and not (t.default and t.version in defaults):
-                builds.setdefault((t.version, t.cuda), t)
-        if versions is not None:
-            for v in old.vllm:
-                vllm.setdefault(v.version, v)
-            notes = [*old.notes, *(n for n in notes if n not in old.notes)]
-    today = dt.date.today().isoformat()
-    return KernelTable(
-        about=ABOUT,
-        generated=today,
-        source=f"{kernelgen.index_source(index)} (each wheel read by range, not installed)",
-        vllm=tuple(sorted(vllm.values(), key=lambda b: Version(b.version))),
-        torch=tuple(
-            sorted(builds.values(), key=lambda b: (Version(b.version), not b.default, b.cuda))
-        ),
-        notes=tuple(notes),
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return shipped().release_verdict(version, capability, platform)

@@ -6,7 +6,9 @@ kernel images for the GPU's compute capability (``no-kernel-image`` otherwise, n
 build has and the first release whose builds carry the GPU); the CUDA runtime major vLLM's
 modules need must be the one torch brings (``cuda-runtime-mismatch``); the GPU's driver, when
 known, must run torch's CUDA (``driver-too-old``). A build the table does not hold is said
-(``kernels-not-known``, information), never guessed. check-model, which and plan add these
+(``kernels-not-known``, information), never guessed; a release the index shows with no wheel
+for the target's platform (an aarch64 host: GH200, GB200, DGX Spark) is ``no-platform-wheel``,
+naming the first release that has one. check-model, which and plan add these
 findings to each profile's verdict; new-profile's solver asks the same questions.
 """
 
@@ -23,7 +25,7 @@ from envkit.findings import Finding, Severity
 from envkit.gpu import kerneltable
 from envkit.gpu.arch import KNOWN, Capability
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
-from envkit.gpu.kerneltable import KernelTable, TorchBuild, VllmBuild
+from envkit.gpu.kerneltable import X86, KernelTable, TorchBuild, VllmBuild
 from envkit.gpu.kernelverdict import BuildVerdict, Verdict
 from envkit.gpu.report import GpuTarget
 from envkit.profiles.profile import Profile
@@ -62,13 +64,30 @@ class Pinned:
     torch_build: TorchBuild | None
 
     @classmethod
-    def of(cls, profile: Profile, table: KernelTable) -> Pinned:
+    def of(cls, profile: Profile, table: KernelTable, platform: str = X86) -> Pinned:
         pins = profile.expected_versions()
         vllm = pins.get("vllm", "")
-        build = table.vllm_build(vllm) if vllm else None
+        build = table.vllm_build(vllm, platform) if vllm else None
         torch = pins.get("torch", "") or (build.torch if build is not None else "")
-        torch_build = table.torch_build(torch, build_cuda(profile) or None) if torch else None
+        cuda = build_cuda(profile) or None
+        torch_build = table.torch_build(torch, cuda, platform) if torch else None
         return cls(vllm, torch, build, torch_build)
+
+
+def no_wheel(vllm: str, platform: str, table: KernelTable, where: str) -> Finding | None:
+    """``no-platform-wheel`` when the index shows vLLM ``vllm`` with no wheel for
+    ``platform`` (said as a fact, naming the first release with one), else None."""
+    if not vllm or not table.publishes_no_wheel(vllm, platform):
+        return None
+    having = sorted({Version(b.version) for b in table.vllm if b.platform == platform})
+    first = f"; the first with one is vLLM {having[0]}" if having else ""
+    return Finding(
+        code="no-platform-wheel",
+        message=f"vLLM {vllm} publishes no {platform} wheel on the package index: it does not "
+        f"install on {where}{first}",
+        fix="draft a profile for that platform: envkit new-profile NAME --for-model MODEL "
+        f"--platform {platform}",
+    )
 
 
 def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
@@ -76,8 +95,13 @@ def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
     envkit knows, by compute capability); nothing when the table lacks either build."""
     pinned = Pinned.of(profile, table)
     build, torch_build = pinned.build, pinned.torch_build
+    arm = [
+        found
+        for plat in profile.matrix.platforms
+        if plat != X86 and (found := no_wheel(pinned.vllm, plat, table, f"its {plat} cells"))
+    ]
     if build is None or torch_build is None:
-        return ()
+        return tuple(arm)
     able = [
         c
         for c in KNOWN
@@ -91,13 +115,17 @@ def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
             f"compute capabilities {', '.join(map(str, able)) or 'none envkit knows'}",
             fix="name the GPU to check it: --gpu NAME or --compute-capability X.Y",
         ),
+        *arm,
     )
 
 
 def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Finding, ...]:
     """The profile's pinned vLLM and torch build on ``target`` (see the module's text)."""
-    pinned = Pinned.of(profile, table)
+    pinned = Pinned.of(profile, table, target.platform)
     vllm, torch, build, torch_build = pinned.vllm, pinned.torch, pinned.build, pinned.torch_build
+    missing = no_wheel(vllm, target.platform, table, f"{target}'s {target.platform} host")
+    if missing is not None:
+        return (missing,)  # nothing installs: no kernel question to ask
     cuda = build_cuda(profile)
     found: list[Finding] = []
     verdicts: list[BuildVerdict] = [
@@ -192,3 +220,17 @@ def _version(text: str) -> Version:
         return Version(text)
     except InvalidVersion:
         return Version("0")
+
+
+def release_runs_on(table: KernelTable, vllm: str, platform: str = "linux-x86_64") -> str:
+    """For a draft made without a GPU: which compute capabilities the release's default
+    builds (vLLM and the torch it pins) for ``platform`` have kernels for, as the table says."""
+    verdicts = [table.release_verdict(vllm, c, platform) for c in KNOWN]
+    able = [c for c, v in zip(KNOWN, verdicts, strict=True) if v.verdict is Verdict.RUNS]
+    arm = f" {platform}" if platform != "linux-x86_64" else ""
+    if able:
+        return (
+            f"vLLM {vllm} and its torch's default{arm} build have kernels for compute "
+            "capabilities " + ", ".join(map(str, able))
+        )
+    return f"which GPUs vLLM {vllm}'s builds run on is not in envkit's kernel table"

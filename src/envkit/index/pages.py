@@ -245,12 +245,12 @@ def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
 
 
 def pick_linux_wheel(
-    files: Iterable[WheelFile], version: Version, python: int = 12
+    files: Iterable[WheelFile], version: Version, python: int = 12, machine: str = "x86_64"
 ) -> WheelFile | None:
-    """The Linux x86_64 wheel of ``version`` that uv picks for CPython 3.``python``: a
-    ``cp3X-cp3X`` wheel for it, else an ``abi3`` one it can load, else (a release built only
-    for older Pythons) the newest CPython's; the highest build tag wins a tie. None when the
-    release has no Linux x86_64 wheel."""
+    """The Linux ``machine`` (x86_64 or aarch64) wheel of ``version`` that uv picks for
+    CPython 3.``python``: a ``cp3X-cp3X`` wheel for it, else an ``abi3`` one it can load, else
+    (a release built only for older Pythons) the newest CPython's; the highest build tag wins
+    a tie. None when the release has no Linux wheel for that machine."""
 
     def rank(f: WheelFile) -> tuple[int, int, int] | None:
         try:
@@ -259,7 +259,7 @@ def pick_linux_wheel(
             return None
         best: tuple[int, int] | None = None
         for tag in tags:
-            if not (tag.platform.endswith("x86_64") and "linux" in tag.platform):
+            if not (tag.platform.endswith(machine) and "linux" in tag.platform):
                 continue
             minor = _cpython_minor(tag.interpreter)
             if tag.abi == tag.interpreter and minor == python:

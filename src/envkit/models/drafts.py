@@ -163,6 +163,11 @@ def draft(
     verify = tomlkit.table()
     verify.add("imports", _array(["vllm", "transformers", "torch"]))
     doc.add("verify", verify)
+    if found.platform != "linux-x86_64":  # the default matrix is x86_64 alone
+        matrix = tomlkit.table()
+        matrix.add("platforms", _array([found.platform]))
+        matrix["platforms"].comment(visible(f"solved for {found.platform}: its wheels exist"))
+        doc.add("matrix", matrix)
     bounds = transformers_bounds(scanner, Version(vllm.version))
     doc.add("models", models_table(vllm, transformers, bounds))
     return tomlkit.dumps(doc)
@@ -234,6 +239,7 @@ def draft_for_model(
     cuda: str | None = None,
     gpu: Capability | None = None,
     force: bool = False,
+    platform: str = "linux-x86_64",
 ) -> tuple[Profile, Solution]:
     """``new-profile``: solve for the newest vLLM + transformers that load the model (within
     ``vllm_version``, ``python``, the driver's ``cuda`` and kernels for ``gpu`` when given)
@@ -267,7 +273,7 @@ def draft_for_model(
     found = solve(
         span, config.model_type, scanner, checker,
         python=python, cuda=cuda, vllm=wanted, config=config.raw,
-        gpu=gpu, table=kerneltable.shipped(),
+        gpu=gpu, table=kerneltable.shipped(), platform=platform,
     )  # fmt: skip
     text = draft(name, config.model_type, found, scanner, checked=cuda is not None)
     write_new_profile(path, text, force=force)

@@ -31,10 +31,11 @@ from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Res
 
 from envkit.compat.checker import Checker
 from envkit.errors import BadInput, NoSolution, WheelError
-from envkit.gpu.arch import KNOWN, Capability
+from envkit.gpu.arch import Capability
 from envkit.gpu.driver import toolkit_driver
 from envkit.gpu.kerneltable import KernelTable
 from envkit.gpu.kernelverdict import BuildVerdict, Verdict
+from envkit.gpu.profilefit import release_runs_on
 from envkit.profiles.profile import minor_fits
 from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds
@@ -70,6 +71,7 @@ class Solution:
     why_transformers: str
     gpu: str = ""  # the compute capability solved for ('' when none was given or found)
     gpu_note: str = ""  # what the kernel table said of the chosen builds on it
+    platform: str = "linux-x86_64"  # the host platform solved for (its wheels must exist)
 
 
 @dataclass
@@ -164,12 +166,14 @@ class Solver:
         config: Mapping[str, Any] | None = None,
         gpu: Capability | None = None,
         table: KernelTable | None = None,
+        platform: str = "linux-x86_64",
     ) -> None:
         self.scanner, self.checker, self.cuda_builds = scanner, checker, builds
         self.config = config  # the model's config.json, for findings that depend on it
         self.arch, self.model_type = architecture, model_type
         self.python, self.cuda = python, cuda
         self.gpu, self.table = gpu, table  # the GPU whose kernels the builds must carry
+        self.platform = platform  # the host's: the release must publish a wheel for it
         self.unknown: set[Version] = set()  # releases the kernel table cannot decide
         self.defaults: dict[str, str | None] = {}  # torch version -> its default build's CUDA
 
@@ -182,8 +186,10 @@ class Solver:
             return f"does not list {self.arch}"
         if self.python and not _fits(scan.requires_python, self.python):
             return f"requires Python {scan.requires_python}, not {self.python}"
+        if self.table is not None and self.table.publishes_no_wheel(str(version), self.platform):
+            return f"publishes no {self.platform} wheel"
         if self.gpu is not None and self.table is not None:
-            verdict = self.table.release_verdict(str(version), self.gpu)
+            verdict = self.table.release_verdict(str(version), self.gpu, self.platform)
             if verdict.verdict is Verdict.NO_KERNEL_IMAGE:
                 return _no_image(verdict.vllm, verdict.torch)
             if verdict.verdict is Verdict.UNKNOWN:
@@ -267,6 +273,7 @@ def solve(
     config: Mapping[str, Any] | None = None,
     gpu: Capability | None = None,
     table: KernelTable | None = None,
+    platform: str = "linux-x86_64",
 ) -> Solution:
     """The newest working vLLM + transformers for ``span.architecture`` whose builds run on
     ``gpu`` (from ``table``) and the driver's ``cuda``. NoSolution (exit 1), with every reason
@@ -274,13 +281,15 @@ def solve(
     solver = Solver(
         scanner, checker, CudaBuilds(scanner),
         architecture=span.architecture, model_type=model_type, python=python, cuda=cuda,
-        config=config, gpu=gpu, table=table,
+        config=config, gpu=gpu, table=table, platform=platform,
     )  # fmt: skip
     try:
         result, why = _resolve(solver, span, vllm)
     except _Unsolvable as impossible:
         lines = impossible.lines
-        least = _least_cuda(span, model_type, scanner, checker, python, vllm, config, gpu, table)
+        least = _least_cuda(
+            span, model_type, scanner, checker, python, vllm, config, gpu, table, platform
+        )
         target = f", kernels for compute capability {gpu}" if gpu is not None else ""
         raise NoSolution(
             f"No vLLM + transformers release can load {span.architecture} "
@@ -300,9 +309,9 @@ def solve(
     take, source = _cuda(solver, pin, cuda)
     note = ""
     if gpu is not None and table is not None:
-        note = table.release_verdict(str(chosen["vllm"]), gpu).describe()
+        note = table.release_verdict(str(chosen["vllm"]), gpu, platform).describe()
     elif table is not None:
-        note = runs_on(table, str(chosen["vllm"]))
+        note = release_runs_on(table, str(chosen["vllm"]), platform)
     return Solution(
         architecture=span.architecture,
         vllm=v,
@@ -319,6 +328,7 @@ def solve(
         ),
         gpu=str(gpu) if gpu is not None else "",
         gpu_note=note,
+        platform=platform,
     )
 
 
@@ -363,13 +373,14 @@ def _least_cuda(
     config: Mapping[str, Any] | None,
     gpu: Capability | None,
     table: KernelTable | None,
+    platform: str = "linux-x86_64",
 ) -> str:
     """Without the driver's limit, the oldest release that loads the model (and runs on the
     GPU), and the CUDA (and driver) its torch needs: '' when there is none either."""
     solver = Solver(
         scanner, checker, CudaBuilds(scanner),
         architecture=span.architecture, model_type=model_type, python=python, cuda=None,
-        config=config, gpu=gpu, table=table,
+        config=config, gpu=gpu, table=table, platform=platform,
     )  # fmt: skip
     first, newest = Version(span.first), Version(span.newest)
     oldest = [v for v in scanner.releases("vllm") if first <= v <= newest]
@@ -408,18 +419,6 @@ def _cuda(solver: Solver, pin: str, driver: str | None) -> tuple[str, str]:
         return "", "nowhere: the default index's torch wheel could not be read"
     given = "" if driver else " (no driver CUDA given or found)"
     return found, f"the default index's wheel, the one vLLM's wheel is built and tested with{given}"
-
-
-def runs_on(table: KernelTable, vllm: str) -> str:
-    """For a draft made without a GPU: which compute capabilities the release's default
-    builds (vLLM and the torch it pins) have kernels for, as the table says."""
-    able = [c for c in KNOWN if table.release_verdict(vllm, c).verdict is Verdict.RUNS]
-    if able:
-        return (
-            f"vLLM {vllm} and its torch's default build have kernels for compute capabilities "
-            + ", ".join(map(str, able))
-        )
-    return f"which GPUs vLLM {vllm}'s builds run on is not in envkit's kernel table"
 
 
 def _no_image(vllm: BuildVerdict, torch: BuildVerdict) -> str:

@@ -301,6 +301,7 @@ def drafted(
                     "driver_cuda": driver or None,
                     "gpu": found.gpu or None,
                     "gpu_note": found.gpu_note,
+                    "platform": found.platform,
                     "rejected": list(found.rejected),
                 },
             }
