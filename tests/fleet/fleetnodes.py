@@ -16,6 +16,7 @@ PYLOCK = ROOT / "constraints" / SHIPPED / "pylock.py312-linux-x86_64-cu124.toml"
 
 A100 = ("NVIDIA A100-SXM4-80GB", "550.54.15", 81920, "8.0", "12.4")
 P100 = ("Tesla P100-PCIE-16GB", "520.61.05", 16384, "6.0", "11.8")
+GH200 = ("NVIDIA GH200 480GB", "570.124.06", 97871, "9.0", "12.8")
 
 
 def locked_versions(pylock: Path = PYLOCK) -> dict[str, str]:
@@ -30,6 +31,7 @@ def fingerprint(
     python: str = "3.12.3",
     versions: dict[str, str] | None = None,
     variables: dict[str, str] | None = None,
+    platform: str = "linux-x86_64",
 ) -> dict[str, Any]:
     """A fingerprint document as `envkit fingerprint --json` writes it."""
     found = locked_versions() if versions is None else versions
@@ -37,8 +39,8 @@ def fingerprint(
     body = {
         "format": 1,
         "host": host,
-        "platform": "linux-x86_64",
-        "machine": "x86_64",
+        "platform": platform,
+        "machine": platform.removeprefix("linux-"),
         "python": python,
         "environment": "/srv/vllm/.venv",
         "gpus": [

@@ -59,6 +59,22 @@ def test_the_node_with_another_gpu_and_driver_is_flagged(fleet: list[Path]) -> N
     assert "gpu-c: kernels:" in text.out and "fix: install NVIDIA driver 550.54.14" in text.out
 
 
+def test_an_aarch64_node_is_judged_by_the_aarch64_wheels(tmp_path: Path) -> None:
+    """vLLM 0.8.5 publishes no linux-aarch64 wheel (a fact of the kernel table, read from the
+    index): a GH200 node cannot install the cell, and says so, never a pass."""
+    files = [
+        fn.write(tmp_path, "x86", fn.fingerprint("x86")),
+        fn.write(tmp_path, "grace", fn.fingerprint("grace", fn.GH200, platform="linux-aarch64")),
+    ]
+    res = run_cli("fleet", "check", fn.SHIPPED, *map(str, files), "--cell", fn.CELL, "--json")
+    data = output("fleet-check", res.out)
+    assert res.code == 1 and data["differ"] == ["grace"]
+    kernels = {c["check"]: c for c in data["nodes"][1]["checks"]}["kernels"]
+    assert kernels["status"] == "differs"
+    assert "publishes no linux-aarch64 wheel" in kernels["detail"]
+    assert "--platform linux-aarch64" in kernels["fix"]
+
+
 def test_versions_python_and_ray_are_judged(tmp_path: Path) -> None:
     versions = fn.locked_versions()
     versions["torch"] = "2.5.1"

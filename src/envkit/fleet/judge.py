@@ -222,10 +222,20 @@ def _kernels(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> Ch
         )
     locked = {p.name: p.version for p in cell.packages}
     table = context.table
-    vllm = table.vllm_build(locked["vllm"]) if "vllm" in locked else None
+    where = fp.platform  # the node's own: an aarch64 node is judged by the aarch64 builds
+    if "vllm" in locked and table.publishes_no_wheel(locked["vllm"], where):
+        return Check(
+            "kernels",
+            Status.DIFFERS,
+            f"vLLM {locked['vllm']} publishes no {where} wheel: cell {cell.name} does not "
+            f"install on {node}",
+            f"give {node} a profile whose vLLM has {where} wheels: envkit new-profile NAME "
+            f"--for-model MODEL --platform {where}",
+        )
+    vllm = table.vllm_build(locked["vllm"], where) if "vllm" in locked else None
     cuda = for_backend(backend)
     torch = (
-        table.torch_build(locked["torch"], cuda.cuda if cuda else None)
+        table.torch_build(locked["torch"], cuda.cuda if cuda else None, where)
         if "torch" in locked
         else None
     )
