@@ -41,7 +41,7 @@ _ARGS = re.compile(
     in_order("non-default args: ")
     + r"(?P<d>\{.*\})|"
     + in_order(r"\bargs: Namespace\(")
-    + r"(?P<n>.*)\)"
+    + r"(?P<n>.*)"  # to the line's end: a dump cut short (or broken by a newline) still counts
 )
 _COMMAND = re.compile(
     r"(?:^|[\s$#>'\"])(?:vllm serve|vllm\.entrypoints\.(?:openai\.)?api_server)\b"
@@ -136,7 +136,8 @@ def parse_dump(line: str) -> dict[str, str]:
             if colon:
                 found[_unquote(key)] = _unquote(value)
     else:
-        for item in split_top(m.group("n")):
+        body = m.group("n").rstrip()
+        for item in split_top(body[:-1] if body.endswith(")") else body):
             key, eq, value = item.partition("=")
             if eq and key.isidentifier():
                 found[key] = _unquote(value)
