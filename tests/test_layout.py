@@ -104,7 +104,7 @@ def test_no_import_cycle() -> None:
 # the version) sit below everything.
 ORDER = (
     "io", "profiles", "index", "releases", "gpu", "compat", "lock",
-    "env", "models", "serving", "image", "site", "render", "cli",
+    "env", "models", "serving", "image", "deploy", "site", "render", "cli",
 )  # fmt: skip
 ROOT_MODULES = {"envkit", "envkit.errors", "envkit.findings", "envkit.progress"}
 

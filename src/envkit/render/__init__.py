@@ -10,6 +10,7 @@ only through ``term.echo``. The command line calls ``render.NAME`` for all of th
 from __future__ import annotations
 
 from envkit.render.env import build, profiles, report, show
+from envkit.render.export import exported
 from envkit.render.image import image
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
 from envkit.render.models import compat, drafted, histories, model_report, scans, site
@@ -51,6 +52,7 @@ __all__ = [
     "error",
     "exit_codes_help",
     "explanation",
+    "exported",
     "finish",
     "github_matrix",
     "histories",
