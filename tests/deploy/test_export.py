@@ -143,8 +143,8 @@ def test_kserve_objects_carry_the_same_facts(tmp_path: Path) -> None:
                           "volumes": runtime["spec"]["volumes"]}))  # fmt: skip
     predictor = service["spec"]["predictor"]
     model = predictor["model"]
-    valid(pod("predictor", {"affinity": predictor["affinity"], "containers": [
-        {"name": "kserve-container", "image": IMAGE, "resources": model["resources"]}]}))  # fmt: skip
+    container = {"name": "kserve-container", "image": IMAGE, "resources": model["resources"]}
+    valid(pod("predictor", {"affinity": predictor["affinity"], "containers": [container]}))
     assert model["runtime"] == runtime["metadata"]["name"]
     assert model["storageUri"].startswith("pvc://")
     container = runtime["spec"]["containers"][0]
@@ -156,7 +156,8 @@ def test_kserve_objects_carry_the_same_facts(tmp_path: Path) -> None:
 
 
 needs_shellcheck = pytest.mark.skipif(
-    shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt-get install shellcheck)"
+    shutil.which("shellcheck") is None,
+    reason="shellcheck is not installed (apt-get install shellcheck)",
 )
 
 

@@ -4,9 +4,13 @@ tests/wheelhouse.py, installed by Ray's uv from the lock with its hashes)."""
 
 from __future__ import annotations
 
+import os
+
+# before Ray is imported: Ray reads it once, and then binds its cluster to 127.0.0.1
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
 import hashlib
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
@@ -61,20 +65,21 @@ def test_a_task_in_the_exported_runtime_env_reports_the_locks_versions(
     written = result.files[0].path
     runtime_env = yaml.safe_load(written.read_text())
     lock = tmp_path / "constraints" / "tiny" / f"{CELL}.txt"
-    assert runtime_env["env_vars"]["ENVKIT_LOCK_SHA256"] == hashlib.sha256(
-        lock.read_bytes()
-    ).hexdigest()
+    assert (
+        runtime_env["env_vars"]["ENVKIT_LOCK_SHA256"]
+        == hashlib.sha256(lock.read_bytes()).hexdigest()
+    )
     assert all("--hash=sha256:" in p for p in runtime_env["uv"]["packages"])
 
     import ray
     from ray.cluster_utils import Cluster
 
-    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     cluster = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "include_dashboard": False},
     )
+    assert cluster.address.startswith("127.0.0.1:"), cluster.address
     try:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
 
@@ -88,5 +93,5 @@ def test_a_task_in_the_exported_runtime_env_reports_the_locks_versions(
         got = ray.get(versions.remote(), timeout=600)
     finally:
         ray.shutdown()
-        cluster.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
     assert got == {"vllm": "0.8.5", "transformers": "4.51.3", "torch": "2.6.0", "cell": CELL}
