@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from envkit.deploy import affinity, kubernetes, ray, slurm
@@ -18,6 +18,7 @@ from envkit.deploy.export import Engine, ExportOptions, facts_for, yaml_text
 from envkit.deploy.facts import image_for
 from envkit.gpu.arch import Capability
 from envkit.image.spec import ImageSpec
+from envkit.io.redaction import redact
 from envkit.lock.torchsource import TorchIndex, TorchSource
 
 
@@ -129,9 +130,10 @@ TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40
 def test_every_value_parses_back_as_meant(tmp_path_factory: Any, model: str, word: str) -> None:
     """A model id or flag value with quotes, newlines, ``$``, YAML's own characters or
     non-ASCII: the YAML and the sbatch script give vLLM the words meant, no more."""
+    assume(redact(model) == model and redact(word) == word)  # a credential is masked: below
     tmp = tmp_path_factory.getbasetemp()
     options = ExportOptions(Engine.KUBERNETES, tmp, image=image_for(
-        "r.test/v@sha256:" + "e" * 64, "0.8.5", False))  # fmt: skip
+        "r.test/v@sha256:" + "e" * 64, False))  # fmt: skip
     facts = facts_for(spec(tmp), model, ["--served-model-name", word], options)
     docs = list(
         yaml.safe_load_all(yaml_text(facts, kubernetes.objects(facts, kubernetes.Secrets())))
@@ -145,3 +147,13 @@ def test_every_value_parses_back_as_meant(tmp_path_factory: Any, model: str, wor
     serve = script[script.index(start) + len(start) :]  # bash splits lines on \n alone
     assert shlex.split(serve)[:3] == ["vllm", "serve", facts.served]
     assert shlex.split(serve)[-1] == word
+
+
+def test_a_credential_in_a_value_is_masked_before_it_is_encoded(tmp_path: Path) -> None:
+    options = ExportOptions(Engine.SLURM, tmp_path, venv=Path("/v"))
+    url = "https://user:s3cretpass@weights.test/m"
+    facts = facts_for(spec(tmp_path), "org/m", ["--served-model-name", url], options)
+    script = slurm.script(facts, Path("/v"))
+    text = yaml_text(facts, [{"args": facts.serve_args()}])
+    for written in (script, text):
+        assert "s3cretpass" not in written and "https://***@weights.test/m" in written

@@ -11,12 +11,15 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 import hashlib
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from envkit.deploy.export import Engine, ExportOptions, export, facts_for
+from envkit.deploy.facts import ray_wait
 from envkit.image.spec import spec_for
 from envkit.profiles.catalog import Catalog
 
@@ -91,6 +94,12 @@ def test_a_task_in_the_exported_runtime_env_reports_the_locks_versions(
             return {n: version(n) for n in names} | {"cell": os.environ["ENVKIT_CELL"]}
 
         got = ray.get(versions.remote(), timeout=600)
+        # the wait the multi-node files run before vllm serve: the cluster is whole
+        waited = subprocess.run(
+            [sys.executable, *ray_wait(1)[1:]], capture_output=True, text=True, timeout=300,
+            env={**os.environ, "RAY_ADDRESS": cluster.address},
+        )  # fmt: skip
+        assert waited.returncode == 0, waited.stderr[-2000:]
     finally:
         ray.shutdown()
         cluster.shutdown()  # type: ignore[no-untyped-call]

@@ -100,7 +100,7 @@ def export(ctx: click.Context, /, **values: Any) -> int:
     if asked.gpu is None:
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
     loaded = Catalog.from_option(state.envs).resolve(values["profile"])
-    image = image_for(values["image"], loaded.models.vllm, values["allow_tag"])
+    image = image_for(values["image"], values["allow_tag"])
     options = core.ExportOptions(
         engine=core.Engine(values["engine"]),
         out=values["out"].absolute(),

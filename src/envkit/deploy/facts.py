@@ -49,7 +49,6 @@ class Image:
 
     reference: str
     pinned: bool  # carries @sha256:
-    holds_lock: bool  # given by the user (envkit image's labels say which lock it holds)
 
     @property
     def repository(self) -> str:
@@ -71,7 +70,7 @@ class Image:
         return self.reference.split("@", 1)[1] if "@" in self.reference else ""
 
 
-def image_for(reference: str | None, vllm: str, allow_tag: bool) -> Image | None:
+def image_for(reference: str | None, allow_tag: bool) -> Image | None:
     """The image asked (``--image``), checked; a tag alone is refused unless ``allow_tag``.
     None when none was given (the engine decides: Ray and Slurm run the venv)."""
     if reference is None:
@@ -84,7 +83,7 @@ def image_for(reference: str | None, vllm: str, allow_tag: bool) -> Image | None
             "Give it by digest (REF@sha256:DIGEST: `envkit image` prints it), or pass "
             "--allow-tag to write the tag as given.",
         )
-    return Image(value, pinned, holds_lock=True)
+    return Image(value, pinned)
 
 
 @dataclass(frozen=True)
@@ -157,6 +156,23 @@ class Facts:
         return lines
 
 
+RAY_WAIT_SECONDS = 600
+
+
+def ray_wait(nodes: int) -> list[str]:
+    """A command that waits until ``nodes`` Ray nodes are alive (vLLM's multi-node guide
+    starts the server only once the cluster is whole), failing after RAY_WAIT_SECONDS."""
+    code = (
+        "import time, ray\n"
+        'ray.init(address="auto", logging_level="ERROR")\n'
+        f"end = time.time() + {RAY_WAIT_SECONDS}\n"
+        f'while sum(n["Alive"] for n in ray.nodes()) < {nodes}:\n'
+        f'    assert time.time() < end, "fewer than {nodes} Ray nodes joined"\n'
+        "    time.sleep(5)\n"
+    )
+    return ["python3", "-c", code]
+
+
 def dns_name(text: str) -> str:
     """``text`` as a DNS-1123 label (lower case, digits, '-'; at most 63, letter first)."""
     name = _NAME_CHARS.sub("-", text.lower()).strip("-")
@@ -166,10 +182,12 @@ def dns_name(text: str) -> str:
 
 
 def comment(lines: list[str], marker: str = "#") -> str:
-    """``lines`` as comments, each kept on one line (a newline in a value cannot end one)."""
+    """``lines`` as comments, each kept on one line (a newline in a value cannot end one),
+    credentials masked in each line before it is escaped."""
     from envkit.io.escaping import visible
+    from envkit.io.redaction import redact
 
-    return "".join(f"{marker} {visible(line, keep='')}\n" for line in lines)
+    return "".join(f"{marker} {visible(redact(line), keep='')}\n" for line in lines)
 
 
 def checked(profile: Profile, facts: Facts, what: str, args: list[str] | None = None) -> None:

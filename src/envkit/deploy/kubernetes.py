@@ -9,8 +9,9 @@ the load's estimate), then ``/v1/models`` for readiness and ``/health`` for live
 lands only on nodes whose GPU, driver and memory fit (:mod:`envkit.deploy.affinity`).
 
 A LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``) groups ``nodes`` pods: the leader starts
-Ray's head and ``vllm serve`` with the pipeline across the group, each worker joins the
-leader's Ray (``LWS_LEADER_ADDRESS``, which LeaderWorkerSet sets in every pod).
+Ray's head, waits for the group's nodes and starts ``vllm serve`` with the pipeline across
+the group; each worker joins the leader's Ray (``LWS_LEADER_ADDRESS``, which LeaderWorkerSet
+sets in every pod).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from envkit.deploy import affinity
-from envkit.deploy.facts import ANNOTATION, GIB, PORT, Facts
+from envkit.deploy.facts import ANNOTATION, GIB, PORT, Facts, ray_wait
 from envkit.io.escaping import shell_command
 
 KUBERNETES_VERSION = "1.33"  # the schemas the objects are tested against (kubernetes-validate)
@@ -174,7 +175,8 @@ def deployment(facts: Facts, secrets: Secrets) -> dict[str, Any]:
 
 def leader_worker_set(facts: Facts, secrets: Secrets) -> dict[str, Any]:
     head = shell_command(["ray", "start", "--head", f"--port={RAY_PORT}"])
-    leader = f"{head} && exec {shell_command(serve_command(facts))}"
+    wait = shell_command(ray_wait(facts.nodes))
+    leader = f"{head} && {wait} && exec {shell_command(serve_command(facts))}"
     join = shell_command(["ray", "start", "--block"])
     worker = f'{join} --address="$LWS_LEADER_ADDRESS:{RAY_PORT}"'
     labels = {"app.kubernetes.io/name": facts.name}

@@ -2,7 +2,8 @@
 
 One node: ``vllm serve`` on the job's node. Several: the start vLLM's multi-node guide
 describes, on Ray: ``ray start --head`` on the job's first node, ``ray start --address``
-on each other one (one ``srun`` step per node, in the background), then ``vllm serve``
+on each other one (one ``srun`` step per node, in the background), a wait until every
+node has joined, then ``vllm serve``
 with tensor parallelism across each node's GPUs and pipeline parallelism across the nodes.
 
 It runs the image through Apptainer (``apptainer exec --nv docker://REF@sha256:...``), or
@@ -15,10 +16,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envkit.deploy.facts import Facts, comment
-from envkit.io.escaping import shell_command
+from envkit.deploy.facts import Facts, comment, ray_wait
+from envkit.io import escaping
+from envkit.io.redaction import redact
 
 RAY_PORT = 6379
+
+
+def shell_command(words: list[str]) -> str:
+    """Each word redacted (a credential masked in the value), then quoted for the shell."""
+    return escaping.shell_command([redact(w) for w in words])
 
 
 def _runner(facts: Facts, venv: Path | None) -> list[str]:
@@ -61,7 +68,8 @@ def script(facts: Facts, venv: Path | None) -> str:
         f'  srun --nodes=1 --ntasks=1 -w "$node" "${{RUN[@]}}" ray start'
         f' --address="$head_ip:{RAY_PORT}" --block &',
         "done",
-        "sleep 10",
+        f'srun --overlap --nodes=1 --ntasks=1 -w "$head_node" "${{RUN[@]}}" '
+        f"{shell_command(ray_wait(facts.nodes))}",
         f'srun --overlap --nodes=1 --ntasks=1 -w "$head_node" "${{RUN[@]}}" {serve}',
     ]
     return "\n".join(lines) + "\n"
