@@ -157,3 +157,20 @@ def test_a_credential_in_a_value_is_masked_before_it_is_encoded(tmp_path: Path) 
     text = yaml_text(facts, [{"args": facts.serve_args()}])
     for written in (script, text):
         assert "s3cretpass" not in written and "https://***@weights.test/m" in written
+
+
+def test_a_variable_holding_a_credential_is_never_written(tmp_path: Path) -> None:
+    import dataclasses
+
+    import pytest
+
+    from envkit.deploy.facts import checked
+    from envkit.errors import BadInput
+    from envkit.profiles.profile import Profile
+
+    options = ExportOptions(Engine.RAY, tmp_path)
+    facts = facts_for(spec(tmp_path), "org/m", [], options)
+    leaky = dataclasses.replace(facts, env=(("HF_TOKEN", "hf_" + "x" * 30),))
+    with pytest.raises(BadInput, match="HF_TOKEN's value, a credential"):
+        profile = Profile(name="p", path=tmp_path, description="", python=">=3.10", requirements=())
+        checked(profile, leaky, "runtime_env.yaml")

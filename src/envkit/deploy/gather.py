@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from envkit.deploy.export import ExportOptions, facts_for
 from envkit.deploy.facts import ExportRefused, Facts
-from envkit.findings import Severity
+from envkit.findings import Finding, Severity
 from envkit.gpu.report import GpuTarget
 from envkit.image.spec import spec_for
 from envkit.index.pages import DEFAULT_INDEX, index_url
@@ -73,5 +73,5 @@ def planned(
     )
 
 
-def _codes(problems: tuple[object, ...]) -> str:
-    return ", ".join(sorted({getattr(p, "code", "") for p in problems})) or "none"
+def _codes(problems: tuple[Finding, ...]) -> str:
+    return ", ".join(sorted({p.code for p in problems})) or "none"

@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from envkit.deploy import affinity
-from envkit.deploy.facts import ANNOTATION, GIB, PORT, Facts, ray_wait
+from envkit.deploy.facts import ANNOTATION, GIB, PORT, Facts, dns_name, ray_wait
 from envkit.io.escaping import shell_command
 
 KUBERNETES_VERSION = "1.33"  # the schemas the objects are tested against (kubernetes-validate)
@@ -151,8 +151,6 @@ def _metadata(facts: Facts, name: str) -> dict[str, Any]:
 
 
 def _label(facts: Facts) -> str:
-    from envkit.deploy.facts import dns_name
-
     return dns_name(facts.spec.profile)
 
 
