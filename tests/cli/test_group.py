@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "envkit.cli.locks",
     "envkit.cli.serving",
     "envkit.cli.image",
+    "envkit.cli.export",
     "envkit.cli.fleet",
     "envkit.cli.site",
 )

@@ -31,6 +31,7 @@ GPU_COMMANDS = {
     "build": ["build", "no-such-profile"],
     "doctor": ["doctor", "--profile", "no-such-profile"],
     "new-profile": ["new-profile", "x", "--for-model", "m"],
+    "export": ["export", "no-such-profile", "m", "--to", "kubernetes"],
 }
 
 

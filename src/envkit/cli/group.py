@@ -42,6 +42,7 @@ COMMAND_MODULES = {
     "explain": "envkit.cli.serving",
     "serve": "envkit.cli.serving",
     "image": "envkit.cli.image",
+    "export": "envkit.cli.export",
     "fingerprint": "envkit.cli.fleet",
     "fleet": "envkit.cli.fleet",
     "site": "envkit.cli.site",

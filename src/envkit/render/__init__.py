@@ -10,6 +10,7 @@ only through ``term.echo``. The command line calls ``render.NAME`` for all of th
 from __future__ import annotations
 
 from envkit.render.env import build, profiles, report, show
+from envkit.render.export import exported
 from envkit.render.fleet import fingerprint, fleet_check
 from envkit.render.image import image
 from envkit.render.locks import github_matrix, lock_check, lock_results, matrix, published
@@ -53,6 +54,7 @@ __all__ = [
     "error",
     "exit_codes_help",
     "explanation",
+    "exported",
     "fingerprint",
     "finish",
     "fleet_check",

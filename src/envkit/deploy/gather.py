@@ -1,0 +1,77 @@
+"""The facts of an export from what envkit knows: the plan for the model on the GPU (the
+same assembly ``envkit plan`` and ``envkit serve`` run, :func:`serving.planning.plan_for`,
+with the GPU layer's check of the profile's builds on that GPU), the lock cell as ``envkit
+image`` reads it (:func:`image.spec.spec_for`), and the verdicts said in every file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from envkit.deploy.export import ExportOptions, facts_for
+from envkit.deploy.facts import ExportRefused, Facts
+from envkit.findings import Finding, Severity
+from envkit.gpu.report import GpuTarget
+from envkit.image.spec import spec_for
+from envkit.index.pages import DEFAULT_INDEX, index_url
+from envkit.lock.torchsource import TorchIndex
+from envkit.profiles.profile import Profile
+from envkit.serving.command import serve_args
+from envkit.serving.planning import Gpu, Settings, plan_for
+
+
+def planned(
+    profile: Profile,
+    model: str,
+    gpu: Gpu,
+    settings: Settings,
+    target: GpuTarget | None,
+    options: ExportOptions,
+    *,
+    cell: str | None,
+    constraints: str | None,
+    index: str | None,
+    torch_index: TorchIndex,
+    progress: Callable[[str], None],
+) -> Facts:
+    """The facts for ``model`` with ``profile`` on ``gpu``; ExportRefused (exit 1) when
+    the plan has no command (the profile cannot load the model, or its builds have no
+    kernels for the GPU), as ``envkit serve`` refuses to start."""
+    from envkit.gpu import profilefit
+
+    check = profilefit.checker(target) if target is not None else None
+    plan, profile, verdict = plan_for(profile, model, gpu, settings, progress, gpu_check=check)
+    if not plan.command:
+        reasons = "; ".join(p.message for p in plan.problems if p.severity is Severity.ERROR)
+        fixes = "; ".join(p.fix for p in plan.problems if p.fix)
+        raise ExportRefused(
+            f"envkit plan has no command for {model} with {profile.name} on this GPU "
+            f"({gpu.source}): {reasons or 'see envkit plan'}. Nothing was written.",
+            fixes or "envkit plan PROFILE MODEL shows the numbers.",
+        )
+    url = index_url(index)
+    spec = spec_for(
+        profile,
+        cell,
+        constraints=constraints,
+        index_url="" if url == DEFAULT_INDEX else url,
+        torch_index=torch_index,
+    )
+    args = serve_args(plan.recommended, settings.kv_cache_dtype)
+    verdicts = (
+        ("model", f"loadable as {verdict.architecture}" if verdict.ok else "not loadable"),
+        ("plan", "fits as asked" if plan.ok else "fits as recommended: " + _codes(plan.problems)),
+        ("gpu", gpu.source or "given"),
+    )
+    return facts_for(
+        spec,
+        model,
+        args,
+        options,
+        weights_bytes=plan.memory.weights,
+        gpu_memory=gpu.memory,
+        verdicts=verdicts,
+    )
+
+
+def _codes(problems: tuple[Finding, ...]) -> str:
+    return ", ".join(sorted({p.code for p in problems})) or "none"
