@@ -220,3 +220,4 @@ COMPAT = Kind("compat", 3, 4 * MiB)  # a vLLM x transformers report (compat.repo
 MODEL_TYPES = Kind("site", 1, 8 * MiB, numbered=False)  # arch -> model types (site.data)
 TORCH_BUILDS = Kind("torch-builds", 1, 4 * KiB, numbered=False)  # a torch wheel's CUDA
 GPU_KERNELS = Kind("gpu-kernels", 1, 1 * MiB)  # what a wheel's compiled modules hold (wheelkernels)
+SERVE_FLAGS = Kind("serve-flags", 1, 4 * MiB)  # vllm serve's flags and VLLM_* names (serveflags)
