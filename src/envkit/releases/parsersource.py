@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from envkit.errors import WheelError
 from envkit.index.asttables import SourceError, module_tables
+from envkit.releases.argfields import SWITCHES, Classes, action_name, field_arity
 
 MAX_FLAGS = 5_000  # vLLM 0.33 has about 450
 MAX_CALLS = 20_000  # add_argument calls and dataclass fields visited in one release
-_SWITCHES = {"store_true", "store_false", "store_const", "count", "help", "version"}
 _BOOLEAN_OPTIONAL = {"BooleanOptionalAction"}
 _HINT_WORDS = ("deprecat", "removed", "instead", "renamed", "replaced")
 _ENTRY_FUNCTIONS = {"add_cli_args", "make_arg_parser", "subparser_init"}
@@ -42,58 +42,6 @@ class ParserFacts:
     inverse_prefixes: bool = False  # --enable-X also gives --disable-X (EnableDisableAction)
 
 
-class _Classes:
-    """Every class of the modules read, for dataclass fields (with their bases' first)."""
-
-    def __init__(self, trees: Mapping[str, ast.Module]) -> None:
-        self.defs: dict[str, ast.ClassDef] = {}
-        self._fields: dict[str, dict[str, ast.expr] | None] = {}
-        for tree in trees.values():
-            for node in tree.body:
-                if isinstance(node, ast.ClassDef):
-                    self.defs.setdefault(node.name, node)
-
-    def fields(self, name: str, depth: int = 0) -> dict[str, ast.expr] | None:
-        """Field name -> annotation of dataclass ``name`` (None: a class envkit has not read)."""
-        if name not in self._fields:
-            self._fields[name] = self._read_fields(name, depth)
-        return self._fields[name]
-
-    def subclasses(self, name: str) -> set[str]:
-        """``name`` and every class read that derives from it."""
-        found = {name}
-        for _round in range(10):
-            more = {
-                c
-                for c, node in self.defs.items()
-                if any(isinstance(b, ast.Name) and b.id in found for b in node.bases)
-            }
-            if more <= found:
-                break
-            found |= more
-        return found
-
-    def _read_fields(self, name: str, depth: int) -> dict[str, ast.expr] | None:
-        node = self.defs.get(name)
-        if node is None or depth > 10:
-            return None
-        out: dict[str, ast.expr] = {}
-        for base in node.bases:
-            if isinstance(base, ast.Name) and base.id in self.defs:
-                out.update(self.fields(base.id, depth + 1) or {})
-        for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                if "ClassVar" in ast.unparse(stmt.annotation) or "InitVar" in ast.unparse(
-                    stmt.annotation
-                ):
-                    continue
-                out[stmt.target.id] = stmt.annotation
-        return out
-
-    def is_class(self, name: str) -> bool:
-        return name in self.defs
-
-
 def read_parser(
     texts: Mapping[str, str], sources: tuple[str, ...], skip: tuple[str, ...] = ()
 ) -> ParserFacts:
@@ -102,7 +50,7 @@ def read_parser(
     supply config dataclasses and vLLM's ArgumentParser. Raises WheelError when a flag is
     built in a way envkit cannot read, or no flag is found."""
     trees = {path: _parse(text, path) for path, text in texts.items() if path not in skip}
-    classes = _Classes(trees)
+    classes = Classes(trees)
     facts = ParserFacts()
     budget = [MAX_CALLS]
     called = {
@@ -165,7 +113,7 @@ def _entry_functions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef, str]]:
 def _read_function(
     func: ast.FunctionDef,
     owner: str,
-    classes: _Classes,
+    classes: Classes,
     constants: Mapping[str, str],
     facts: ParserFacts,
     budget: list[int],
@@ -226,7 +174,7 @@ def _items_class(node: ast.expr, kwargs_of: Mapping[str, str], owner: str) -> st
 
 def _read_call(
     call: ast.Call,
-    classes: _Classes,
+    classes: Classes,
     constants: Mapping[str, str],
     kwargs_of: Mapping[str, str],
     loops: Mapping[str, str],
@@ -234,31 +182,17 @@ def _read_call(
     budget: list[int],
     path: str,
 ) -> None:
-    options: list[str] = []
-    generated: str = ""  # the dataclass whose every field this call adds
-    for arg in call.args:
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            if arg.value.startswith("-"):
-                options.append(arg.value)
-            elif arg.value in ("model_tag", "model"):
-                facts.positional_model = True
-        elif isinstance(arg, ast.JoinedStr) and _loop_name(arg, loops):
-            generated = loops[_loop_name(arg, loops)]
-        elif isinstance(arg, ast.Starred):
-            continue  # extra flags a dataclass declares: envkit reads the field's own name
-        else:
-            raise WheelError(
-                f"{path}:{call.lineno}: an add_argument call whose flag is computed "
-                f"({ast.unparse(arg)[:80]}); envkit does not evaluate it.",
-                "This vLLM release builds its argument parser in a way envkit does not read.",
-            )
+    options, generated = _names(call, loops, facts, path)
     if generated:
         fields = classes.fields(generated)
         if fields is None:
-            raise WheelError(f"{path}:{call.lineno}: the dataclass {generated} is not in the wheel.")
+            raise WheelError(
+                f"{path}:{call.lineno}: the dataclass {generated} is not in the wheel."
+            )
+        overrides = classes.overrides(generated)
         for name, annotation in fields.items():
             budget[0] -= 1
-            arity = _field_arity(annotation, classes)
+            arity = overrides.get(name) or field_arity(annotation, classes)
             _add(facts, [f"--{name.replace('_', '-')}"], arity, arity == "bool")
         return
     if not options:
@@ -269,6 +203,30 @@ def _read_call(
     if hint is not None:
         for option in options:
             facts.hints[option] = hint
+
+
+def _names(
+    call: ast.Call, loops: Mapping[str, str], facts: ParserFacts, path: str
+) -> tuple[list[str], str]:
+    """The option strings of one add_argument call, and the dataclass whose every field it
+    adds (``f"--{key...}"`` in a loop), else ""."""
+    options: list[str] = []
+    generated = ""
+    for arg in call.args:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            if arg.value.startswith("-"):
+                options.append(arg.value)
+            elif arg.value in ("model_tag", "model"):
+                facts.positional_model = True
+        elif isinstance(arg, ast.JoinedStr) and _loop_name(arg, loops):
+            generated = loops[_loop_name(arg, loops)]
+        elif not isinstance(arg, ast.Starred):  # *flags a dataclass declares: the field's own
+            raise WheelError(
+                f"{path}:{call.lineno}: an add_argument call whose flag is computed "
+                f"({ast.unparse(arg)[:80]}); envkit does not evaluate it.",
+                "This vLLM release builds its argument parser in a way envkit does not read.",
+            )
+    return options, generated
 
 
 def _loop_name(node: ast.JoinedStr, loops: Mapping[str, str]) -> str:
@@ -296,9 +254,7 @@ def _add(facts: ParserFacts, options: list[str], arity: str, boolean: bool) -> N
         raise WheelError(f"more vllm serve flags than envkit reads ({MAX_FLAGS:,}).")
 
 
-def _call_arity(
-    call: ast.Call, classes: _Classes, kwargs_of: Mapping[str, str]
-) -> tuple[str, bool]:
+def _call_arity(call: ast.Call, classes: Classes, kwargs_of: Mapping[str, str]) -> tuple[str, bool]:
     """(arity, is BooleanOptionalAction) of one add_argument call."""
     action, nargs = None, None
     for keyword in call.keywords:
@@ -307,104 +263,42 @@ def _call_arity(
         elif keyword.arg == "nargs":
             nargs = keyword.value
         elif keyword.arg is None:  # **model_kwargs["max_model_len"]
-            spread = keyword.value
-            if isinstance(spread, ast.Dict):  # **{**cache_kwargs["x"], "default": None}
-                keys = {k.value for k in spread.keys if isinstance(k, ast.Constant)}
-                inner = [v for k, v in zip(spread.keys, spread.values, strict=True) if k is None]
-                if len(inner) != 1 or keys & {"action", "nargs", "type"}:
-                    return "", False
-                spread = inner[0]
-            if (
-                isinstance(spread, ast.Subscript)
-                and isinstance(spread.value, ast.Name)
-                and spread.value.id in kwargs_of
-                and isinstance(spread.slice, ast.Constant)
-                and isinstance(spread.slice.value, str)
-            ):
-                fields = classes.fields(kwargs_of[spread.value.id]) or {}
-                annotation = fields.get(spread.slice.value)
-                if annotation is not None and action is None and nargs is None:
-                    arity = _field_arity(annotation, classes)
-                    return ("0", True) if arity == "bool" else (arity, False)
-            return "", False
+            if action is not None or nargs is not None:
+                return "", False
+            arity = _spread_arity(keyword.value, classes, kwargs_of)
+            return ("0", True) if arity == "bool" else (arity, False)
     if action is not None:
-        name = _action_name(action)
+        name = action_name(action)
         if name in _BOOLEAN_OPTIONAL:
             return "0", True
-        if name in _SWITCHES:
+        if name in SWITCHES:
             return "0", False
     if isinstance(nargs, ast.Constant) and isinstance(nargs.value, str | int):
         return str(nargs.value), False
     if nargs is not None:
         return "", False
-    return ("1" if action is None or _action_name(action) in ("store", "append") else ""), False
+    return ("1" if action is None or action_name(action) in ("store", "append") else ""), False
 
 
-def _action_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
-def _field_arity(annotation: ast.expr, classes: _Classes) -> str:
-    """A dataclass field's arity as vLLM's ``get_kwargs`` makes it ("bool": --x/--no-x)."""
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
+def _spread_arity(spread: ast.expr, classes: Classes, kwargs_of: Mapping[str, str]) -> str:
+    """The arity ``**model_kwargs["field"]`` gives (or ``**{**kwargs["f"], "default": x}``)."""
+    if isinstance(spread, ast.Dict):
+        keys = {k.value for k in spread.keys if isinstance(k, ast.Constant)}
+        inner = [v for k, v in zip(spread.keys, spread.values, strict=True) if k is None]
+        if len(inner) != 1 or keys & {"action", "nargs", "type"}:
             return ""
-    names = set(_type_names(annotation))
-    if {"bool", "str", "None"} == names - {"Optional", "Union"}:
-        return "?"
-    if "bool" in names:
-        return "bool"
-    if "Literal" in names:
-        return "1"
-    if any(classes.is_class(n) for n in names):
-        return "1"  # a config dataclass as JSON
-    for collection in ("tuple", "Tuple", "list", "List", "set", "Set"):
-        if collection in names:
-            return _collection_arity(annotation)
-    return "1"
-
-
-def _type_names(node: ast.expr) -> Iterator[str]:
-    if isinstance(node, ast.Name):
-        yield node.id
-    elif isinstance(node, ast.Attribute):
-        yield node.attr
-    elif isinstance(node, ast.Constant) and node.value is None:
-        yield "None"
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        yield from _type_names(node.left)
-        yield from _type_names(node.right)
-    elif isinstance(node, ast.Subscript):
-        outer = list(_type_names(node.value))
-        yield from outer
-        if outer and outer[-1] in ("Optional", "Union", "Annotated"):
-            inner = node.slice
-            elts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
-            for elt in elts[:1] if outer[-1] == "Annotated" else elts:
-                yield from _type_names(elt)
-
-
-def _collection_arity(node: ast.expr) -> str:
-    """``tuple[int, int]`` -> "2"; ``tuple[int, ...]``, lists and sets -> "+"."""
-    for sub in ast.walk(node):
-        if (
-            isinstance(sub, ast.Subscript)
-            and isinstance(sub.value, ast.Name)
-            and sub.value.id in ("tuple", "Tuple")
-        ):
-            elts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-            if any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts):
-                return "+"
-            return str(len(elts))
-    return "+"
+        spread = inner[0]
+    if not (
+        isinstance(spread, ast.Subscript)
+        and isinstance(spread.value, ast.Name)
+        and spread.value.id in kwargs_of
+        and isinstance(spread.slice, ast.Constant)
+        and isinstance(spread.slice.value, str)
+    ):
+        return ""
+    fields = classes.fields(kwargs_of[spread.value.id]) or {}
+    annotation = fields.get(spread.slice.value)
+    return "" if annotation is None else field_arity(annotation, classes)
 
 
 def _hint(call: ast.Call, options: list[str], constants: Mapping[str, str]) -> str | None:
@@ -447,25 +341,31 @@ def _read_argument_parser(tree: ast.Module, facts: ParserFacts) -> None:
         if not (isinstance(node, ast.ClassDef) and node.name == "FlexibleArgumentParser"):
             continue
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                if "--model" in sub.value and "vllm serve" in sub.value and not facts.model_flag:
-                    facts.model_flag = "warning"
-            if (
-                isinstance(sub, ast.Raise)
-                and "--model" in ast.unparse(sub)
-                and "vllm serve" in ast.unparse(sub)
-            ):
-                facts.model_flag = "error"
-            if (
-                isinstance(sub, ast.Call)
-                and isinstance(sub.func, ast.Attribute)
-                and sub.func.attr == "register"
-                and any(isinstance(a, ast.Name) and a.id == "EnableDisableAction" for a in sub.args)
-            ):
-                facts.inverse_prefixes = True
+            _parser_fact(sub, facts)
     if facts.inverse_prefixes:
         for name, arity in list(facts.flags.items()):
             if arity == "0" and not name.startswith("--no-"):
                 for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
                     if name.startswith(prefix) and f"--no-{name[2:]}" in facts.flags:
                         facts.flags.setdefault(inverse + name[len(prefix) :], "0")
+
+
+def _parser_fact(node: ast.AST, facts: ParserFacts) -> None:
+    if isinstance(node, ast.Raise) and "--model" in ast.unparse(node):
+        if "vllm serve" in ast.unparse(node):
+            facts.model_flag = "error"  # raise ValueError("With `vllm serve`, ... `--model`")
+    elif (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and "--model" in node.value
+        and "vllm serve" in node.value
+        and not facts.model_flag
+    ):
+        facts.model_flag = "warning"  # logger.warning("With `vllm serve`, ... `--model`")
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "register"
+        and any(isinstance(a, ast.Name) and a.id == "EnableDisableAction" for a in node.args)
+    ):
+        facts.inverse_prefixes = True

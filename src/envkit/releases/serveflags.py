@@ -148,9 +148,9 @@ def read_variables(text: str) -> tuple[str, ...]:
 def wanted_members(members: dict[str, Any]) -> list[str]:
     """The members a release's parser and variables are read from (within caps)."""
     fixed = [ARG_UTILS, CLI_SERVE, *FRONTENDS, *PARSER_HOMES, ENVS, CONFIG_FILE]
-    config = sorted(
-        n for n in members if n.startswith(CONFIG_FOLDER) and n.endswith(".py")
-    )[:MAX_CONFIG_FILES]
+    config = sorted(n for n in members if n.startswith(CONFIG_FOLDER) and n.endswith(".py"))[
+        :MAX_CONFIG_FILES
+    ]
     return [n for n in fixed if n in members] + config
 
 

@@ -100,7 +100,7 @@ def vllm_pin(profile: Profile) -> Version:
 def lint_args(
     profile: Profile,
     args: Sequence[str],
-    env: Mapping[str, str] = {},  # noqa: B006 (never mutated: the brief's public signature)
+    env: Mapping[str, str] = {},
     *,
     session: IndexSession | None = None,
 ) -> LintReport:
@@ -303,7 +303,9 @@ class _Check:
         else:
             fix = f"Remove {flag}; vllm serve --help lists what vLLM {self.version} takes"
         self.add(
-            "unknown-flag", "error", flag,
+            "unknown-flag",
+            "error",
+            flag,
             f"vLLM {self.version}'s vllm serve has no {flag}"
             + (", and no release envkit read before it had it" if self.dated <= MAX_DATED else "")
             + "; it refuses the command.",
