@@ -68,8 +68,15 @@ for action in parser._actions:
         flags[option] = nargs
 for option in parser._option_string_actions:  # hidden strings still parse
     flags.setdefault(option, "0" if parser._option_string_actions[option].nargs == 0 else "1")
+parsed = {}
+for probe in (["--enable-reasoning"], ["--disable-log-requests"], ["--max-model-len", "4096"]):
+    try:
+        parser.parse_known_args(["m", *probe])  # unknown flags come back, not raised
+        parsed[probe[0]] = probe[0] not in parser.parse_known_args(["m", *probe])[1]
+    except SystemExit:
+        parsed[probe[0]] = False
 print(json.dumps({"version": vllm.__version__, "flags": flags, "positional": positional,
-                  "variables": sorted(envs.environment_variables)}))
+                  "variables": sorted(envs.environment_variables), "parsed": parsed}))
 """
 
 
@@ -124,10 +131,8 @@ def compare(venv: Path, wheel: Path) -> dict:
         "read_seconds": round(seconds, 2),
         "compressed_bytes_read": packed,
         "wheel_bytes": wheel.stat().st_size,
-        "probes": {
-            f: [f in ours, f in theirs]
-            for f in ("--enable-reasoning", "--disable-log-requests", "--max-model-len")
-        },
+        # [envkit reads it from the wheel, the parser lists it, the parser accepts it]
+        "probes": {f: [f in ours, f in theirs, ok] for f, ok in truth["parsed"].items()},
     }
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import click
 
 from envkit import render
-from envkit.cli import env, image, locks, models, serving, site
+from envkit.cli import env, image, lint, locks, models, serving, site
 from envkit.cli.group import add_group_options, cli
 from envkit.cli.options import State
 from envkit.errors import (
@@ -28,7 +28,7 @@ from envkit.errors import (
 from envkit.io import faults, process, redaction
 from envkit.io.atomicfile import sweep_temporary_folders
 
-for _module in (env, image, models, locks, serving, site):
+for _module in (env, image, models, locks, serving, site, lint):
     for _command in _module.COMMANDS:
         add_group_options(_command)
         cli.add_command(_command)

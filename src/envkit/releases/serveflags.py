@@ -8,9 +8,10 @@ read once and cached (``io.cache.SERVE_FLAGS``); a release whose parser envkit c
 recorded as such (``unreadable``), never as an empty parser.
 
 :meth:`FlagReader.last_with` finds the newest release before a given one that still had a flag
-or a variable: releases are probed going back in doubling steps, then bisected (a flag stays
-from the release that adds it until the one that drops it, as ``compat.removed_in`` assumes of
-removals), within :data:`MAX_PROBES` wheel reads.
+or a variable: the last release of each minor series is probed going back, then the releases
+between the series that has it and the newer one that does not are bisected (a flag stays from
+the release that adds it until the one that drops it, as ``compat.removed_in`` assumes of
+removals), within :data:`MAX_PROBES` series.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ ENVS = "vllm/envs.py"
 CONFIG_FILE = "vllm/config.py"
 CONFIG_FOLDER = "vllm/config/"
 MAX_CONFIG_FILES = 200  # vllm/config/ holds about 40
-MAX_PROBES = 12  # wheels read to date one flag or variable
+MAX_PROBES = 64  # minor series probed to date a flag (vLLM has about 35; each read is cached)
 ARITIES = {"0", "1", "?", "*", "+", ""} | {str(n) for n in range(2, 10)}
 
 
@@ -227,33 +228,32 @@ class FlagReader:
         return found if found.readable else None
 
     def _search(self, older: list[Version], has: Callable[[ServeFlags], bool]) -> str:
+        """The newest of ``older`` for which ``has`` holds: the last release of each minor
+        series is probed, newest first, then the releases between the series that has it and
+        the newer one that does not are bisected."""
         if not older:
             return ""
-        probes = 0
-        without = len(older)  # older[without:] do not have it (the target is past the end)
-        step = 1
+        position = {v: i for i, v in enumerate(older)}
+        lasts: dict[tuple[int, ...], Version] = {}
+        for version in older:
+            lasts[version.release[:2]] = version
+        without = len(older)  # older[without:] lack it (the target is past the end)
         found = -1
-        while probes < MAX_PROBES:
-            index = len(older) - step
-            if index < 0:
-                index = 0
-            flags = self._probe(older[index])
-            probes += 1
+        for probes, version in enumerate(reversed(list(lasts.values()))):
+            if probes >= MAX_PROBES:
+                return ""
+            flags = self._probe(version)
             if flags is not None and has(flags):
-                found = index
+                found = position[version]
                 break
             if flags is not None:
-                without = index
-            if index == 0:
-                return ""
-            step *= 2
+                without = position[version]
         if found < 0:
             return ""
         low, high = found, without  # older[low] has it; older[high] (or the target) not
-        while high - low > 1 and probes < MAX_PROBES * 2:
+        while high - low > 1:
             mid = (low + high) // 2
             flags = self._probe(older[mid])
-            probes += 1
             if flags is None:
                 break  # cannot decide past here: the newest known to have it
             if has(flags):

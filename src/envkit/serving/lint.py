@@ -272,7 +272,9 @@ class _Check:
 
     def _missing(self, flag: str) -> str:
         """Findings for a flag the release lacks; its arity where an older release knew it."""
-        last = self._date(lambda s: flag in s.flags)
+        typo = difflib.get_close_matches(flag, list(self.release.flags), n=1, cutoff=0.9)
+        dated = not typo and self.dated < MAX_DATED
+        last = self._date(lambda s: flag in s.flags) if dated else ""
         if last:
             older = self.reader.flags(Version(last))
             instead = self._replacement(flag, older)
@@ -307,7 +309,7 @@ class _Check:
             "error",
             flag,
             f"vLLM {self.version}'s vllm serve has no {flag}"
-            + (", and no release envkit read before it had it" if self.dated <= MAX_DATED else "")
+            + (", and no release envkit read before it had it" if dated else "")
             + "; it refuses the command.",
             f"{fix} ({self.where}).",
         )
