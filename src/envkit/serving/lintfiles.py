@@ -37,6 +37,16 @@ class Deployment:
 def read_deployment(path: Path) -> Deployment:
     """The args and env of ``path``; BadInput for a file that is none of the four formats."""
     text = read_small_text(path, MAX_FILE, what="deployment file")
+    try:
+        return _read(path, text)
+    except (AttributeError, TypeError, KeyError, IndexError):  # a key of another shape
+        raise BadInput(
+            f"{path}: its vLLM service, container or vllmConfig is not laid out as envkit "
+            "reads it (a mapping where a list is expected, or the other way round)."
+        ) from None
+
+
+def _read(path: Path, text: str) -> Deployment:
     if path.suffix in (".sh", ".bash") or text.startswith("#!"):
         return _shell(text, str(path))
     document = _yaml(text, str(path))
@@ -59,21 +69,12 @@ def read_deployment(path: Path) -> Deployment:
 def _yaml(text: str, where: str) -> Any:
     import yaml
 
-    class _Loader(yaml.SafeLoader):
-        pass
-
     try:
-        loader = _Loader(text)
-        try:
-            for nodes, event in enumerate(loader.parse(), start=1):
-                if isinstance(event, yaml.AliasEvent):
-                    raise BadInput(
-                        f"{where} uses a YAML alias (*name); envkit does not expand them."
-                    )
-                if nodes > MAX_NODES:
-                    raise BadInput(f"{where} has more than {MAX_NODES:,} YAML nodes.")
-        finally:
-            loader.dispose()
+        for nodes, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader), start=1):
+            if isinstance(event, yaml.AliasEvent):
+                raise BadInput(f"{where} uses a YAML alias (*name); envkit does not expand them.")
+            if nodes > MAX_NODES:
+                raise BadInput(f"{where} has more than {MAX_NODES:,} YAML nodes.")
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         raise BadInput(f"{where} is not YAML envkit can read: {str(exc)[:300]}") from None
