@@ -4,10 +4,12 @@ wheel (never installed) against the argument parser the installed release builds
 For each release: a venv holding it (made by hand, e.g. `uv venv /tmp/v085 --python 3.12` and
 `uv pip install --python /tmp/v085/bin/python vllm==0.8.5`), whose interpreter builds
 `vllm serve`'s parser as `vllm serve` does (`make_arg_parser` on a FlexibleArgumentParser
-subparser) and lists every option string with its nargs; and the release's wheel (a file, or
-the package index), read by envkit. Without a GPU (or libcuda) here, the child sets vLLM's platform to
-its CPU platform before building the parser (vLLM 0.33's config defaults need a device type);
-neither the CPU nor the CUDA platform adds flags (only ROCm's overrides pre_register_and_update). Agreement counts option strings both have, misses the ones
+subparser) and lists every option string with its nargs; and the release's wheel (a file on
+disk; envkit lint reads the same members by range from the index), read by envkit. Without a
+GPU (or libcuda) here, the child sets vLLM's platform to its CPU platform before building the
+parser (vLLM 0.33's config defaults need a device type); neither the CPU nor the CUDA platform
+adds flags (only ROCm's overrides pre_register_and_update). Agreement counts option strings
+both have, misses the ones
 only run time has (lint would call them unknown), extras the ones only envkit has (lint would
 pass a flag vLLM refuses); arity agreement compares nargs where envkit knows it. The VLLM_*
 names are compared with `vllm.envs.environment_variables` the same way.

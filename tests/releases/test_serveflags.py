@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import lint_world
 import pytest
 from packaging.version import Version
 
@@ -14,6 +13,7 @@ from envkit.index.session import IndexSession
 from envkit.releases.serveflags import FlagReader, ServeFlags, read_release
 
 import indexserver
+import lint_world
 
 
 def test_the_add_argument_shape() -> None:

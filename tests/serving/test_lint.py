@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import lint_world
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +18,7 @@ from envkit.serving.lintfiles import read_deployment
 from envkit.serving.lintuse import args_from_log
 
 import indexserver
+import lint_world
 from helpers import envkit, output
 
 
@@ -119,7 +119,8 @@ def test_deployment_files(project: Path, server, tmp_path: Path) -> None:  # typ
     deployment.write_text(
         "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
         "      - name: vllm\n        image: vllm/vllm-openai\n        command: [vllm, serve]\n"
-        "        args: [m, --max-model-len, '8']\n        env: [{name: VLLM_OLD_KNOB, value: '1'}]\n"
+        "        args: [m, --max-model-len, '8']\n"
+        "        env: [{name: VLLM_OLD_KNOB, value: '1'}]\n"
     )
     script = tmp_path / "run.sh"
     script.write_text(

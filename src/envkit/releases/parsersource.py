@@ -154,8 +154,8 @@ def _get_kwargs_class(value: ast.expr, kwargs_of: Mapping[str, str], owner: str)
             arg = value.args[0].id
             return owner if arg == "cls" and owner else arg
         if name == "_customize_cli_kwargs" and value.args:
-            arg = value.args[0]
-            return kwargs_of.get(arg.id, "") if isinstance(arg, ast.Name) else ""
+            first = value.args[0]
+            return kwargs_of.get(first.id, "") if isinstance(first, ast.Name) else ""
     return ""
 
 

@@ -18,7 +18,7 @@ from envkit.serving.lint import LintReport, lint_args
 def lint_notes(
     profile: Profile,
     args: Sequence[str],
-    env: Mapping[str, str] = {},  # noqa: B006 (read only)
+    env: Mapping[str, str] = {},
     *,
     session: IndexSession | None = None,
     what: str = "the arguments",
