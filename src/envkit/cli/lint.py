@@ -50,8 +50,8 @@ def lint(
     if file is None and not vllm_args:
         raise BadInput(
             "Nothing to check: give the arguments after -- or a file with --file.",
-            "envkit lint PROFILE -- --max-model-len 8192, or: envkit lint PROFILE --file "
-            "compose.yaml.",
+            "Give vllm serve's arguments after -- (the model first), or: envkit lint PROFILE "
+            "--file compose.yaml.",
         )
     args: list[str] = []
     env: dict[str, str] = {}
