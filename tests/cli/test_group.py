@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "envkit.cli.serving",
     "envkit.cli.image",
     "envkit.cli.export",
+    "envkit.cli.lint",
     "envkit.cli.fleet",
     "envkit.cli.site",
 )

@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "serve": "envkit.cli.serving",
     "image": "envkit.cli.image",
     "export": "envkit.cli.export",
+    "lint": "envkit.cli.lint",
     "fingerprint": "envkit.cli.fleet",
     "fleet": "envkit.cli.fleet",
     "site": "envkit.cli.site",

@@ -75,6 +75,13 @@ def plan(
         if (compose and result.command)
         else ""
     )
+    if result.command:  # envkit lint's check of the printed command
+        from envkit.serving.command import serve_args
+        from envkit.serving.lintuse import lint_notes
+
+        args = serve_args(result.recommended, asked.settings.kv_cache_dtype)
+        for line in lint_notes(loaded, [model, *args], what="the plan's command")[1]:
+            render.note(line)
     render.plan(result, verdict, extra, as_json)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
@@ -222,6 +229,12 @@ def explain(
         profile=loaded.name if loaded else "",
         venv=str(venv) if venv is not None else "",
     )
+    if loaded is not None and (scan.facts.args or scan.facts.env):  # envkit lint's check
+        from envkit.serving.lintuse import args_from_log, lint_notes
+
+        recorded = args_from_log(scan.facts.args)
+        for line in lint_notes(loaded, recorded, scan.facts.env, what="the log's arguments")[1]:
+            render.note(line)
     render.explanation(result, as_json)
     return EXIT_OK if result.exit_ok else EXIT_CHECK_FAILED
 
@@ -324,6 +337,12 @@ def serve(
     env, probe_key = start.child_env(key, given_keys[0] if given_keys else "")
     argv = start.command(program, model, host, port, planned, vllm_args)
     warnings = [w for w in (start.marker_warning(venv, loaded.name),) if w]
+    from envkit.serving.lintuse import lint_notes, refuse_on_error  # envkit lint's check
+
+    variables = {k: v for k, v in {**os.environ, **env}.items() if k.startswith("VLLM_")}
+    lint_report, lint_lines = lint_notes(loaded, argv[2:], variables)
+    refuse_on_error(lint_report, loaded)
+    (warnings if lint_report is not None else notes).extend(lint_lines)
     if any(a.split("=")[0] == "--api-key" for a in vllm_args):
         warnings.append(
             "a key after -- (vLLM's --api-key) is on the command line every user's ps "

@@ -1,0 +1,41 @@
+"""``envkit lint``'s report: each finding with its fix, or that the arguments hold."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envkit.render.term import echo, emit_json, wrap
+
+if TYPE_CHECKING:  # the core is loaded by the command that uses it
+    from envkit.serving.lint import LintFinding, LintReport
+
+_COLOUR = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def lint_lines(findings: tuple[LintFinding, ...], *, err: bool = False) -> None:
+    """The findings as plan, serve and explain show them too."""
+    for finding in findings:
+        echo(
+            wrap(
+                f"{finding.severity} {finding.code} {finding.subject}: {finding.message}", "", "  "
+            ),
+            err=err,
+            fg=_COLOUR.get(finding.severity),
+        )
+        echo(wrap(f"fix: {finding.fix}", "  ", "    "), err=err)
+
+
+def lint_report(report: LintReport, where: str, as_json: bool) -> None:
+    if as_json:
+        data = report.to_dict()
+        data["source"] = where
+        emit_json(data)
+        return
+    head = f"{report.profile} (vLLM {report.vllm}): {len(report.checked)} checked"
+    echo(wrap(head + (f" from {where}" if where else ""), "", "  "))
+    lint_lines(report.findings)
+    if report.ok:
+        echo(
+            "ok: vLLM accepts these arguments" + (" (see the warnings)" if report.findings else ""),
+            fg="green",
+        )
