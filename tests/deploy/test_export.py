@@ -14,6 +14,7 @@ from typing import Any
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
+from lintindex import lint_index, lint_reads_the_local_index  # noqa: F401 (fixtures)
 
 from envkit.serving import lint
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from envkit.errors import BadInput
 from envkit.index.session import IndexSession
-from envkit.profiles.profile import load_profile
+from envkit.profiles.profile import Profile, load_profile
 from envkit.serving.lint import lint_args
 from envkit.serving.lintfiles import read_deployment
 from envkit.serving.lintuse import args_from_log
@@ -199,7 +199,7 @@ def test_any_words_are_walked(words: list[str]) -> None:
     assert all(f.severity in ("error", "warning", "info") for f in check.findings)
 
 
-def load_profile_text():  # type: ignore[no-untyped-def]
+def load_profile_text() -> Profile:
     import tempfile
 
     folder = Path(tempfile.mkdtemp())

@@ -38,6 +38,8 @@ def _expr(key: str, op: str, *values: int) -> Expr:
 def driver_alternatives(driver: str) -> list[list[Expr]]:
     """The ORed alternatives of "driver at or above ``driver``" (``[[]]``: any driver)."""
     parts = [int(p) for p in driver.split(".") if p.isdigit()] if driver else []
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()  # 400.1.0 is 400.1: a node whose driver has no revision label meets it
     if not parts:
         return [[]]
     out: list[list[Expr]] = []

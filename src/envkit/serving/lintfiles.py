@@ -67,7 +67,7 @@ def _read(path: Path, text: str) -> Deployment:
 
 
 def _yaml(text: str, where: str) -> Any:
-    import yaml  # type: ignore[import-untyped]  # (no stubs in the dev extra)
+    import yaml  # types-PyYAML is in the dev extra
 
     try:
         for nodes, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader), start=1):
