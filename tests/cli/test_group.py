@@ -123,7 +123,10 @@ def test_a_command_loads_only_what_it_uses(
     argv = [a.replace("{log}", str(log)) for a in args]
     # the second run: the shipped profiles' TOML came from envkit's cache, not tomlkit
     held = loaded_by(argv, tmp_path / "cache", runs=2)
-    assert not held & (HEAVY | not_loaded | {"envkit.cli.locks", "envkit.cli.site"})
+    # plan checks the command it prints with envkit lint, which reads the release's parser
+    # from the index (issue 30): the HTTP client is the one heavy library it may load
+    heavy = HEAVY - {"httpx"} if argv[0] == "plan" else HEAVY
+    assert not held & (heavy | not_loaded | {"envkit.cli.locks", "envkit.cli.site"})
 
 
 def test_a_command_is_given_the_group_options_once() -> None:
