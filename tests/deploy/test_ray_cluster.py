@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lintindex import lint_index, lint_reads_the_local_index  # noqa: F401 (fixtures)
 
 from envkit.deploy.export import Engine, ExportOptions, export, facts_for
 from envkit.deploy.facts import ray_wait
@@ -61,7 +62,7 @@ def test_a_task_in_the_exported_runtime_env_reports_the_locks_versions(
     ).assert_ok()
     monkeypatch.chdir(tmp_path)
     profile = Catalog.from_option(str(tmp_path / "envs")).resolve("tiny")
-    spec = spec_for(profile, CELL, index_url=indexes.default)
+    spec = spec_for(profile, CELL, index=indexes.default)
     options = ExportOptions(engine=Engine.RAY, out=tmp_path / "out")
     facts = facts_for(spec, "org/tiny-model", ["--max-model-len", "4096"], options)
     result = export(profile, facts, options)

@@ -127,7 +127,7 @@ def cluster(project: Path) -> Iterator[Any]:
     try:
         yield made
     finally:
-        made.shutdown()
+        made.shutdown()  # type: ignore[no-untyped-call,unused-ignore]
         if saved is None:
             os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
         else:

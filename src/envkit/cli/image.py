@@ -86,21 +86,12 @@ def image(
     from envkit.image import builder as builders
     from envkit.image.make import ImageOptions, make
     from envkit.image.spec import spec_for
-    from envkit.index.pages import DEFAULT_INDEX
-    from envkit.index.pages import index_url as chosen_index
 
     build = do_build if do_build is not None else context_dir is None
     if save is not None and not build:
         raise BadInput("--save needs a build; drop --no-build or --save.", "")
     loaded = Catalog.from_option(state.envs).resolve(profile)
-    url = chosen_index(index)
-    spec = spec_for(
-        loaded,
-        cell,
-        constraints=constraints,
-        index_url="" if url == DEFAULT_INDEX else url,
-        torch_index=torch_index,
-    )
+    spec = spec_for(loaded, cell, constraints=constraints, index=index, torch_index=torch_index)
     try:
         found = builders.find(builder, isolation)
     except ToolNotFound:

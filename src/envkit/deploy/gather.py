@@ -12,7 +12,6 @@ from envkit.deploy.facts import ExportRefused, Facts
 from envkit.findings import Finding, Severity
 from envkit.gpu.report import GpuTarget
 from envkit.image.spec import spec_for
-from envkit.index.pages import DEFAULT_INDEX, index_url
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
 from envkit.serving.command import serve_args
@@ -48,14 +47,7 @@ def planned(
             f"({gpu.source}): {reasons or 'see envkit plan'}. Nothing was written.",
             fixes or "envkit plan PROFILE MODEL shows the numbers.",
         )
-    url = index_url(index)
-    spec = spec_for(
-        profile,
-        cell,
-        constraints=constraints,
-        index_url="" if url == DEFAULT_INDEX else url,
-        torch_index=torch_index,
-    )
+    spec = spec_for(profile, cell, constraints=constraints, index=index, torch_index=torch_index)
     args = serve_args(plan.recommended, settings.kv_cache_dtype)
     verdicts = (
         ("model", f"loadable as {verdict.architecture}" if verdict.ok else "not loadable"),

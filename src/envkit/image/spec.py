@@ -19,6 +19,7 @@ from envkit.gpu.arch import KNOWN, Capability
 from envkit.gpu.kerneltable import KernelTable, shipped
 from envkit.gpu.kernelverdict import Verdict
 from envkit.gpu.needs import for_backend
+from envkit.index.pages import DEFAULT_INDEX, index_url
 from envkit.io.escaping import shell_command
 from envkit.io.files import read_small_text
 from envkit.io.redaction import has_credentials
@@ -100,17 +101,20 @@ def spec_for(
     cell: str | None,
     *,
     constraints: str | None = None,
-    index_url: str = "",
+    index: str | None = None,
     torch_index: TorchIndex | None = None,
     table: KernelTable | None = None,
 ) -> ImageSpec:
     """The image of ``profile``'s ``cell`` (None: the one usable cell for this machine's
-    platform). BadInput for a cell that does not exist, is not Linux, or names an index with
+    platform), installed from ``index`` (the ``--index-url`` option, else as uv picks it).
+    BadInput for a cell that does not exist, is not Linux, or names an index with
     credentials (they would be written into the image); StaleLock for a stale cell."""
+    chosen = index_url(index)  # --index-url, else uv's variables, as uv picks it
+    install_from = "" if chosen == DEFAULT_INDEX else chosen  # '': uv's own default
     state = _chosen(profile, cell, constraints)
     lock = state.files[0]
     text = read_small_text(lock, MAX_LOCK, what="lock file")
-    if index_url and has_credentials(index_url):
+    if install_from and has_credentials(install_from):
         raise BadInput(
             "The index URL holds credentials, and an image build would write them into the "
             "image's history.",
@@ -140,7 +144,7 @@ def spec_for(
         lock_sha256=hashlib.sha256(text.encode()).hexdigest(),
         pins=pins,
         torch=source,
-        index_url=index_url,
+        index_url=install_from,
         cuda=need.cuda if need else "",
         driver=need.linux_driver if need else "",
         capabilities=capabilities,
