@@ -23,7 +23,7 @@ import indexserver
 import wheelhouse
 from base import buildah, ensure_base
 from conftest import Indexes
-from helpers import envkit, output
+from helpers import Result, envkit, output
 
 CELL = "py3.11-linux-x86_64-cu124"  # the Debian bookworm base's Python
 
@@ -195,6 +195,13 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield indexserver.url(server)
 
 
+def build(root: Path, base: str, index: str, *extra: str, cell: str = CELL) -> tuple[str, Result]:
+    """``envkit image m`` of ``cell`` on ``base`` from ``index``, tagged with a fresh tag."""
+    tag = f"localhost/envkit-test/m:{uuid.uuid4().hex[:8]}"
+    args = ["--cell", cell, "--base", base, "--tag", tag, "--index-url", index, *extra]
+    return tag, envkit("image", "m", *args, cwd=root)
+
+
 def _exists(ref: str) -> bool:
     return buildah("inspect", "--type", "image", ref, check=False).returncode == 0
 
@@ -203,24 +210,9 @@ def _exists(ref: str) -> bool:
 def test_buildah_builds_verifies_labels_tags_and_saves_an_image(
     tmp_path: Path, base_image: str, index: str
 ) -> None:
-    root = locked(tmp_path, index)
-    tag = f"localhost/envkit-test/m:{uuid.uuid4().hex[:8]}"
     archive = tmp_path / "m.tar"
-    res = envkit(
-        "image",
-        "m",
-        "--cell",
-        CELL,
-        "--base",
-        base_image,
-        "--tag",
-        tag,
-        "--index-url",
-        index,
-        "--save",
-        f"oci-archive:{archive}",
-        "--json",
-        cwd=root,
+    tag, res = build(
+        locked(tmp_path, index), base_image, index, "--save", f"oci-archive:{archive}", "--json"
     )
     try:
         res.assert_ok()
@@ -259,20 +251,7 @@ def test_a_base_with_another_python_is_refused_before_anything_installs(
     tmp_path: Path, base_image: str, index: str
 ) -> None:
     root = locked(tmp_path, index)
-    tag = f"localhost/envkit-test/m:{uuid.uuid4().hex[:8]}"
-    res = envkit(
-        "image",
-        "m",
-        "--cell",
-        "py3.12-linux-x86_64-cu124",
-        "--base",
-        base_image,
-        "--tag",
-        tag,
-        "--index-url",
-        index,
-        cwd=root,
-    )
+    tag, res = build(root, base_image, index, cell="py3.12-linux-x86_64-cu124")
     res.assert_fails(
         2,
         mentioning=(
@@ -290,22 +269,8 @@ def test_an_image_whose_checks_fail_is_removed_and_never_tagged(
     tmp_path: Path, base_image: str, index: str
 ) -> None:
     root = locked(tmp_path, index, probes=("transformers.NotThere",))
-    tag = f"localhost/envkit-test/m:{uuid.uuid4().hex[:8]}"
     before = set(buildah("images", "-q", "--no-trunc").stdout.split())
-    res = envkit(
-        "image",
-        "m",
-        "--cell",
-        CELL,
-        "--base",
-        base_image,
-        "--tag",
-        tag,
-        "--index-url",
-        index,
-        "--json",
-        cwd=root,
-    )
+    tag, res = build(root, base_image, index, "--json")
     assert res.code == 1, res.out + res.err
     data = output("image", res.out)
     assert data["removed"] is True and data["image_id"] is None and data["tag"] is None
