@@ -128,6 +128,18 @@ def built_copy(built_template: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def lint_world_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[indexserver.Server]:
+    """A local index publishing lint_world's tiny vLLM wheels (their serve parsers)."""
+    import lint_world
+
+    folder = tmp_path_factory.mktemp("lint-world")
+    for wheel in lint_world.wheels():
+        wheel.write(folder)
+    with indexserver.serve(folder) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
 def compat_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index publishing compat_world's wheels (vLLM and three transformers)."""
     import compat_world as cw

@@ -3,7 +3,6 @@ config dataclasses), what cannot be read, and the dating of a flag over a served
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,11 @@ from envkit.releases.serveflags import FlagReader, ServeFlags, read_release
 
 import indexserver
 import lint_world
+
+
+@pytest.fixture
+def server(lint_world_index: indexserver.Server) -> indexserver.Server:
+    return lint_world_index  # conftest's session index of lint_world's wheels
 
 
 def test_the_add_argument_shape() -> None:
@@ -55,15 +59,6 @@ def test_a_parser_built_by_code_is_unreadable_not_empty() -> None:
     nothing = read_release("0.3.0", {"vllm/envs.py": "x = 1\n"})
     assert "no vllm serve flag" in nothing.unreadable
     assert "environment_variables" in nothing.variables_unreadable
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[indexserver.Server]:
-    folder = tmp_path_factory.mktemp("lint-world")
-    for wheel in lint_world.wheels():
-        wheel.write(folder)
-    with indexserver.serve(folder) as served:
-        yield served
 
 
 def test_flags_are_read_by_range_cached_and_dated(

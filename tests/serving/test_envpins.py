@@ -13,7 +13,7 @@ from envkit.io.uv import find_uv
 from envkit.serving.envpins import from_venv
 
 import wheelhouse
-from helpers import envkit
+from helpers import envkit, install_into
 
 
 def _uv_venv_with_torch(tmp_path: Path) -> Path:
@@ -26,20 +26,7 @@ def _uv_venv_with_torch(tmp_path: Path) -> Path:
     venv = tmp_path / ".venv"
     uv = find_uv()
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-    subprocess.run(
-        [
-            uv,
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--default-index",
-            index,
-            "torch==2.6.0",
-        ],
-        check=True,
-    )
+    install_into(venv, index, "torch==2.6.0")
     lib64 = venv / "lib64"
     if not lib64.exists():  # uv makes it on some Pythons only: make it as uv does
         lib64.symlink_to("lib")

@@ -3,7 +3,6 @@ deployment files, exit codes and the --json shape; bad input by property."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ import lint_world
 from helpers import envkit, output
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[indexserver.Server]:
-    folder = tmp_path_factory.mktemp("lint-world")
-    for wheel in lint_world.wheels():
-        wheel.write(folder)
-    with indexserver.serve(folder) as served:
-        yield served
-
-
 @pytest.fixture
 def project(tmp_path: Path, scan_cache: Path) -> Path:
     envs = tmp_path / "envs"
@@ -38,6 +28,11 @@ def project(tmp_path: Path, scan_cache: Path) -> Path:
     for version in ("0.1.1", "0.2.1", "0.3.0"):
         (envs / f"v{version}.toml").write_text(lint_world.profile(version))
     return tmp_path
+
+
+@pytest.fixture
+def server(lint_world_index: indexserver.Server) -> indexserver.Server:
+    return lint_world_index  # conftest's session index of lint_world's wheels
 
 
 def _lint(project: Path, server: indexserver.Server, version: str, args: list[str], env=None):  # type: ignore[no-untyped-def]
