@@ -15,41 +15,31 @@ import sys
 import time
 from pathlib import Path
 
-from envkit.serving import logfacts, logread, signatures
+from envkit.serving import signatures
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "serving"))
-from adversarial import lines  # tests/serving/adversarial.py
+from adversarial import exercise, hardest, log_patterns  # tests/serving/adversarial.py
 from machine import describe  # benchmarks/machine.py, beside this script
 
 
-def patterns() -> dict[str, re.Pattern[str]]:
-    found = {
-        f"{m.__name__.rsplit('.', 1)[-1]}.{k}": v
-        for m in (signatures, logfacts, logread)
-        for k, v in vars(m).items()
-        if isinstance(v, re.Pattern)
-    }
-    for sig in signatures.SIGNATURES:
-        found[f"signature {sig.code.value} ({sig.role.value})"] = sig.pattern
-    return found
+def label(name: str) -> str:
+    """A pattern's name for people: ``logfacts._ARGS``, ``signature xet-unauthorized (root)``."""
+    if name.startswith("SIGNATURES."):
+        sig = signatures.SIGNATURES[int(name.split(".")[1])]
+        return f"signature {sig.code.value} ({sig.role.value})"
+    return name.removeprefix("envkit.serving.")
 
 
 def worst(pattern: re.Pattern[str], top: int) -> tuple[float, int]:
-    timed = []
-    for i, line in enumerate(lines(pattern, 16 << 10)):
-        start = time.perf_counter()
-        pattern.search(line)
-        pattern.fullmatch(line)
-        timed.append((time.perf_counter() - start, i))
-    slowest = {i for _, i in sorted(timed, reverse=True)[:top]}
+    """The longest time of ``pattern`` on its ``top`` hardest 1 MiB lines, and how many line
+    shapes were swept at 16 KiB to find them."""
+    shapes, long = hardest(pattern, top)
     most = 0.0
-    for i, line in enumerate(lines(pattern, 1 << 20)):
-        if i in slowest:
-            start = time.perf_counter()
-            pattern.search(line)
-            pattern.fullmatch(line)
-            most = max(most, time.perf_counter() - start)
-    return most, len(timed)
+    for line in long:
+        start = time.perf_counter()
+        exercise(pattern, line)
+        most = max(most, time.perf_counter() - start)
+    return most, shapes
 
 
 def main() -> None:
@@ -58,7 +48,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {describe()}")
     results = []
-    for name, pattern in patterns().items():
+    for name, pattern in log_patterns().items():
+        name = label(name)
         seconds, count = worst(pattern, args.top)
         results.append((seconds, name, count))
         print(f"{seconds * 1000:8.1f} ms  {name} ({count} lines at 16 KiB)", flush=True)

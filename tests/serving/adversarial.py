@@ -8,8 +8,10 @@ against ``AAAA...``, ``\\w*Tokenizer`` against ``TokenizerTokenizer...``, ``\\d+
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,3 +125,52 @@ def lines(pattern: re.Pattern[str], size: int) -> Iterator[str]:
     for a, b in itertools.pairwise(literals):
         yield from out(fill(a + b))
         yield from out(a + fill(b))
+
+
+# the modules whose patterns explain runs on log text, beside signatures' SIGNATURES
+LOG_MODULES = ("envkit.serving.signatures", "envkit.serving.logfacts", "envkit.serving.logread")
+
+
+def log_patterns() -> dict[str, re.Pattern[str]]:
+    """Every pattern explain runs on log text, by a name :func:`named` reads back:
+    ``envkit.serving.logfacts._ARGS`` and the like, ``SIGNATURES.3`` for a signature's."""
+    from envkit.serving import signatures
+
+    found: dict[str, re.Pattern[str]] = {}
+    for module in LOG_MODULES:
+        for attr, value in vars(importlib.import_module(module)).items():
+            if isinstance(value, re.Pattern):
+                found[f"{module}.{attr}"] = value
+    for i, sig in enumerate(signatures.SIGNATURES):
+        found[f"SIGNATURES.{i}"] = sig.pattern
+    return found
+
+
+def named(name: str) -> re.Pattern[str]:
+    """The pattern :func:`log_patterns` calls ``name`` (in a child process, by name)."""
+    from envkit.serving import signatures
+
+    module, attr = name.rsplit(".", 1)
+    if module == "SIGNATURES":
+        return signatures.SIGNATURES[int(attr)].pattern
+    pattern: re.Pattern[str] = getattr(importlib.import_module(module), attr)
+    return pattern
+
+
+def exercise(pattern: re.Pattern[str], line: str) -> None:
+    """The work explain asks of a pattern on a line: a search, and a whole-line match."""
+    pattern.search(line)
+    pattern.fullmatch(line)
+
+
+def hardest(pattern: re.Pattern[str], top: int = 5) -> tuple[int, Iterator[str]]:
+    """Every line shape of ``pattern`` tried at 16 KiB, where a quadratic pattern is already
+    a thousand times slower than a linear one; the ``top`` slowest made again at 1 MiB (the
+    same shapes, 64 times longer), lazily: (how many shapes were tried, those long lines)."""
+    timed = []
+    for i, line in enumerate(lines(pattern, 16 << 10)):
+        start = time.perf_counter()
+        exercise(pattern, line)
+        timed.append((time.perf_counter() - start, i))
+    slowest = {i for _, i in sorted(timed, reverse=True)[:top]}
+    return len(timed), (line for i, line in enumerate(lines(pattern, 1 << 20)) if i in slowest)

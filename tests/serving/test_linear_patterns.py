@@ -18,51 +18,24 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversarial import lines, pieces
-
-from envkit.serving import logfacts, logread, signatures
+from adversarial import lines, log_patterns, pieces
 
 HERE = Path(__file__).resolve().parent
-MODULES = (signatures, logfacts, logread)
 DEADLINE = 240  # seconds for every pattern; linear ones take a few together
 
 _CHILD = r"""
-import importlib, re, sys, time
+import sys
 sys.path.insert(0, sys.argv[1])
-from adversarial import lines
-from envkit.serving import signatures
+from adversarial import exercise, hardest, named
 for name in sys.argv[2:]:
-    module, attr = name.rsplit(".", 1)
-    if module == "SIGNATURES":
-        pattern = signatures.SIGNATURES[int(attr)].pattern
-    else:
-        pattern = getattr(importlib.import_module(module), attr)
+    pattern = named(name)
     print("sweeping", name, flush=True)
-    timed = []
-    for i, line in enumerate(lines(pattern, 16 << 10)):
-        start = time.perf_counter()
-        pattern.search(line)
-        pattern.fullmatch(line)
-        timed.append((time.perf_counter() - start, i))
-    slowest = {i for _, i in sorted(timed, reverse=True)[:5]}
-    for i, line in enumerate(lines(pattern, 1 << 20)):  # the same shapes, 64 times longer
-        if i in slowest:
-            print("trying", name, repr(line[:40]), flush=True)
-            pattern.search(line)
-            pattern.fullmatch(line)
+    _shapes, long = hardest(pattern)
+    for line in long:
+        print("trying", name, repr(line[:40]), flush=True)
+        exercise(pattern, line)
     print("done", name, flush=True)
 """
-
-
-def _patterns() -> dict[str, re.Pattern[str]]:
-    found: dict[str, re.Pattern[str]] = {}
-    for module in MODULES:
-        for attr, value in vars(module).items():
-            if isinstance(value, re.Pattern):
-                found[f"{module.__name__}.{attr}"] = value
-    for i, sig in enumerate(signatures.SIGNATURES):
-        found[f"SIGNATURES.{i}"] = sig.pattern
-    return found
 
 
 def test_the_generator_builds_lines_from_a_patterns_own_pieces() -> None:
@@ -74,7 +47,7 @@ def test_the_generator_builds_lines_from_a_patterns_own_pieces() -> None:
 
 
 def test_every_pattern_on_log_text_is_linear() -> None:
-    names = list(_patterns())
+    names = list(log_patterns())
     assert len(names) > 30
     try:
         ran = subprocess.run(
