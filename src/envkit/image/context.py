@@ -80,10 +80,12 @@ class Context:
     folder: Path
     containerfile: Path
     text: str
+    labels: dict[str, str]  # the image's, as the Containerfile sets them
 
 
-def containerfile(spec: ImageSpec, base: str) -> str:
-    """The Containerfile's text (see the module's docstring for its steps)."""
+def containerfile(spec: ImageSpec, base: str, labels: dict[str, str]) -> str:
+    """The Containerfile's text (see the module's docstring for its steps), with ``labels``
+    (:meth:`ImageSpec.labels`, checked there)."""
     uv = f"{MOUNTED}/uv"
     sync = [
         uv,
@@ -118,7 +120,7 @@ def containerfile(spec: ImageSpec, base: str) -> str:
         f"COPY envkit/probe.py envkit/probe.json {HOME}/",
         f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
         "/usr/bin:/sbin:/bin",
-        *(f"LABEL {json.dumps(k)}={json.dumps(v)}" for k, v in spec.labels(base).items()),
+        *(f"LABEL {json.dumps(k)}={json.dumps(v)}" for k, v in labels.items()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -137,10 +139,11 @@ def write(
     write_atomic(inner / "probe.py", probe)
     write_atomic(inner / "probe.json", json.dumps(probe_request, sort_keys=True))
     shutil.copy2(uv, inner / "uv")  # the program that installs inside, as on the host
-    path, text = folder / "Containerfile", containerfile(spec, base)
+    labels = spec.labels(base)
+    path, text = folder / "Containerfile", containerfile(spec, base, labels)
     write_atomic(path, text)
     write_atomic(folder / MARK, f"{spec.profile} {spec.cell}\n")
-    return Context(folder, path, text)
+    return Context(folder, path, text, labels)
 
 
 def _claim(folder: Path) -> None:

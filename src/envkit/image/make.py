@@ -88,14 +88,10 @@ def make(
     base = ctx.check_reference(options.base)
     if options.tag:
         ctx.check_reference(options.tag, "--tag")
-    request = facts_request(profile)
-    labels = spec.labels(base)
-    if options.context is not None:
-        written = ctx.write(spec, base, options.context, Uv().binary, request)
-        return _built(profile, spec, options, builder, written, labels, progress, keep=True)
-    with temporary_folder("image") as scratch:
-        written = ctx.write(spec, base, scratch / "context", Uv().binary, request)
-        return _built(profile, spec, options, builder, written, labels, progress, keep=False)
+    with temporary_folder("image") as scratch:  # the id file, the probe's answer; the context
+        folder = options.context or scratch / "context"  # --context: kept, the user's
+        written = ctx.write(spec, base, folder, Uv().binary, facts_request(profile))
+        return _built(profile, spec, options, builder, written, scratch, progress)
 
 
 def _built(
@@ -104,10 +100,8 @@ def _built(
     options: ImageOptions,
     builder: Builder | None,
     written: ctx.Context,
-    labels: dict[str, str],
+    scratch: Path,
     progress: Progress,
-    *,
-    keep: bool,
 ) -> ImageResult:
     bundle = host_bundle()
     shown = builder or Builder(Engine.BUILDAH, "buildah", "", "")
@@ -115,18 +109,17 @@ def _built(
     result = ImageResult(
         spec=spec,
         base=options.base,
-        context=written.folder if keep else None,
+        context=options.context,
         containerfile=written.text,
         build_command=tuple(command),
         builder=builder.engine.value if builder else "",
         isolation=builder.isolation if builder else "",
         isolation_note=builder.why_isolation if builder else "",
-        labels=labels,
+        labels=written.labels,
     )
     if not options.build or builder is None:
         return result
-    with temporary_folder("image") as scratch:
-        return _run(profile, spec, options, builder, written, bundle, result, scratch, progress)
+    return _run(profile, spec, options, builder, written, bundle, result, scratch, progress)
 
 
 @dataclass
