@@ -1,6 +1,6 @@
 """Every regular expression explain runs on log text, against adversarial 1 MiB lines: the
 worst time per pattern. The lines are ``tests/serving/adversarial.py``'s (runs of each
-pattern's own literals and classes); as in ``tests/serving/test_linear_patterns.py`` each
+pattern's own literals and classes); as in ``tests/serving/explain/test_linear_patterns.py`` each
 pattern's five slowest lines at 16 KiB are run again at 1 MiB (searched and full-matched).
 Run by hand:
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from envkit.serving import signatures
+from envkit.serving.explain import signatures
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "serving"))
 from adversarial import exercise, hardest, log_patterns  # tests/serving/adversarial.py

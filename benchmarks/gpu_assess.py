@@ -1,4 +1,4 @@
-"""The GPU layer's one look at an installed environment (`envkit.gpu.assess.assess`, what
+"""The GPU layer's one look at an installed environment (`envkit.gpu.installed.assess.assess`, what
 verify, build and doctor run): its CPU and wall time and the files it reads, each run in a new
 process so that nothing is cached in memory (the page cache stays warm after the first).
 
@@ -19,7 +19,7 @@ CHILD = """
 import json, sys, time
 from pathlib import Path
 from envkit.gpu.arch import Capability
-from envkit.gpu.assess import GpuTarget, assess
+from envkit.gpu.installed.assess import GpuTarget, assess
 cpu, wall = time.process_time(), time.monotonic()
 report = assess(Path(sys.argv[1]), GpuTarget(Capability.parse(sys.argv[2])))
 print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.monotonic() - wall,

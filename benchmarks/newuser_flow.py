@@ -37,8 +37,8 @@ def step(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, object]:
 
 def kernels(venv: Path) -> dict[str, object]:
     """verify's GPU layer alone, in this process: every compiled module's fatbins, NEEDED
-    entries and torch symbols (gpu/assess.py), with no GPU named."""
-    from envkit.gpu.assess import assess
+    entries and torch symbols (gpu/installed/assess.py), with no GPU named."""
+    from envkit.gpu.installed.assess import assess
 
     site = next((venv / "lib").glob("python3*/site-packages"))
     start = time.perf_counter()

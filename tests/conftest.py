@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -9,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-import indexserver
-import registry_world
-import wheelhouse
-from helpers import build_args, envkit, profile_text
+# the fixture modules of a package's tests (tests/gpu/elfbuild.py, tests/serving/bootlogs.py...)
+# are imported by the tests in its wings (tests/gpu/binaries/...): their folders are on the path
+for _folder in ("gpu", "serving", "compat"):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / _folder))
+
+import indexserver  # noqa: E402
+import registry_world  # noqa: E402
+import wheelhouse  # noqa: E402
+from helpers import build_args, envkit, profile_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -171,8 +171,78 @@ def test_the_order_rule_catches_an_upward_import() -> None:
     importing a profile, is caught."""
     graph = {name: set(imports(name)) for name in modules()}
     graph["envkit.io.process"].add("envkit.profiles.profile")
-    graph["envkit.releases.registry"].add("envkit.compat.checker")
+    graph["envkit.releases.registry"].add("envkit.compat.check.checker")
     assert set(upward_imports(graph)) == {"envkit.io.process", "envkit.releases.registry"}
+
+
+# The wings inside the big packages (docs/architecture.md, "Wings"), from the bottom up: each
+# level a set of sub-packages ("" for the package's own modules). A module may import its own
+# wing and any wing of a lower level, never one of its own level or above: published builds are
+# read without the installed-environment assessor, the plan without the explain wing.
+WINGS = {
+    "gpu": ({""}, {"binaries"}, {"installed", "published"}),
+    "serving": ({""}, {"lint", "plan"}, {"explain"}, {"run"}),
+    "compat": ({""}, {"vllm", "transformers"}, {"check"}),
+}
+
+
+def wing_of(name: str) -> tuple[str, str] | None:
+    """(package, wing) of an envkit module inside a winged package; wing "" for its own."""
+    parts = name.split(".")
+    if len(parts) < 3 or parts[1] not in WINGS:
+        return None
+    wing = parts[2] if len(parts) > 3 or _is_package(name) else ""
+    return parts[1], wing
+
+
+def wing_level(package: str, wing: str) -> int:
+    return next(i for i, level in enumerate(WINGS[package]) if wing in level)
+
+
+def wing_breaches(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each module's imports of another wing of its package at its own level or above."""
+    found: dict[str, list[str]] = {}
+    for name, deps in graph.items():
+        own = wing_of(name)
+        if own is None or name == f"envkit.{own[0]}.{own[1]}":
+            continue
+        bad = sorted(
+            d
+            for d in deps
+            if (w := wing_of(d)) is not None
+            and w[0] == own[0]
+            and w[1] != own[1]
+            and wing_level(*w) >= wing_level(*own)
+        )
+        if bad:
+            found[name] = bad
+    return found
+
+
+def test_every_sub_package_is_a_declared_wing() -> None:
+    found = {(p.parent.name, p.name) for p in PACKAGE.glob("*/*") if (p / "__init__.py").is_file()}
+    declared = {(pkg, w) for pkg, levels in WINGS.items() for level in levels for w in level if w}
+    assert found == declared, "declare the wing in WINGS (and docs/architecture.md)"
+    for pkg, wing in declared:
+        doc = ast.get_docstring(modules()[f"envkit.{pkg}.{wing}"])
+        assert doc and len(doc) > 40, f"envkit/{pkg}/{wing}/__init__.py: say what it owns"
+
+
+def test_wings_import_only_wings_below_them() -> None:
+    graph = {name: imports(name) for name in modules()}
+    assert wing_breaches(graph) == {}
+
+
+def test_the_wing_rule_catches_a_sideways_or_upward_import() -> None:
+    graph = {name: set(imports(name)) for name in modules()}
+    graph["envkit.gpu.published.wheelkernels"].add("envkit.gpu.installed.assess")
+    graph["envkit.serving.plan.planning"].add("envkit.serving.explain.causes")
+    graph["envkit.gpu.arch"].add("envkit.gpu.binaries.elf")
+    assert set(wing_breaches(graph)) == {
+        "envkit.gpu.published.wheelkernels",
+        "envkit.serving.plan.planning",
+        "envkit.gpu.arch",
+    }
 
 
 def test_each_package_says_what_it_owns() -> None:
@@ -198,7 +268,8 @@ MAY_WRITE = {
     "envkit.render.term",
     "envkit.env.inside_venv",
     "envkit.releases.torchbuilds",
-    "envkit.gpu.kernelupdate",  # the maintainer's kernel table generator, like torchbuilds
+    # the maintainer's kernel table generator, like torchbuilds
+    "envkit.gpu.published.kernelupdate",
 }
 STARTS = {
     "subprocess.run",
@@ -260,8 +331,9 @@ MAY_OPEN = {
     "envkit.io.files",
     "envkit.io.atomicfile",
     "envkit.env.inside_venv",
-    "envkit.gpu.linkage",
-    "envkit.gpu.elf",  # ELF files opened non-blocking, checked regular, read by their layout
+    "envkit.gpu.installed.linkage",
+    # ELF files opened non-blocking, checked regular, read by their layout
+    "envkit.gpu.binaries.elf",
 }
 _READS = {"read_text", "read_bytes"}
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from lintindex import lint_index, lint_reads_the_local_index  # noqa: F401 (fixtures)
 
-from envkit.serving import lint
+from envkit.serving.lint import check as lint
 
 from helpers import ROOT, envkit, output
 from registry_world import MODELS

@@ -1,4 +1,4 @@
-"""Fatbin blobs built by the layout envkit.gpu.fatbin documents (the one nvcc 12.4 and 13.0
+"""Fatbin blobs built by the layout envkit.gpu.binaries.fatbin documents (the one nvcc 12.4 and 13.0
 write), and shared objects that carry them: a g++-built library given a ``.nv_fatbin``
 section with ``objcopy --add-section``, as nvcc's own objects have it."""
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import tomlkit
 
-from envkit.gpu import detect
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import DriverVersion, Gpu
+from envkit.gpu.installed import detect
 from envkit.profiles.profile import load_profile
 
 import indexserver

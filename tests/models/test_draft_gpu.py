@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from envkit.gpu import detect
+from envkit.gpu.installed import detect
 
 import indexserver
 from helpers import ROOT, envkit, output

@@ -10,7 +10,7 @@ import layouts
 import pytest
 
 from envkit.errors import BadInput, WheelError
-from envkit.index.asttables import OPAQUE, module_tables
+from envkit.releases.asttables import OPAQUE, module_tables
 from envkit.releases.registry import (
     VLLM_REGISTRY,
     Scanner,

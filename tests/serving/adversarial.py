@@ -128,13 +128,17 @@ def lines(pattern: re.Pattern[str], size: int) -> Iterator[str]:
 
 
 # the modules whose patterns explain runs on log text, beside signatures' SIGNATURES
-LOG_MODULES = ("envkit.serving.signatures", "envkit.serving.logfacts", "envkit.serving.logread")
+LOG_MODULES = (
+    "envkit.serving.explain.signatures",
+    "envkit.serving.explain.logfacts",
+    "envkit.serving.explain.logread",
+)
 
 
 def log_patterns() -> dict[str, re.Pattern[str]]:
     """Every pattern explain runs on log text, by a name :func:`named` reads back:
-    ``envkit.serving.logfacts._ARGS`` and the like, ``SIGNATURES.3`` for a signature's."""
-    from envkit.serving import signatures
+    ``envkit.serving.explain.logfacts._ARGS`` and the like, ``SIGNATURES.3`` for a signature's."""
+    from envkit.serving.explain import signatures
 
     found: dict[str, re.Pattern[str]] = {}
     for module in LOG_MODULES:
@@ -148,7 +152,7 @@ def log_patterns() -> dict[str, re.Pattern[str]]:
 
 def named(name: str) -> re.Pattern[str]:
     """The pattern :func:`log_patterns` calls ``name`` (in a child process, by name)."""
-    from envkit.serving import signatures
+    from envkit.serving.explain import signatures
 
     module, attr = name.rsplit(".", 1)
     if module == "SIGNATURES":

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from envkit.errors import BadInput
 from envkit.io.atomicfile import held, write_atomic
 from envkit.io.faults import parse_faults
-from envkit.serving.memory_plan import PlanInput, make_plan
+from envkit.serving.plan.memory_plan import PlanInput, make_plan
 
 import indexserver
 from conftest import Indexes

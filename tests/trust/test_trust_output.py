@@ -42,8 +42,8 @@ from envkit.models.drafts import models_table
 from envkit.profiles.profile import Profile, load_profile, parse_profile
 from envkit.releases.registry import Scan
 from envkit.render import term
-from envkit.serving import compose
 from envkit.serving.command import Recommendation, serve_args, serve_command
+from envkit.serving.run import compose
 
 import indexserver
 from conftest import Indexes

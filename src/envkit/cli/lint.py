@@ -45,7 +45,7 @@ def lint(
     from envkit.index.pages import index_url
     from envkit.index.session import IndexSession
     from envkit.render.lint import lint_report
-    from envkit.serving.lint import lint_args
+    from envkit.serving.lint.check import lint_args
 
     if file is None and not vllm_args:
         raise BadInput(
@@ -57,7 +57,7 @@ def lint(
     env: dict[str, str] = {}
     where = ""
     if file is not None:
-        from envkit.serving.lintfiles import read_deployment
+        from envkit.serving.lint.files import read_deployment
 
         found = read_deployment(file)
         args, env, where = list(found.args), dict(found.env), found.where

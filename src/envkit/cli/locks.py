@@ -138,8 +138,8 @@ def _places(profiles: list[Profile], constraints: str | None) -> list[Place]:
 
 def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, str]:
     """Profiles whose pins fail `envkit compat` (checked on the index envkit reads)."""
-    from envkit.compat.checker import Checker
-    from envkit.compat.enforcement import lock_refusals
+    from envkit.compat.check.checker import Checker
+    from envkit.compat.check.enforcement import lock_refusals
     from envkit.index.pages import index_url
 
     try:

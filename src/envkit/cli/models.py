@@ -24,7 +24,7 @@ from envkit.profiles.catalog import Catalog
 from envkit.profiles.profile import NAME_RE, Profile
 
 if TYPE_CHECKING:
-    from envkit.gpu.detect import Choice
+    from envkit.gpu.installed.detect import Choice
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -47,7 +47,7 @@ def _model_report(
     revision: str | None,
     target: Choice,
 ) -> int:
-    from envkit.gpu import profilefit
+    from envkit.gpu.published import profilefit
     from envkit.index.pages import index_url
     from envkit.models import check_model
     from envkit.models.drafts import current_models
@@ -238,9 +238,9 @@ def new_profile(
     vLLM's range, published before it, within vLLM's own bound for the architecture, know the
     model type and pass `envkit compat`. The output says why newer candidates were rejected.
     """
-    from envkit.compat.checker import Checker
-    from envkit.gpu.detect import driver_cuda
-    from envkit.gpu.report import host_platform
+    from envkit.compat.check.checker import Checker
+    from envkit.gpu.installed.detect import driver_cuda
+    from envkit.gpu.target import host_platform
     from envkit.index.pages import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
@@ -349,14 +349,14 @@ def compat(
     the pair stays usable for the others. Give the two pins, or a PROFILE to check its pins.
     Exit 0 compatible, 1 not, 2 bad input.
     """
-    from envkit.compat.checker import Checker
+    from envkit.compat.check.checker import Checker
     from envkit.index.pages import index_url
 
     vllm, transformers = _pair(state, targets)
     checker = Checker(index_url(index), use_cache=not no_cache, progress=render.progress)
     report = checker.check(vllm, transformers)
     if removed_in:
-        from envkit.compat.removed_in import date
+        from envkit.compat.check.removed_in import date
 
         report = date(checker, report)
     render.compat(report, as_json)

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from envkit.env.checks import CompatLookup
     from envkit.gpu.arch import Capability
     from envkit.gpu.cards import Card
-    from envkit.gpu.detect import Choice
     from envkit.gpu.driver import DriverVersion
+    from envkit.gpu.installed.detect import Choice
     from envkit.serving.command import MmKwargs, MmLimits
-    from envkit.serving.planning import Gpu, Settings
+    from envkit.serving.plan.planning import Gpu, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,8 +150,8 @@ def revision_option(func: F) -> F:
 def compat_lookup(index: str | None) -> CompatLookup:
     """For build, verify and doctor: the installed vLLM + transformers pair against
     `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
-    from envkit.compat.checker import Checker
-    from envkit.compat.enforcement import lookup
+    from envkit.compat.check.checker import Checker
+    from envkit.compat.check.enforcement import lookup
     from envkit.index.pages import index_url
 
     return lookup(Checker(index_url(index), progress=render.progress))
@@ -254,7 +254,7 @@ def gpu_target_options(func: F) -> F:
 def gpu_choice(values: dict[str, Any], *, ask: bool = True, driver_alone: bool = False) -> Choice:
     """Take :func:`gpu_target_options`' values out of ``values`` and decide the target
     (BadInput naming a bad option); with none given, nvidia-smi's GPU (when ``ask``)."""
-    from envkit.gpu.detect import choose
+    from envkit.gpu.installed.detect import choose
 
     return choose(
         values.pop("gpu_name"), values.pop("compute_capability"), values.pop("driver"),
@@ -377,8 +377,8 @@ PLAN_KEYS = (
 def plan_values(ctx: click.Context, values: dict[str, Any]) -> PlanOptions:
     """Take :func:`plan_options`' values out of ``values`` (a command's keyword arguments)
     and check them: sizes, the card, the capability (BadInput naming the option)."""
-    from envkit.gpu.detect import choose
-    from envkit.serving.planning import Settings, gpu_from_options
+    from envkit.gpu.installed.detect import choose
+    from envkit.serving.plan.planning import Settings, gpu_from_options
 
     raw = {key: values.pop(key) for key in PLAN_KEYS}
     given = frozenset(

@@ -26,7 +26,7 @@ from envkit.profiles.catalog import Catalog
 
 if TYPE_CHECKING:
     from envkit.profiles.profile import Profile
-    from envkit.serving.envpins import Installed
+    from envkit.serving.explain.envpins import Installed
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -54,9 +54,9 @@ def plan(
     Give the GPU with --gpu NAME or --gpu-memory SIZE. Exit 0 when it fits as asked, 1 when
     not (with the recommendation), 2 on bad input.
     """
-    from envkit.gpu import profilefit
-    from envkit.serving.compose import compose as compose_service
-    from envkit.serving.planning import plan_for
+    from envkit.gpu.published import profilefit
+    from envkit.serving.plan.planning import plan_for
+    from envkit.serving.run.compose import compose as compose_service
 
     state: State = ctx.obj
     asked = plan_values(ctx, values)
@@ -77,7 +77,7 @@ def plan(
     )
     if result.command:  # envkit lint's check of the printed command
         from envkit.serving.command import serve_args
-        from envkit.serving.lintuse import lint_notes
+        from envkit.serving.lint.use import lint_notes
 
         args = serve_args(result.recommended, asked.settings.kv_cache_dtype)
         for line in lint_notes(loaded, [model, *args], what="the plan's command")[1]:
@@ -117,7 +117,7 @@ def probe(
     When BASE_URL fails, the usual mistakes are tried (missing or doubled /v1, an endpoint
     given as the base) and the base URL that works is named. Exit 0 when the chat answers.
     """
-    from envkit.serving import probe
+    from envkit.serving.run import probe
 
     result = probe.probe(base_url, model=model, key_env=api_key_env, timeout=timeout)
     render.probe(result, as_json)
@@ -195,14 +195,14 @@ def explain(
     acknowledged each, and whether the failure changed. Exit 0 for a healthy start (and for
     --diff), 1 for a failure, 2 for bad input.
     """
-    from envkit.serving import explain as core
-    from envkit.serving.knowledge import ShippedKnowledge
+    from envkit.serving.explain import causes as core
+    from envkit.serving.explain.knowledge import ShippedKnowledge
 
     knowledge = ShippedKnowledge(Catalog.from_option(state.envs))
     if diff:
         if len(logs) != 2 or "-" in logs:
             raise BadInput("--diff compares two log files: envkit explain --diff A B.")
-        from envkit.serving import logdiff
+        from envkit.serving.explain import logdiff
 
         render.log_diff(logdiff.diff(logs[0], logs[1], knowledge), as_json)
         return EXIT_OK
@@ -211,11 +211,11 @@ def explain(
     installed = None
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
     if venv is not None:
-        from envkit.serving.envpins import from_venv
+        from envkit.serving.explain.envpins import from_venv
 
         installed = from_venv(venv)
     elif loaded is not None:
-        from envkit.serving.envpins import from_profile
+        from envkit.serving.explain.envpins import from_profile
 
         installed = from_profile(loaded)
     with core.open_log(logs[0] if logs else "-") as (stream, name):
@@ -230,7 +230,7 @@ def explain(
         venv=str(venv) if venv is not None else "",
     )
     if loaded is not None and (scan.facts.args or scan.facts.env):  # envkit lint's check
-        from envkit.serving.lintuse import args_from_log, lint_notes
+        from envkit.serving.lint.use import args_from_log, lint_notes
 
         recorded = args_from_log(scan.facts.args)
         for line in lint_notes(loaded, recorded, scan.facts.env, what="the log's arguments")[1]:
@@ -318,9 +318,9 @@ def serve(
     as they are, after envkit's (so they win). The GPU comes from --gpu, --gpu-memory or
     nvidia-smi; with none known, vLLM keeps its own defaults.
     """
-    from envkit.serving import launch as start
-    from envkit.serving import serve as core
-    from envkit.serving.knowledge import ShippedKnowledge
+    from envkit.serving.explain.knowledge import ShippedKnowledge
+    from envkit.serving.run import launch as start
+    from envkit.serving.run import serve as core
 
     state: State = ctx.obj
     asked = plan_values(ctx, values)
@@ -337,7 +337,7 @@ def serve(
     env, probe_key = start.child_env(key, given_keys[0] if given_keys else "")
     argv = start.command(program, model, host, port, planned, vllm_args)
     warnings = [w for w in (start.marker_warning(venv, loaded.name),) if w]
-    from envkit.serving.lintuse import lint_notes, refuse_on_error  # envkit lint's check
+    from envkit.serving.lint.use import lint_notes, refuse_on_error  # envkit lint's check
 
     variables = {k: v for k, v in {**os.environ, **env}.items() if k.startswith("VLLM_")}
     lint_report, lint_lines = lint_notes(loaded, argv[2:], variables)
@@ -391,7 +391,7 @@ def _planned_args(
 ) -> tuple[list[str], list[str]]:
     """The plan's vllm serve arguments and what to say about them."""
     from envkit.serving.command import serve_args, shell_words
-    from envkit.serving.planning import asked_args, gpu_from_nvidia_smi, plan_for
+    from envkit.serving.plan.planning import asked_args, gpu_from_nvidia_smi, plan_for
 
     if no_plan:
         return asked_args(asked.settings, asked.given), [
@@ -419,7 +419,7 @@ def _planned_args(
 
 
 def _installed(venv: Path) -> Installed | None:
-    from envkit.serving.envpins import from_venv
+    from envkit.serving.explain.envpins import from_venv
 
     try:
         return from_venv(venv)

@@ -33,7 +33,7 @@ def site(state: State, out: Path, index: str | None, constraints: str | None, as
     Built from the scans envkit caches: a cold run reads every vLLM release (a few minutes),
     a warm one takes seconds, and the same caches give the same bytes.
     """
-    from envkit.compat.checker import Checker
+    from envkit.compat.check.checker import Checker
     from envkit.index.pages import index_url
     from envkit.releases.registry import Scanner
     from envkit.site.build import previous_files, write

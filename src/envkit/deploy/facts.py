@@ -3,7 +3,7 @@ versions it pins), the image (by digest), the plan's ``vllm serve`` arguments an
 environment vLLM runs with, the GPU layer's facts (the compute capabilities whose kernels
 the pinned builds carry, the driver floor) and envkit's verdicts; and the checks every file
 passes before it is written: each flag and variable through ``envkit lint``
-(:func:`serving.lint.lint_args`), refused with the finding's fix when one is an error.
+(:func:`serving.lint.check.lint_args`), refused with the finding's fix when one is an error.
 
 The engine modules (``kubernetes``, ``helm``, ``kserve``, ``ray``, ``slurm``) only arrange
 these facts in their formats; nothing here knows an engine.
@@ -21,7 +21,7 @@ from envkit.image.context import check_reference
 from envkit.image.spec import ImageSpec
 from envkit.io.redaction import has_credentials, is_secret_variable
 from envkit.profiles.profile import Profile
-from envkit.serving import lint
+from envkit.serving.lint import check as lint
 
 PORT = 8000
 GIB = 1024**3

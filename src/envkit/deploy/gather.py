@@ -1,5 +1,5 @@
 """The facts of an export from what envkit knows: the plan for the model on the GPU (the
-same assembly ``envkit plan`` and ``envkit serve`` run, :func:`serving.planning.plan_for`,
+same assembly ``envkit plan`` and ``envkit serve`` run, :func:`serving.plan.planning.plan_for`,
 with the GPU layer's check of the profile's builds on that GPU), the lock cell as ``envkit
 image`` reads it (:func:`image.spec.spec_for`), and the verdicts said in every file."""
 
@@ -10,12 +10,12 @@ from collections.abc import Callable
 from envkit.deploy.export import ExportOptions, facts_for
 from envkit.deploy.facts import ExportRefused, Facts
 from envkit.findings import Finding, Severity
-from envkit.gpu.report import GpuTarget
+from envkit.gpu.target import GpuTarget
 from envkit.image.spec import spec_for
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
 from envkit.serving.command import serve_args
-from envkit.serving.planning import Gpu, Settings, plan_for
+from envkit.serving.plan.planning import Gpu, Settings, plan_for
 
 
 def planned(
@@ -35,7 +35,7 @@ def planned(
     """The facts for ``model`` with ``profile`` on ``gpu``; ExportRefused (exit 1) when
     the plan has no command (the profile cannot load the model, or its builds have no
     kernels for the GPU), as ``envkit serve`` refuses to start."""
-    from envkit.gpu import profilefit
+    from envkit.gpu.published import profilefit
 
     check = profilefit.checker(target) if target is not None else None
     plan, profile, verdict = plan_for(profile, model, gpu, settings, progress, gpu_check=check)

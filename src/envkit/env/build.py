@@ -22,7 +22,7 @@ from envkit.env.interpreters import find_interpreter
 from envkit.env.venvslot import VenvSlot, new_build_id
 from envkit.env.verify import NO_TARGET, verify
 from envkit.errors import EnvkitError, Interrupted, StaleLock
-from envkit.gpu.detect import Choice
+from envkit.gpu.installed.detect import Choice
 from envkit.io import faults, process
 from envkit.io.redaction import redact, redact_words
 from envkit.io.uv import Uv

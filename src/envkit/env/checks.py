@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers through a callable
-    from envkit.compat.checker import CompatReport
+    from envkit.compat.check.checker import CompatReport
 
 # (vllm version, transformers version) -> the compat report, or why it could not be made
 CompatLookup = Callable[[str, str], Union["CompatReport", str]]

@@ -26,11 +26,11 @@ from envkit.env.pairs import known_bad
 from envkit.env.verify import assess, facts_request
 from envkit.errors import BadInput, UnreadableFile
 from envkit.findings import Finding, Severity
-from envkit.gpu import verdicts
 from envkit.gpu.arch import Capability
-from envkit.gpu.assess import assess as assess_gpu
-from envkit.gpu.detect import Choice
 from envkit.gpu.driver import MIB, Gpu
+from envkit.gpu.installed import verdicts
+from envkit.gpu.installed.assess import assess as assess_gpu
+from envkit.gpu.installed.detect import Choice
 from envkit.io.escaping import shell_command
 from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable

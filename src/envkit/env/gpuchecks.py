@@ -1,5 +1,6 @@
 """verify's and build's checks of the GPU layer: the environment's compiled modules read once
-(:func:`envkit.gpu.assess.assess`) and turned into :class:`~envkit.env.checks.Check` results.
+(:func:`envkit.gpu.installed.assess.assess`) and turned into :class:`~envkit.env.checks.Check`
+results.
 
 - ``kernels`` (one per package whose modules link torch): every torch symbol (C++ and the
   stable C ABI) its modules need is defined in ``torch/lib``; the check says how many modules
@@ -20,11 +21,12 @@ from pathlib import Path
 
 from envkit.env.checks import Check, GpuSide, Status
 from envkit.findings import Finding, Severity
-from envkit.gpu.assess import GpuReport, Role, assess
-from envkit.gpu.detect import Choice, examples
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
-from envkit.gpu.profilefit import releases_said
-from envkit.gpu.report import GpuTarget
+from envkit.gpu.installed.assess import GpuReport, assess
+from envkit.gpu.installed.detect import Choice, examples
+from envkit.gpu.published.profilefit import releases_said
+from envkit.gpu.roles import Role
+from envkit.gpu.target import GpuTarget
 from envkit.io.escaping import shell_command
 
 KIND = {

@@ -22,7 +22,7 @@ from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, 
 from envkit.env.gpuchecks import gpu_checks, gpu_side, reading, site_packages
 from envkit.env.pairs import compat_check
 from envkit.errors import BadInput
-from envkit.gpu.detect import Choice
+from envkit.gpu.installed.detect import Choice
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch
 from envkit.progress import Progress, quiet

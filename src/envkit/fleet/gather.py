@@ -3,7 +3,7 @@
 The environment's Python and distributions come from the facts probe run in its own
 interpreter (``env.facts``: the venv at ``--venv``, else the interpreter running envkit,
 which is the Ray workers' on a Ray node); the GPUs and driver from nvidia-smi
-(``gpu.detect``); the rest from this machine: ``/dev/shm``'s size, the InfiniBand devices
+(``gpu.installed.detect``); the rest from this machine: ``/dev/shm``'s size, the InfiniBand devices
 NCCL could use (``/sys/class/infiniband``, ``/dev/infiniband``), and the ``VLLM_*`` and
 ``NCCL_*`` variables, secret-looking values masked before anything encodes them.
 """
@@ -27,7 +27,7 @@ from envkit.fleet.fingerprint import (
     GpuFact,
     mask_variables,
 )
-from envkit.gpu import detect
+from envkit.gpu.installed import detect
 from envkit.lock.cells import machine_platform
 
 PROBE_TIMEOUT = 300  # seconds: listing distributions takes well under one

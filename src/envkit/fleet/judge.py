@@ -2,7 +2,8 @@
 
 Per node: every package the cell locks for it at its locked version (``packages``) with its
 files as RECORD lists them (``files``); kernel images for each of its GPUs in the locked vLLM
-and torch builds, from envkit's kernel table (``kernels``: ``gpu.kerneltable``, a build the
+and torch builds, from envkit's kernel table (``kernels``: ``gpu.published.kerneltable``, a build
+the
 table lacks is unknown, never a pass or a failure); its driver at or above what the cell's
 CUDA build needs (``driver``: ``gpu.needs``, ``gpu.driver.fit``); and across nodes the same
 Python and Ray as the others (``python``, ``ray``: the most common answer, the first node's
@@ -22,13 +23,13 @@ from typing import Any
 from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from envkit.fleet.fingerprint import Files, Fingerprint
 from envkit.fleet.lockcell import LockCell
-from envkit.gpu import kerneltable
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import DriverFit, DriverVersion, fit
-from envkit.gpu.kerneltable import KernelTable
-from envkit.gpu.kernelverdict import Verdict
 from envkit.gpu.needs import for_backend
-from envkit.gpu.profilefit import releases_said
+from envkit.gpu.published import kerneltable
+from envkit.gpu.published.kerneltable import KernelTable
+from envkit.gpu.published.kernelverdict import Verdict
+from envkit.gpu.published.profilefit import releases_said
 from envkit.io.escaping import shell_command
 
 CHECKS = ("packages", "files", "kernels", "driver", "python", "ray")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from envkit.errors import BadInput, StaleLock
 from envkit.gpu.arch import KNOWN, Capability
-from envkit.gpu.kerneltable import KernelTable, shipped
-from envkit.gpu.kernelverdict import Verdict
 from envkit.gpu.needs import for_backend
+from envkit.gpu.published.kerneltable import KernelTable, shipped
+from envkit.gpu.published.kernelverdict import Verdict
 from envkit.index.pages import DEFAULT_INDEX, index_url
 from envkit.io.escaping import shell_command
 from envkit.io.files import read_small_text

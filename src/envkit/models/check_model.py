@@ -35,7 +35,7 @@ from envkit.profiles.bounds import HF_ONLY, Bound
 from envkit.profiles.profile import Profile
 
 if TYPE_CHECKING:  # the GPU check is handed in; check-model without a GPU loads no table
-    from envkit.gpu.profilefit import GpuCheck
+    from envkit.gpu.published.profilefit import GpuCheck
 
 __all__ = [
     "MAX_CONFIG_BYTES", "ModelConfig", "ModelReport", "Verdict", "judge", "load_json",
@@ -308,8 +308,8 @@ def _from_registries(problem: Finding, find_releases: Any, spans: dict[str, Any]
 
 
 def on_gpu(verdict: Verdict, profile: Profile, gpu: GpuCheck | None) -> Verdict:
-    """The verdict with what the profile's builds do on the GPU (:mod:`envkit.gpu.profilefit`):
-    an error among them makes it not ok."""
+    """The verdict with what the profile's builds do on the GPU
+    (:mod:`envkit.gpu.published.profilefit`): an error among them makes it not ok."""
     found = gpu(profile) if gpu is not None else ()
     if not found:
         return verdict

@@ -25,11 +25,11 @@ from envkit.profiles.profile import MAX_PROFILE_BYTES, NAME_RE, Models, Profile,
 if TYPE_CHECKING:  # read for their types only (tomlkit and the solver: where they are used)
     from tomlkit.items import Array, Table
 
-    from envkit.compat.checker import Checker
+    from envkit.compat.check.checker import Checker
     from envkit.models.check_model import ModelConfig
     from envkit.models.solver import Solution
-from envkit.gpu import kerneltable
 from envkit.gpu.arch import Capability
+from envkit.gpu.published import kerneltable
 from envkit.releases.registry import Scan, Scanner, parse_target, releases_listing, with_bounds
 from envkit.releases.testregistry import transformers_bounds
 

@@ -29,13 +29,13 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from resolvelib import AbstractProvider, BaseReporter, ResolutionImpossible, Resolver
 
-from envkit.compat.checker import Checker
+from envkit.compat.check.checker import Checker
 from envkit.errors import BadInput, NoSolution, WheelError
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import toolkit_driver
-from envkit.gpu.kerneltable import KernelTable
-from envkit.gpu.kernelverdict import BuildVerdict, Verdict
-from envkit.gpu.profilefit import release_runs_on
+from envkit.gpu.published.kerneltable import KernelTable
+from envkit.gpu.published.kernelverdict import BuildVerdict, Verdict
+from envkit.gpu.published.profilefit import release_runs_on
 from envkit.profiles.profile import minor_fits
 from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds

@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from envkit.errors import WheelError
-from envkit.index.asttables import SourceError, module_tables
 from envkit.releases.argfields import SWITCHES, Classes, action_name, field_arity
+from envkit.releases.asttables import SourceError, module_tables
 
 MAX_FLAGS = 5_000  # vLLM 0.33 has about 450
 MAX_CALLS = 20_000  # add_argument calls and dataclass fields visited in one release

@@ -7,7 +7,8 @@ or ``model_loader.py`` in older releases), its own config classes (``_CONFIG_REG
 transformers: ``CONFIG_MAPPING_NAMES`` of ``models/auto/configuration_auto.py`` (and of the
 generated ``auto_mappings.py`` in newer 5.x). Both: the requirement metadata.
 
-Sources are parsed with ``ast`` (index/asttables.py), never imported. Results are cached per release
+Sources are parsed with ``ast`` (releases/asttables.py), never imported. Results are cached per
+release
 in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 """
 
@@ -26,7 +27,6 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, WheelError
-from envkit.index.asttables import OPAQUE, SourceError, module_tables
 from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
 from envkit.index.wheels import RemoteZip
@@ -34,6 +34,7 @@ from envkit.io.cache import SCANS, BadEntry, Fields
 from envkit.io.http import Http
 from envkit.io.urls import parse_url
 from envkit.profiles.bounds import Bound
+from envkit.releases.asttables import OPAQUE, SourceError, module_tables
 
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
 VLLM_OLD_REGISTRY = "vllm/model_executor/models/__init__.py"

@@ -10,7 +10,7 @@ recorded as such (``unreadable``), never as an empty parser.
 :meth:`FlagReader.last_with` finds the newest release before a given one that still had a flag
 or a variable: the last release of each minor series is probed going back, then the releases
 between the series that has it and the newer one that does not are bisected (a flag stays from
-the release that adds it until the one that drops it, as ``compat.removed_in`` assumes of
+the release that adds it until the one that drops it, as ``compat.check.removed_in`` assumes of
 removals), within :data:`MAX_PROBES` series.
 """
 
@@ -24,12 +24,12 @@ from typing import Any
 from packaging.version import Version
 
 from envkit.errors import WheelError
-from envkit.index.asttables import OPAQUE, SourceError, module_tables
 from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
 from envkit.index.wheels import RemoteZip
 from envkit.io.cache import SERVE_FLAGS, BadEntry, Fields
 from envkit.io.http import Http
+from envkit.releases.asttables import OPAQUE, SourceError, module_tables
 from envkit.releases.parsersource import read_parser
 from envkit.releases.registry import index_key
 

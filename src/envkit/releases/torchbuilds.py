@@ -32,13 +32,13 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, NetworkError, WheelError
-from envkit.index.asttables import SourceError, module_tables
 from envkit.index.pages import html_entries, pick_wheel
 from envkit.index.wheels import read_members
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields
 from envkit.io.http import Http
 from envkit.io.redaction import redact
+from envkit.releases.asttables import SourceError, module_tables
 from envkit.releases.registry import Scanner
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from envkit.render.term import echo, emit_json, wrap
 
 if TYPE_CHECKING:  # the core is loaded by the command that uses it
-    from envkit.serving.lint import LintFinding, LintReport
+    from envkit.serving.lint.check import LintFinding, LintReport
 
 _COLOUR = {"error": "red", "warning": "yellow", "info": "cyan"}
 

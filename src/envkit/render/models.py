@@ -20,7 +20,7 @@ from envkit.render.term import (
 )
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from envkit.compat.checker import CompatReport
+    from envkit.compat.check.checker import CompatReport
     from envkit.gpu.needs import DriverNeed
     from envkit.models.check_model import ModelReport
     from envkit.models.history import History, TypeHistory

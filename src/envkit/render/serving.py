@@ -22,12 +22,12 @@ from envkit.render.term import (
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.doctor import Diagnosis
     from envkit.models.check_model import Verdict
-    from envkit.serving.explain import Cause, Explanation
-    from envkit.serving.launch import Launch
-    from envkit.serving.logdiff import LogDiff
-    from envkit.serving.memory_plan import Plan
-    from envkit.serving.probe import ProbeResult
-    from envkit.serving.serve import ServeResult
+    from envkit.serving.explain.causes import Cause, Explanation
+    from envkit.serving.explain.logdiff import LogDiff
+    from envkit.serving.plan.memory_plan import Plan
+    from envkit.serving.run.launch import Launch
+    from envkit.serving.run.probe import ProbeResult
+    from envkit.serving.run.serve import ServeResult
 
 
 def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
@@ -287,7 +287,7 @@ def serve_start(launch: Launch) -> None:
         echo(warning, err=True)
     for text in launch.notes:
         note(text)
-    from envkit.serving.launch import printable
+    from envkit.serving.run.launch import printable
 
     note(f"running {printable(launch.shown)}")
 

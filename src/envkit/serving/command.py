@@ -1,4 +1,4 @@
-"""The ``vllm serve`` command a plan recommends (its compose service: ``serving.compose``),
+"""The ``vllm serve`` command a plan recommends (its compose service: ``serving.run.compose``),
 and the two multimodal values it carries, parsed where they enter (``cli.options``):
 
 - ``--limit-mm-per-prompt``: items per prompt for each modality. Every vLLM takes a JSON

@@ -19,10 +19,10 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envkit.compat.checker import Checker, CompatReport
+from envkit.compat.check.checker import Checker, CompatReport
 from envkit.errors import EnvkitError, WheelError
-from envkit.gpu import kerneltable
 from envkit.gpu.needs import for_profile, profile_summary
+from envkit.gpu.published import kerneltable
 from envkit.lock.cells import CellState, cell_folder
 from envkit.lock.states import states
 from envkit.profiles.bounds import Bound

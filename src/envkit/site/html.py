@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from importlib import resources
 
-from envkit.compat.checker import CompatReport
+from envkit.compat.check.checker import CompatReport
 from envkit.gpu.needs import backend_summary
 from envkit.site.data import ProfilePage, Release, Row, SiteData, State
 

@@ -1,0 +1,54 @@
+"""How the other commands obey `envkit compat`: lock refuses pins that fail it; build,
+verify and doctor look the installed pair up. A pair that cannot be checked (an index envkit
+cannot read) is said, never turned into a verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from packaging.version import InvalidVersion, Version
+
+from envkit.compat.check.checker import Checker, CompatReport
+from envkit.errors import EnvkitError
+from envkit.io.escaping import shell_command
+from envkit.profiles.profile import Profile
+
+
+def lock_refusals(
+    profiles: Iterable[Profile], checker: Checker, note: Callable[[str], None]
+) -> dict[str, str]:
+    """Profile name -> why its cells must not be locked: pins that fail compat, naming the
+    first finding. A pair that cannot be checked (an index envkit cannot read) is said
+    through ``note`` and not refused: a network failure is never a verdict."""
+    refused: dict[str, str] = {}
+    for profile in profiles:
+        pins = profile.expected_versions()
+        if not pins.get("vllm") or not pins.get("transformers"):
+            continue
+        try:
+            report = checker.check(Version(pins["vllm"]), Version(pins["transformers"]))
+        except EnvkitError as exc:
+            note(f"compat of {profile.name}'s pins not checked: {exc.message}")
+            continue
+        if not report.compatible:
+            refused[profile.name] = (
+                f"vLLM {report.vllm} + transformers {report.transformers} fail compat: "
+                f"{report.summary(shown=1)}; "
+                f"see {shell_command(['envkit', 'compat', profile.name])}"
+            )
+    return refused
+
+
+def lookup(checker: Checker) -> Callable[[str, str], CompatReport | str]:
+    """For verify and doctor: the pair's report, or why it could not be made (an index
+    envkit cannot read is no verdict)."""
+
+    def look(vllm: str, transformers: str) -> CompatReport | str:
+        try:
+            return checker.check(Version(vllm), Version(transformers))
+        except EnvkitError as exc:
+            return f"compat not checked: {exc.message}"
+        except InvalidVersion:
+            return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
+
+    return look

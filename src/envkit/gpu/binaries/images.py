@@ -1,0 +1,180 @@
+"""Which GPUs a module's kernels run on: the kernel-image rule, per fatbin container.
+
+The CUDA runtime loads a module's kernels container by container (one per translation unit),
+and a kernel launches only when its own container has an image for the GPU: SASS of the
+GPU's major with a minor at or below its own (``sm_90a`` only on exactly 9.0), or PTX at or
+below it (not arch-specific). So coverage is counted per container, never over the union of
+entries: one container's stray ``compute_52`` PTX does not cover the others' kernels.
+
+Not every container is meant for every GPU. vLLM and torch compile most translation units
+for their whole arch list and some on purpose for fewer GPUs (vLLM 0.8.5's ``_C`` has 27 of
+56 containers for sm_70..sm_90, 18 for sm_90a alone, 2 for sm_80..sm_89 alone), choosing at
+run time which kernels to launch. Demanding that every container cover the GPU would declare
+vLLM 0.8.5 unable to run on an H100. The module's **main** containers are the ones with the
+most SASS targets other than arch-specific ones (for a module of PTX alone, all of them):
+the build's arch list. The verdict:
+
+- ``runs``: every container has an image for the GPU;
+- ``runs-partly``: every main container has one, some others (kernels for other GPUs) do not;
+- ``no-kernel-image``: a main container has none: the module's kernels fail on that GPU.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from envkit.gpu.arch import KNOWN, Capability, Kind, Target, Variant
+from envkit.gpu.binaries.fatbin import Fatbin
+
+
+class Verdict(str, Enum):
+    RUNS = "runs"
+    RUNS_PARTLY = "runs-partly"
+    NO_KERNEL_IMAGE = "no-kernel-image"
+
+    @property
+    def runs(self) -> bool:
+        return self is not Verdict.NO_KERNEL_IMAGE
+
+
+def covers(targets: frozenset[Target] | set[Target], gpu: Capability) -> bool:
+    """Whether one container with these targets has an image for a GPU of ``gpu``."""
+    return any(t.runs_on(gpu) for t in targets)
+
+
+def _gpus(t: Target) -> frozenset[Capability]:
+    return frozenset(c for c in KNOWN if t.runs_on(c))
+
+
+def _plainer(u: Target, t: Target) -> bool:
+    """Whether plain SASS ``u`` runs on every GPU the SASS variant ``t`` does (``sm_90``
+    for ``sm_90a``, ``sm_100`` for ``sm_100f``): then ``t`` adds no GPU to a list."""
+    return (
+        u.kind is t.kind is Kind.SASS
+        and u.variant is Variant.PLAIN
+        and t.variant is not Variant.PLAIN
+        and _gpus(t) <= _gpus(u)
+    )
+
+
+def _breadth(targets: frozenset[Target]) -> int:
+    return sum(1 for t in targets if t.kind is Kind.SASS and t.variant is not Variant.ARCH)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A module's kernels on one GPU."""
+
+    capability: Capability
+    verdict: Verdict
+    covering: int  # containers with an image for the GPU
+    containers: int  # containers with any entry
+    main_missing: int  # main containers without one
+
+    def describe(self) -> str:
+        """'18 of 56 kernel containers have no image for 8.6' and the like."""
+        lacking = self.containers - self.covering
+        if self.verdict is Verdict.RUNS:
+            return f"every kernel container has an image for {self.capability}"
+        return (
+            f"{lacking} of {self.containers} kernel containers have no image for {self.capability}"
+        )
+
+
+@dataclass(frozen=True)
+class Images:
+    """What a module's fatbins hold: its targets and, per distinct set of targets, how many
+    containers carry it (vLLM 0.8.5's ``_C``: 56 containers in 6 sets)."""
+
+    sass: tuple[Target, ...]  # every distinct SASS target, sorted
+    ptx: tuple[Target, ...]  # every distinct PTX target, sorted
+    groups: tuple[tuple[frozenset[Target], int], ...]  # (targets, containers), widest first
+    entries: int
+
+    @property
+    def containers(self) -> int:
+        return sum(count for _, count in self.groups)
+
+    @property
+    def main(self) -> tuple[frozenset[Target], ...]:
+        """The target sets of the main containers (the docstring above says which)."""
+        if not self.groups:
+            return ()
+        widest = max(_breadth(targets) for targets, _ in self.groups)
+        return tuple(targets for targets, _ in self.groups if _breadth(targets) == widest)
+
+    def main_targets(self) -> tuple[Target, ...]:
+        """What the verdict rests on, for messages: each target the main containers hold (their
+        union: vLLM's ``_C_stable_libtorch`` has ``sm_100`` in some and ``sm_100f`` in
+        another) whose GPUs every main container has an image for, by the rule :meth:`on`
+        uses. A PTX target is listed when every main container has PTX for its GPU, since
+        PTX is what runs on the newer GPUs it names. A SASS variant whose GPUs a plain target
+        listed runs on too is left out (``sm_90a`` beside ``sm_90``, ``sm_100f`` beside
+        ``sm_100``)."""
+        main = self.main
+
+        def everywhere(t: Target) -> bool:
+            if t.kind is Kind.PTX:
+                return all(
+                    any(p.kind is Kind.PTX and p.runs_on(t.capability) for p in g) for g in main
+                )
+            return all(covers(g, t.capability) for g in main)
+
+        listed = sorted(t for t in {t for g in main for t in g} if everywhere(t))
+        return tuple(t for t in listed if not any(_plainer(u, t) for u in listed))
+
+    def on(self, gpu: Capability) -> Coverage:
+        """The verdict for a GPU of capability ``gpu``."""
+        covering = sum(count for targets, count in self.groups if covers(targets, gpu))
+        main = self.main  # once, not once per group
+        main_missing = sum(
+            count for targets, count in self.groups if targets in main and not covers(targets, gpu)
+        )
+        if main_missing or not self.groups:
+            verdict = Verdict.NO_KERNEL_IMAGE
+        elif covering == self.containers:
+            verdict = Verdict.RUNS
+        else:
+            verdict = Verdict.RUNS_PARTLY
+        return Coverage(gpu, verdict, covering, self.containers, main_missing)
+
+    def runs_on(self, candidates: tuple[Capability, ...] = KNOWN) -> tuple[Capability, ...]:
+        """The capabilities among ``candidates`` whose verdict is not no-kernel-image."""
+        return tuple(c for c in candidates if self.on(c).verdict.runs)
+
+    def describe(self) -> str:
+        """'SASS sm_70 sm_75 ...; PTX compute_80' for messages."""
+        parts = []
+        if self.sass:
+            parts.append("SASS " + " ".join(map(str, self.sass)))
+        if self.ptx:
+            parts.append("PTX " + " ".join(map(str, self.ptx)))
+        return "; ".join(parts) or "no SASS or PTX"
+
+
+def images(found: Fatbin) -> Images:
+    """The targets of a parsed fatbin section, grouped by container."""
+    counts: Counter[frozenset[Target]] = Counter(c.targets for c in found.containers if c.targets)
+    return from_groups(counts.items(), len(found.entries))
+
+
+def from_groups(groups: Iterable[tuple[frozenset[Target], int]], entries: int) -> Images:
+    """The Images of containers grouped by their targets ((targets, containers) pairs, as
+    :attr:`Images.groups` holds them; a table of kernels keeps them so)."""
+    counts: Counter[frozenset[Target]] = Counter()
+    for targets, count in groups:
+        if targets and count > 0:
+            counts[targets] += count
+    every = {t for targets in counts for t in targets}
+    ordered = sorted(
+        counts.items(), key=lambda item: (-_breadth(item[0]), -item[1], sorted(item[0]))
+    )
+    return Images(
+        sass=tuple(sorted(t for t in every if t.kind is Kind.SASS)),
+        ptx=tuple(sorted(t for t in every if t.kind is Kind.PTX)),
+        groups=tuple(ordered),
+        entries=entries,
+    )

@@ -1,0 +1,85 @@
+"""The bounded ELF reader under the GPU layer: real stubs read as nm reads them, and any
+damage one answer (Unreadable) in bounded work, never an exception."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envkit.gpu.binaries import elf
+from envkit.gpu.binaries.filecache import FileCache
+
+import elfbuild
+
+pytestmark = elfbuild.needs_cxx
+
+
+def test_a_stub_read_as_nm_reads_it() -> None:
+    built = elfbuild.built()
+    links = elf.links(built.ext_stable)
+    assert isinstance(links, elf.Links) and links.soname == ""
+    assert links.needed[:2] == ("libtorch_cpu.so", "libcudart.so.13")
+    undefined = elf.undefined(built.ext_stable)
+    assert isinstance(undefined, frozenset)
+    assert set(elfbuild.STABLE_NAMES) | {"cudaGetDeviceCount"} <= undefined
+    assert "init_stable" not in undefined  # defined there
+    cudart = elf.links(built.cudart13)
+    assert isinstance(cudart, elf.Links) and cudart.soname == "libcudart.so.13"
+    names = frozenset([*elfbuild.STABLE_NAMES, "aoti_torch_nothing"])
+    assert elf.defines(built.libtorch_cpu, names) == frozenset(elfbuild.STABLE_NAMES)
+    wanted = frozenset([elfbuild.CHECK_FAIL])
+    assert elf.defines(built.libc10_sysv, wanted) == wanted == elf.defines(built.libc10, wanted)
+    assert elf.defines(built.ext_stable, frozenset(elfbuild.STABLE_NAMES)) == frozenset()
+
+
+def test_files_that_are_not_elf_libraries(tmp_path: Path) -> None:
+    (tmp_path / "empty.so").write_bytes(b"")
+    (tmp_path / "text.so").write_text("#!/bin/sh\n" * 20)
+    os.mkfifo(tmp_path / "fifo.so")
+    for name, reason in [
+        ("empty.so", "0 bytes"),
+        ("text.so", "not an ELF file"),
+        ("missing.so", "cannot be read"),
+        ("fifo.so", "not a regular file"),
+    ]:
+        found = elf.links(tmp_path / name)
+        assert isinstance(found, elf.Unreadable) and reason in found.reason, found
+    cache = FileCache()
+    assert cache.get(tmp_path / "text.so", elf.links) is cache.get(tmp_path / "text.so", elf.links)
+    assert cache.reads == 1
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    flips=st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=8),
+    which=st.sampled_from(["libc10", "libc10_sysv", "libtorch_cpu", "ext_stable"]),
+)
+def test_damaged_libraries_are_one_answer(
+    tmp_path: Path, flips: list[tuple[int, int]], which: str
+) -> None:
+    """Bytes overwritten in the ELF header, the section headers at the end, the dynamic
+    tables or anywhere: each reader answers (a value or Unreadable), at once."""
+    good: Path = getattr(elfbuild.built(), which)
+    data = bytearray(good.read_bytes())
+    for at, value in flips:
+        spots = (at % 64, len(data) - 1 - at % 2048, 0x200 + at % 0x600, at % len(data))
+        data[spots[at % 4]] = value
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(bytes(data))
+    names = frozenset([elfbuild.CHECK_FAIL, *elfbuild.STABLE_NAMES])
+    assert isinstance(elf.links(bad), (elf.Links, elf.Unreadable))
+    assert isinstance(elf.undefined(bad), (frozenset, elf.Unreadable))
+    assert isinstance(elf.defines(bad, names), (frozenset, elf.Unreadable))
+
+
+def test_the_step_cap_ends_long_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(elf, "MAX_STEPS", 1)
+    names = frozenset(elfbuild.STABLE_NAMES)
+    found = elf.defines(elfbuild.built().libtorch_cpu, names)
+    assert isinstance(found, elf.Unreadable) and "took over 1 steps" in found.reason

@@ -1,0 +1,217 @@
+"""envkit lint against tiny served vLLM wheels (lint_world): the findings, their fixes, the
+deployment files, exit codes and the --json shape; bad input by property."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envkit.errors import BadInput
+from envkit.index.session import IndexSession
+from envkit.profiles.profile import Profile, load_profile
+from envkit.serving.lint.check import lint_args
+from envkit.serving.lint.files import read_deployment
+from envkit.serving.lint.use import args_from_log
+
+import indexserver
+import lint_world
+from helpers import envkit, output
+
+
+@pytest.fixture
+def project(tmp_path: Path, scan_cache: Path) -> Path:
+    envs = tmp_path / "envs"
+    envs.mkdir()
+    for version in ("0.1.1", "0.2.1", "0.3.0"):
+        (envs / f"v{version}.toml").write_text(lint_world.profile(version))
+    return tmp_path
+
+
+@pytest.fixture
+def server(lint_world_index: indexserver.Server) -> indexserver.Server:
+    return lint_world_index  # conftest's session index of lint_world's wheels
+
+
+def _lint(project: Path, server: indexserver.Server, version: str, args: list[str], env=None):  # type: ignore[no-untyped-def]
+    profile = load_profile(project / "envs" / f"v{version}.toml")
+    return lint_args(profile, args, env or {}, session=IndexSession(indexserver.url(server)))
+
+
+def test_flags_of_an_older_release_are_dated_and_replaced(project: Path, server) -> None:  # type: ignore[no-untyped-def]
+    report = _lint(
+        project, server, "0.2.1",
+        ["m", "--enable-reasoning", "--max_model_len", "8", "--disable-log-requests",
+         "--cudagraph-sizes", "1", "2", "-tp", "2", "--lora-modules", "a=b"],
+        {"VLLM_OLD_KNOB": "1", "VLLM_NEW_KNOB": "1", "HOME": "/root"},
+    )  # fmt: skip
+    by = {f.subject: f for f in report.findings}
+    assert set(by) == {"--enable-reasoning", "--lora-modules", "VLLM_OLD_KNOB"}
+    renamed = by["--enable-reasoning"]
+    assert (renamed.code, renamed.severity) == ("renamed-flag", "error")
+    assert "0.1.1 was the last release" in renamed.message
+    assert "--reasoning-parser" in renamed.fix and "v0.2.1" in renamed.fix
+    assert by["--lora-modules"].code == "removed-flag" and "0.1.1" in by["--lora-modules"].message
+    variable = by["VLLM_OLD_KNOB"]
+    assert (variable.code, variable.severity) == ("removed-variable", "warning")
+    assert "ignores" in variable.message and "0.1.1" in variable.message
+    assert not report.ok and report.vllm == "0.2.1"
+
+
+def test_the_model_flag_and_positional(project: Path, server) -> None:  # type: ignore[no-untyped-def]
+    old = _lint(project, server, "0.1.1", ["--model", "m", "--max-model-len", "8"])
+    (finding,) = old.findings
+    assert (finding.code, finding.severity) == ("model-flag", "error")
+    new = _lint(project, server, "0.2.1", ["--model", "m"])
+    assert [(f.code, f.severity) for f in new.findings] == [("model-flag", "warning")]
+    assert new.ok
+    extra = _lint(project, server, "0.2.1", ["m", "n"])
+    assert [f.code for f in extra.findings] == ["unknown-flag"]
+
+
+def test_typos_abbreviations_and_unknown_flags(project: Path, server) -> None:  # type: ignore[no-untyped-def]
+    report = _lint(
+        project, server, "0.2.1", ["m", "--max-model-lenn", "8", "--enforce", "--nowhere", "x"]
+    )
+    by = {f.subject: f for f in report.findings}
+    assert "Did you mean --max-model-len?" in by["--max-model-lenn"].fix
+    assert by["--enforce"].severity == "warning" and "--enforce-eager" in by["--enforce"].fix
+    assert by["--nowhere"].code == "unknown-flag" and by["--nowhere"].severity == "error"
+
+
+def test_an_unreadable_release_is_never_ok(project: Path, server) -> None:  # type: ignore[no-untyped-def]
+    report = _lint(project, server, "0.3.0", ["m", "--max-model-len", "8"])
+    assert not report.ok
+    assert [f.code for f in report.findings] == ["unreadable-release"]
+
+
+def test_the_command_exit_codes_and_json(project: Path, server) -> None:  # type: ignore[no-untyped-def]
+    index = ("--index-url", indexserver.url(server))
+    ok = envkit("lint", "v0.2.1", *index, "--json", "--", "m", "--max-model-len", "8", cwd=project)
+    assert ok.code == 0, ok.err
+    data = output("lint", ok.out)
+    assert data["ok"] and data["vllm"] == "0.2.1" and data["findings"] == []
+    bad = envkit("lint", "v0.2.1", *index, "--", "m", "--enable-reasoning", cwd=project)
+    assert bad.code == 1 and "renamed-flag" in bad.out and "--reasoning-parser" in bad.out
+    assert envkit("lint", "v0.2.1", *index, cwd=project).code == 2  # nothing to check
+
+
+def test_deployment_files(project: Path, server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n  db:\n    image: postgres\n  vllm:\n    image: vllm/vllm-openai:v0.2.1\n"
+        "    command: ['m', '--enable-reasoning']\n    environment:\n      - VLLM_OLD_KNOB=1\n"
+    )
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        "servingEngineSpec:\n  modelSpec:\n  - name: a\n    modelURL: m\n    vllmConfig:\n"
+        "      maxModelLen: 8\n      enforceEager: true\n      extraArgs: ['--enable-reasoning']\n"
+        "    env:\n    - name: VLLM_NEW_KNOB\n      value: '1'\n"
+    )
+    deployment = tmp_path / "deployment.yaml"
+    deployment.write_text(
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - name: vllm\n        image: vllm/vllm-openai\n        command: [vllm, serve]\n"
+        "        args: [m, --max-model-len, '8']\n"
+        "        env: [{name: VLLM_OLD_KNOB, value: '1'}]\n"
+    )
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/sh\nexport VLLM_OLD_KNOB=1\nVLLM_NEW_KNOB=1 vllm serve m \\\n  --enable-reasoning\n"
+    )
+    assert read_deployment(compose).args == ("m", "--enable-reasoning")
+    assert read_deployment(compose).env == {"VLLM_OLD_KNOB": "1"}
+    helm = read_deployment(values)
+    assert helm.args == ("m", "--max-model-len", "8", "--enforce-eager", "--enable-reasoning")
+    assert helm.env == {"VLLM_NEW_KNOB": "1"}
+    kube = read_deployment(deployment)
+    assert kube.args == ("m", "--max-model-len", "8") and kube.env == {"VLLM_OLD_KNOB": "1"}
+    shell = read_deployment(script)
+    assert shell.args == ("m", "--enable-reasoning")
+    assert shell.env == {"VLLM_OLD_KNOB": "1", "VLLM_NEW_KNOB": "1"}
+    index = ("--index-url", indexserver.url(server))
+    res = envkit("lint", "v0.2.1", *index, "--file", str(compose), "--json", cwd=project)
+    assert res.code == 1
+    data = output("lint", res.out)
+    assert {f["subject"] for f in data["findings"]} == {"--enable-reasoning", "VLLM_OLD_KNOB"}
+    assert "services.vllm" in data["source"]
+
+
+def test_yaml_aliases_and_other_files_are_refused(tmp_path: Path) -> None:
+    bomb = tmp_path / "compose.yaml"
+    bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\nservices: {vllm: {image: vllm, command: *b}}\n")
+    with pytest.raises(BadInput, match="alias"):
+        read_deployment(bomb)
+    other = tmp_path / "other.yaml"
+    other.write_text("name: x\n")
+    with pytest.raises(BadInput, match="not a compose file"):
+        read_deployment(other)
+
+
+def test_recorded_log_arguments_become_words() -> None:
+    words = args_from_log({"model": "m", "max_model_len": "8", "enforce_eager": "True"})
+    assert words == ["m", "--max-model-len", "8", "--enforce-eager"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_is_a_deployment_or_bad_input(tmp_path_factory, text: str) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("f") / "x.yaml"
+    path.write_text(text, encoding="utf-8", errors="replace")
+    try:
+        found = read_deployment(path)
+    except BadInput:
+        return
+    assert all(isinstance(w, str) for w in found.args)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["--a", "-b", "--c=1", "x", "--", "-O3", "-1", "--e.f", ""]), max_size=30
+    )
+)
+def test_any_words_are_walked(words: list[str]) -> None:
+    from envkit.releases.serveflags import read_release
+    from envkit.serving.lint.check import _Check
+
+    release = read_release("0.2.0", lint_world.texts(lint_world.new()))
+
+    class Never:
+        def last_with(self, *_a: object) -> str:
+            return ""
+
+        def first_after(self, *_a: object) -> str:
+            return ""
+
+    profile = load_profile_text()
+    from packaging.version import Version
+
+    check = _Check(profile, Version("0.2.0"), release, Never())  # type: ignore[arg-type]
+    check.walk(words)
+    assert all(f.severity in ("error", "warning", "info") for f in check.findings)
+
+
+def load_profile_text() -> Profile:
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp())
+    (folder / "p.toml").write_text(lint_world.profile("0.2.0"))
+    return load_profile(folder / "p.toml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kind: Deployment\nspec: [1]\n",
+        "services: {vllm: {image: vllm, environment: [1]}}\n",
+        "x: {vllmConfig: {a: 1}, env: 3}\n",
+    ],
+)
+def test_files_of_another_shape_are_bad_input(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "f.yaml"
+    path.write_text(text)
+    with pytest.raises(BadInput):
+        read_deployment(path)
