@@ -207,3 +207,159 @@ def test_every_environment_variable_envkit_reads_is_on_one_page() -> None:
 # read for envkit by the libraries it hands the work to (huggingface_hub, click, uv), or
 # passed through to vLLM, and said on the page for that reason
 _READ_BY_THE_LIBRARIES = {"HF_TOKEN", "HF_HUB_OFFLINE", "COLUMNS"}
+
+
+_LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, markup and punctuation dropped but
+    hyphens and underscores, each space a hyphen."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", _prose(path), flags=re.M):
+        slug, n = _slug(heading), 1
+        while slug in found:  # GitHub numbers a repeated heading's anchor
+            slug, n = f"{_slug(heading)}-{n}", n + 1
+        found.add(slug)
+    return found
+
+
+def broken_links(path: Path, text: str) -> list[str]:
+    """The relative links of ``text`` (a page at ``path``) to no file, or to no heading."""
+    broken = []
+    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+    for target in _LINK.findall(prose):  # code shows links, it does not make them
+        if re.match(r"[a-z]+:", target):  # https:, mailto:: not a file of ours
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.append(f"{_name(path)}: {target} (no such file)")
+        elif anchor and (linked.suffix != ".md" or anchor not in anchors(linked)):
+            broken.append(f"{_name(path)}: {target} (no such heading)")
+    return broken
+
+
+def test_every_relative_link_leads_to_a_file_and_heading_that_exist() -> None:
+    broken = [link for path in pages() for link in broken_links(path, _read(path))]
+    assert broken == [], "\n".join(broken)
+
+
+def test_the_link_check_bites() -> None:
+    page = DOCS / "commands" / "build.md"
+    text = "[a](../gpu.md) [b](../gone.md) [c](../gpu.md#aarch64) [d](../gpu.md#gone) [e](#gone)"
+    assert broken_links(page, text) == [
+        "docs/commands/build.md: ../gone.md (no such file)",
+        "docs/commands/build.md: ../gpu.md#gone (no such heading)",
+        "docs/commands/build.md: #gone (no such heading)",
+    ]
+    assert broken_links(page, "`[x](nowhere.md)` and [y](https://example.org/z)") == []
+
+
+def test_the_anchor_of_a_heading_is_githubs() -> None:
+    assert _slug("The GPU layer (verify, build, doctor)") == "the-gpu-layer-verify-build-doctor"
+    assert _slug("Before install: the kernel table") == "before-install-the-kernel-table"
+    assert _slug("`compat` against run time") == "compat-against-run-time"
+    assert _slug("The published files, without envkit") == "the-published-files-without-envkit"
+
+
+def commands_of_the_help() -> list[str]:
+    """The commands `envkit --help` lists."""
+    ran = envkit("--help", cwd=ROOT)
+    listing = ran.out.split("\nCommands:\n", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^  ([a-z][a-z-]*)  ", listing, flags=re.M)
+
+
+def test_every_command_has_its_page_and_every_page_is_a_command() -> None:
+    commands = commands_of_the_help()
+    assert "build" in commands and "fleet" in commands, commands
+    written = sorted(path.stem for path in (DOCS / "commands").glob("*.md"))
+    assert sorted(set(commands) - set(written)) == [], "commands without a page in docs/commands/"
+    assert sorted(set(written) - set(commands)) == [], "pages of docs/commands/ of no command"
+    readme = _read(ROOT / "README.md")
+    unlinked = [c for c in commands if f"(docs/commands/{c}.md)" not in readme]
+    assert unlinked == [], "the README's table of commands lacks these"
+
+
+def _options(words: list[str]) -> tuple[str, set[str]] | None:
+    """The command a line of a page runs (``fleet check`` for a group's) and the options it
+    takes, envkit's own included; None when the line names no command (``envkit CMD``)."""
+    from envkit.cli.group import COMMAND_MODULES, load
+
+    name = next((w for w in words if not w.startswith("-") and w != "DIR"), "")
+    if name not in COMMAND_MODULES:
+        assert not re.fullmatch(r"[a-z][a-z-]*", name), f"envkit has no command {name!r}"
+        return None
+    command = load(name)
+    after = words[words.index(name) + 1 :]
+    subcommands = getattr(command, "commands", {})
+    if subcommands and after and after[0] in subcommands:
+        command, name = subcommands[after[0]], f"{name} {after[0]}"
+    flags = {"--help", "-h", "--version", "--envs", "--wide"}
+    for param in command.params:
+        flags |= set(getattr(param, "opts", ())) | set(getattr(param, "secondary_opts", ()))
+    return name, flags
+
+
+def _envkit_lines(path: Path) -> list[str]:
+    """Every envkit command line a page shows: in its code blocks (an indented line or one
+    ending in a backslash continues the one above) and its inline code."""
+    text = _read(path)
+    lines: list[str] = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+        for line in block.split("\n"):
+            above = lines[-1] if lines else ""
+            options = line.startswith(" ") and line.lstrip().startswith(("[", "(", "--"))
+            if above and (options or above.endswith("\\")):
+                lines[-1] = above.rstrip("\\") + " " + line.strip()
+                continue
+            lines.append(line if re.search(r"\benvkit [a-z-]", line) else "")
+    lines += re.findall(r"`(envkit [^`]*)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    return [line for line in lines if line]
+
+
+def unknown_options(line: str) -> list[str]:
+    """The options a line of a page gives envkit's commands that they do not have."""
+    unknown = []
+    for run in re.findall(r"\benvkit ([^&|;#'\"]*)", line.removeprefix("$ ")):
+        run = re.split(r"(?<![\w-])--(?=[\s\]]|$)", run)[0]  # past `--`: vLLM's own
+        known = _options(run.split())
+        if known is not None:
+            name, flags = known
+            used = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-z])\b", run))
+            unknown += [f"envkit {name} {flag}" for flag in sorted(used - flags)]
+    return unknown
+
+
+def test_every_option_a_page_shows_is_its_commands_own() -> None:
+    """What a page shows of a command (its usage, an example, a command in the prose) uses
+    only options the command has: a renamed or removed option fails here."""
+    unknown = [
+        f"{_name(path)}: {option}"
+        for path in pages()
+        for line in _envkit_lines(path)
+        for option in unknown_options(line)
+    ]
+    assert sorted(set(unknown)) == [], "options the commands do not have"
+
+
+def test_the_option_check_bites() -> None:
+    assert unknown_options(
+        "$ envkit --envs DIR build X --venv V --bogus && envkit show --gone"
+    ) == [
+        "envkit build --bogus",
+        "envkit show --gone",
+    ]
+    assert unknown_options("envkit fleet check P --ray auto --cells C") == [
+        "envkit fleet check --cells"
+    ]
+    assert unknown_options("envkit serve P M --check -- --enable-reasoning --port 1") == []
+    assert unknown_options("envkit CMD --help") == []
+    with pytest.raises(AssertionError, match="no command 'biuld'"):
+        unknown_options("envkit biuld X")
