@@ -57,6 +57,19 @@ def _param(page: str, command: str, lines: list[str]) -> object:
     return pytest.param(page, command, lines, id=f"{page}: {command}", marks=marks)
 
 
+def test_the_readme_sets_up_with_two_commands_and_ci_runs_its_test_command() -> None:
+    """A newcomer pastes two commands on a fresh machine: one installs envkit and runs its
+    main job, one runs the whole test suite; `.ci/run` ends in that same test command."""
+    setup = _read(ROOT / "README.md").split("\n## Set up\n", 1)[1].split("\n## ", 1)[0]
+    commands = [b.strip() for b in re.findall(r"```sh\n(.*?)```", setup, flags=re.S)]
+    assert len(commands) == 2 and all("\n" not in c for c in commands), commands
+    install, test = commands
+    assert install.startswith("python3 -m pip install -e . && envkit build "), install
+    assert test.endswith("python3 -m pytest"), test
+    ci = (ROOT / ".ci" / "run").read_text().rstrip("\n").split("\n")
+    assert ci[-1] == test, ".ci/run no longer ends in the README's test command"
+
+
 def test_the_readme_has_examples_of_both_kinds() -> None:
     commands = [shlex.split(c)[0] for page, c, _ in examples() if page == "README.md"]
     assert "check-model" in commands and "compat" in commands
@@ -98,12 +111,13 @@ def _shipped_cells() -> tuple[int]:
 
 
 # each count a page states, and how the repository counts it
-COUNTS = {
-    r"([0-9]+) test functions in ([0-9]+) files": lambda: _test_functions("test_*.py"),
-    r"([0-9]+) test functions\s+in the ([0-9]+) `tests/\*\*/test_network_\*\.py` files": lambda: (
+_NETWORK_FILES = r"`tests/\*\*/test_network_\*\.py`"
+COUNTS = {  # words may fold onto the next line anywhere
+    r"([0-9]+)\s+test\s+functions\s+in\s+([0-9]+)\s+files": lambda: _test_functions("test_*.py"),
+    rf"([0-9]+)\s+test\s+functions\s+in\s+the\s+([0-9]+)\s+{_NETWORK_FILES}\s+files": lambda: (
         _test_functions("test_network_*.py")
     ),
-    r"([0-9]+) cells, all current": _shipped_cells,
+    r"([0-9]+)\s+cells,\s+all\s+current": _shipped_cells,
 }
 
 
