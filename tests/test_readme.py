@@ -338,10 +338,16 @@ def _envkit_lines(path: Path) -> list[str]:
     return [line for line in lines if line]
 
 
+# where one command ends: `&&`, `;`, a comment, a quote, or a pipe (a `|` between spaces that
+# is not a usage line's alternative: `[--gpu NAME | --compute-capability X.Y]`)
+_END_OF_RUN = re.compile(r"&&|;|#|['\"]|\s\|\s+(?![-\[(])")
+
+
 def unknown_options(line: str) -> list[str]:
     """The options a line of a page gives envkit's commands that they do not have."""
     unknown = []
-    for run in re.findall(r"\benvkit ([^&|;#'\"]*)", line.removeprefix("$ ")):
+    for found in re.finditer(r"\benvkit ", line):
+        run = _END_OF_RUN.split(line[found.end() :], maxsplit=1)[0]
         run = re.split(r"(?<![\w-])--(?=[\s\]]|$)", run)[0]  # past `--`: vLLM's own
         known = _options(run.split())
         if known is not None:
@@ -375,5 +381,8 @@ def test_the_option_check_bites() -> None:
     ]
     assert unknown_options("envkit serve P M --check -- --enable-reasoning --port 1") == []
     assert unknown_options("envkit CMD --help") == []
+    assert unknown_options("envkit plan P M [--gpu N | --gpu-mem S] | grep -v x") == [
+        "envkit plan --gpu-mem"
+    ]
     with pytest.raises(AssertionError, match="no command 'biuld'"):
         unknown_options("envkit biuld X")
