@@ -268,8 +268,8 @@ def _cell(text: str) -> str:
 
 
 def markdown(results: Iterable[Mapping[str, Any]]) -> str:
-    """The README table: one row per pair, the totals, then every disagreement, those of one
-    pair with the same cause folded into one line."""
+    """The table of docs/run-time.md: one row per pair, the totals, then every disagreement,
+    those of one pair with the same cause folded into one line."""
     rows = list(results)
     lines = [
         "| pair | vLLM declares | install | start-up (vLLM-wide) | compat | verdict "

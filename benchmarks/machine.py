@@ -1,5 +1,6 @@
-"""The machine and conditions a benchmark ran on, printed with its numbers: the README's
-figures name them, since the same command takes twice as long on a busy shared machine."""
+"""The machine and conditions a benchmark ran on, printed with its numbers: the figures
+of docs/benchmarks.md name them, since the same command takes twice as long on a busy shared
+machine."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`envkit site` cold (an empty cache: every vLLM release's wheel and sdist read) and warm,
 as a user runs it, with the matrix page's weight; optionally a screenshot of the result in
-a headless Chromium (for the README). Run by hand (needs the package index):
+a headless Chromium (for docs/commands/site.md). Run by hand (needs the package index):
 
     python benchmarks/site_build.py [--screenshot docs/site.png]
 """

@@ -1,5 +1,5 @@
 """Start-up time of the ``envkit`` command: the median wall clock of N new processes per
-command, beside the machine it ran on (``machine.py``) and the targets (README, Benchmarks).
+command, beside the machine it ran on (``machine.py``) and the targets (docs/benchmarks.md).
 
 Each run is the real ``envkit`` console script beside this Python (else ``python -m
 envkit``), from the checkout, with an envkit cache of its own (warmed by one untimed run per

@@ -53,8 +53,8 @@ def test_a_cpu_profile_needs_no_driver(tmp_path: Path) -> None:
         assert f"driver           {said}" in text, text
 
 
-def test_the_readmes_rows_are_shows_own() -> None:
-    text = (ROOT / "README.md").read_text()
+def test_the_show_pages_rows_are_shows_own() -> None:
+    text = (ROOT / "docs" / "commands" / "show.md").read_text()
     start = text.index("these are rows of `envkit show vllm-0.8.5+qwen2-vl`:\n\n```text\n")
     block = text[start:].split("```text\n", 1)[1].split("```", 1)[0]
     res = run_cli("--envs", str(ROOT / "envs"), "show", "vllm-0.8.5+qwen2-vl")

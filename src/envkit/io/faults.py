@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from envkit.errors import BadInput
 
 FAULT_VARIABLE = "ENVKIT_FAULT"
-# the named steps (README: "Fault injection for tests"); a name not here is a typo
+# the named steps (docs/development.md: "Fault injection for tests"); a name not here is a typo
 FAULT_STEPS = frozenset(
     {
         "venv-created",
