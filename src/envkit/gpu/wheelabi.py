@@ -312,14 +312,15 @@ def _library_defines(
 def readable(symbol: str) -> str:
     """A mangled C++ name's qualified name, its arguments left out
     (``_ZN3c1010check_failEPKc...`` -> ``c10::check_fail(...)``); the symbol itself when it is
-    not a plain nested name (a C function, a template, an operator). Linear in its length.
+    not a plain nested name (a C function, a template, an operator), or longer than any
+    ELF name envkit reads. Linear in its length.
 
     >>> readable("_ZN3c1010check_failEPKcRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE")
     'c10::check_fail(...)'
     >>> readable("_ZNK2at10TensorBase4sizeEl"), readable("aoti_torch_get_dtype")
     ('at::TensorBase::size(...) const', 'aoti_torch_get_dtype')
     """
-    if not symbol.startswith("_ZN"):
+    if not symbol.startswith("_ZN") or len(symbol) > elf.MAX_NAME:
         return symbol
     at, const = 3, False
     while at < len(symbol) and symbol[at] in "rVKRO":
@@ -332,7 +333,7 @@ def readable(symbol: str) -> str:
             at += 2
             continue
         digits = at
-        while at < len(symbol) and symbol[at].isdigit() and at - digits < 5:
+        while at < len(symbol) and symbol[at] in "0123456789" and at - digits < 5:
             at += 1
         if at == digits or at + int(symbol[digits:at]) > len(symbol):
             return symbol  # a template, an operator, a substitution: left mangled

@@ -1,0 +1,238 @@
+"""Locked wheels that link torch, checked against the cell's torch at lock time (lock.extensions,
+gpu.wheelabi): their compiled modules are tiny g++-built shared objects (tests/gpu/elfbuild.py),
+packed in wheels on a local index beside a torch wheel whose torch/lib holds libc10.so."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import indexserver
+import wheelhouse
+from helpers import PY, envkit
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "gpu"))
+import elfbuild
+
+pytestmark = elfbuild.needs_cxx
+PLATFORM = "py3-none-manylinux_2_17_x86_64"
+# c10::missing_symbol(): no torch library of the index defines it
+MISSING = "_ZN3c1014missing_symbolEv"
+
+
+@cache
+def shared() -> dict[str, bytes]:
+    """name -> a shared object: torch's libc10.so, a module needing what it defines, one
+    needing a c10 function it does not, and a file that is not ELF at all."""
+    built = elfbuild.built()
+    libs = built.libc10.parent
+    stale = elfbuild.compile_so(
+        f'extern "C" void gone() __asm__("{MISSING}");\n'
+        'extern "C" void init_stale() { gone(); }\n',
+        built.root / "abi" / "stale_C.so",
+        f"-L{libs}",
+        "-Wl,--no-as-needed",
+        "-lc10",
+    )
+    return {
+        "libc10": built.libc10.read_bytes(),
+        "good": built.ext_c10.read_bytes(),
+        "stale": stale.read_bytes(),
+        "plain": built.plain.read_bytes(),
+    }
+
+
+def torch_wheel() -> wheelhouse.Wheel:
+    so = shared()
+    return wheelhouse.Wheel(
+        "torch",
+        "2.6.0",
+        {
+            "torch/__init__.py": "__version__ = '2.6.0'\n",
+            "torch/version.py": "cuda = '12.4'\n",
+            "torch/lib/libc10.so": so["libc10"],
+            "torch/lib/libcudart.so.12": elfbuild.built().cudart12.read_bytes(),
+        },
+        tag=PLATFORM,
+    )
+
+
+def extension(name: str, version: str, module: bytes, torch: str = "torch") -> wheelhouse.Wheel:
+    return wheelhouse.Wheel(
+        name,
+        version,
+        {f"{name}/__init__.py": "", f"{name}/_C.so": module, f"{name}/helper.so": shared()["plain"]},
+        requires=[torch],
+        tag=PLATFORM,
+    )
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> str:
+    so = shared()
+    return wheelhouse.write_index(
+        tmp_path_factory.mktemp("abi-index"),
+        [
+            torch_wheel(),
+            extension("goodext", "1.0", so["good"]),
+            extension("staleext", "2.0+cu12torch2.5", so["stale"]),
+            extension("pinnedext", "3.0", so["stale"], torch="torch==2.6.0"),
+            extension("plainext", "1.0", so["stale"]),  # says nothing of its torch
+            extension("brokenext", "1.0", b"\x7fELF not really"),
+            # links nothing of torch and does not require it: never looked into
+            wheelhouse.Wheel("fastmath", "1.0", {"fastmath/_m.so": so["plain"]}, tag=PLATFORM),
+        ],
+    )
+
+
+def project(root: Path, *requirements: str) -> Path:
+    (root / "envs").mkdir(exist_ok=True)
+    listed = ", ".join(f'"{r}"' for r in requirements)
+    (root / "envs" / "x.toml").write_text(
+        f'python = ">=3.9"\nrequirements = [{listed}]\n\n[torch]\nbackend = "cu124"\n\n'
+        f'[matrix]\npython = ["{PY}"]\nplatforms = ["linux-x86_64"]\nbackends = ["cu124"]\n'
+    )
+    return root
+
+
+def lock(root: Path, index: str) -> tuple[int, dict[str, str], str]:
+    res = envkit(
+        "lock", "x", "--json", "--index-url", index, "--torch-index", "default", cwd=root
+    )
+    (cell,) = res.json()["cells"]
+    return res.code, cell, res.err
+
+
+def test_an_extension_built_for_the_pinned_torch_locks(tmp_path: Path, index: str) -> None:
+    code, cell, err = lock(project(tmp_path, "goodext==1.0", "fastmath==1.0"), index)
+    assert (code, cell["state"]) == (0, "locked"), cell["reason"]
+    assert "not checked" not in err
+
+
+def test_an_extension_built_for_another_torch_fails_the_cell_with_the_fix(
+    tmp_path: Path, index: str
+) -> None:
+    code, cell, _err = lock(project(tmp_path, "goodext==1.0", "staleext==2.0"), index)
+    assert (code, cell["state"]) == (1, "incompatible")
+    reason = cell["reason"]
+    assert "staleext 2.0+cu12torch2.5 does not link against torch 2.6.0" in reason
+    assert "staleext/_C.so need(s) 1 torch symbol(s)" in reason
+    assert "c10::missing_symbol(...)" in reason  # demangled, without a new dependency
+    assert "this build is for torch 2.5" in reason
+    assert "pin a staleext build for torch 2.6.0 in the constraints of profile x" in reason
+    assert "torch==2.5.*" in reason
+    assert "goodext" not in reason  # the one that links is not blamed
+    assert not (tmp_path / "constraints" / "x" / f"py{PY}-linux-x86_64-cu124.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("package", "said"),
+    [
+        ("pinnedext==3.0", "though its metadata asks for torch==2.6.0"),
+        ("plainext==1.0", "it does not say which torch it was built for"),
+    ],
+)
+def test_the_fix_says_what_the_wheel_says_of_its_torch(
+    tmp_path: Path, index: str, package: str, said: str
+) -> None:
+    code, cell, _err = lock(project(tmp_path, package), index)
+    assert (code, cell["state"]) == (1, "incompatible")
+    assert said in cell["reason"]
+
+
+def test_a_module_that_cannot_be_read_is_said_and_no_verdict(tmp_path: Path, index: str) -> None:
+    code, cell, err = lock(project(tmp_path, "brokenext==1.0"), index)
+    assert (code, cell["state"]) == (0, "locked")
+    assert "brokenext/_C.so of brokenext 1.0" in err and "not checked against torch" in err
+
+
+def test_an_unreachable_wheel_is_no_verdict(tmp_path: Path) -> None:
+    """A wheel the index named but that cannot be fetched: said, never pass or fail."""
+    from envkit.io.http import Http
+    from envkit.lock.cells import Cell
+    from envkit.lock.extensions import abi_reason
+    from envkit.profiles.profile import load_profile
+
+    root = project(tmp_path, "goodext==1.0")
+    pylock = tmp_path / "pylock.toml"
+    gone = "http://127.0.0.1:9/files"
+    pylock.write_text(
+        'lock-version = "1.0"\ncreated-by = "uv"\n\n'
+        f'[[packages]]\nname = "torch"\nversion = "2.6.0"\n'
+        f'wheels = [{{ url = "{gone}/torch-2.6.0-{PLATFORM}.whl" }}]\n\n'
+        f'[[packages]]\nname = "goodext"\nversion = "1.0"\n'
+        f'wheels = [{{ url = "{gone}/goodext-1.0-{PLATFORM}.whl" }}]\n'
+    )
+    said: list[str] = []
+    cell = Cell(profile="x", python=PY, platform="linux-x86_64", backend="cu124")
+    profile = load_profile(root / "envs" / "x.toml")
+    assert abi_reason(profile, cell, pylock, Http(), note=said.append) == ""
+    assert len(said) == 1 and "goodext 1.0's torch symbols in x / " in said[0]
+    assert "not checked" in said[0]
+
+
+def test_wheels_are_read_by_range_and_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP, the modules come by range; the answers are kept under each wheel's sha256,
+    so a second look fetches nothing."""
+    from envkit.gpu import wheelabi
+    from envkit.io.http import Http
+
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    files = tmp_path / "files"
+    files.mkdir()
+    torch = torch_wheel().write(files)
+    ext = extension("staleext", "2.0+cu12torch2.5", shared()["stale"]).write(files)
+    with indexserver.serve(files) as server:
+        base = indexserver.url(server).rsplit("/", 1)[0] + "/files/"
+        http = Http()
+
+        def look() -> tuple[wheelabi.WheelNeeds, frozenset[str]]:
+            needs = wheelabi.wheel_needs(
+                base + ext.name, ext.name, hashlib.sha256(ext.read_bytes()).hexdigest(), http
+            )
+            wanted = frozenset(s for m in needs.modules for s in m.symbols)
+            sha = hashlib.sha256(torch.read_bytes()).hexdigest()
+            return needs, wheelabi.torch_defines(base + torch.name, torch.name, sha, wanted, http)
+
+        needs, defined = look()
+        fetched = http.traffic.bytes
+        assert needs.requires_torch and needs.built_for == "2.5"
+        (module,) = [m for m in needs.modules if m.needs_torch]
+        assert module.member == "staleext/_C.so" and module.symbols == (MISSING,)
+        assert defined == frozenset()
+        assert 0 < fetched
+        assert look() == (needs, defined)
+        assert http.traffic.bytes == fetched  # both from the cache
+
+
+@given(st.text(max_size=200))
+def test_readable_takes_any_name(name: str) -> None:
+    from envkit.gpu.wheelabi import readable
+
+    shown = readable(name)
+    assert shown == name or shown.endswith(("(...)", "(...) const"))
+
+
+@given(st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,20}", fullmatch=True), min_size=1, max_size=6))
+def test_readable_names_every_part_of_a_nested_name(parts: list[str]) -> None:
+    from envkit.gpu.wheelabi import readable
+
+    mangled = "_ZN" + "".join(f"{len(p)}{p}" for p in parts) + "Ev"
+    assert readable(mangled) == "::".join(parts) + "(...)"
+
+
+def test_readable_is_linear_on_a_crafted_name() -> None:
+    from envkit.gpu.wheelabi import readable
+
+    assert readable("_ZN" + "1a" * 32_000 + "Ev").startswith("a::a::")
+    assert readable("_ZN" + "9" * 60_000) == "_ZN" + "9" * 60_000
+    crafted = "_ZN" + "1a" * 500_000 + "Ev"  # 1 MB: longer than any name an ELF reader gives
+    assert readable(crafted) == crafted
