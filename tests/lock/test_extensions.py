@@ -67,7 +67,11 @@ def extension(name: str, version: str, module: bytes, torch: str = "torch") -> w
     return wheelhouse.Wheel(
         name,
         version,
-        {f"{name}/__init__.py": "", f"{name}/_C.so": module, f"{name}/helper.so": shared()["plain"]},
+        {
+            f"{name}/__init__.py": "",
+            f"{name}/_C.so": module,
+            f"{name}/helper.so": shared()["plain"],
+        },
         requires=[torch],
         tag=PLATFORM,
     )
@@ -102,9 +106,7 @@ def project(root: Path, *requirements: str) -> Path:
 
 
 def lock(root: Path, index: str) -> tuple[int, dict[str, str], str]:
-    res = envkit(
-        "lock", "x", "--json", "--index-url", index, "--torch-index", "default", cwd=root
-    )
+    res = envkit("lock", "x", "--json", "--index-url", index, "--torch-index", "default", cwd=root)
     (cell,) = res.json()["cells"]
     return res.code, cell, res.err
 
@@ -177,9 +179,7 @@ def test_an_unreachable_wheel_is_no_verdict(tmp_path: Path) -> None:
     assert "not checked" in said[0]
 
 
-def test_wheels_are_read_by_range_and_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_wheels_are_read_by_range_and_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over HTTP, the modules come by range; the answers are kept under each wheel's sha256,
     so a second look fetches nothing."""
     from envkit.gpu import wheelabi
@@ -208,7 +208,7 @@ def test_wheels_are_read_by_range_and_once(
         (module,) = [m for m in needs.modules if m.needs_torch]
         assert module.member == "staleext/_C.so" and module.symbols == (MISSING,)
         assert defined == frozenset()
-        assert 0 < fetched
+        assert fetched > 0
         assert look() == (needs, defined)
         assert http.traffic.bytes == fetched  # both from the cache
 
