@@ -10,7 +10,7 @@ from pathlib import Path
 from envkit.env.checks import Check, Status
 from envkit.env.facts import VenvFacts, venv_python
 from envkit.io.escaping import shell_command
-from envkit.lock.companions import GROUPS, Mismatch, mismatches, profile_pins
+from envkit.lock.companions import GROUPS, Mismatch, changes, mismatches
 from envkit.profiles.profile import Profile
 
 
@@ -47,12 +47,8 @@ def companion_checks(profile: Profile, facts: VenvFacts, venv: Path) -> list[Che
 
 def _fix(profile: Profile, m: Mismatch, venv: Path) -> str:
     command = ["uv", "pip", "install", "--python", str(venv_python(venv)), *m.pins]
-    pins = []
-    for package, pin in zip(m.off, m.pins, strict=True):
-        own = profile_pins(profile, package)
-        pins.append(f"{pin} in place of {own[0]}" if own else pin)
     where = f" ({m.group.where})" if m.group.where else ""
     return (
-        f"{shell_command(command)}{where}; and add {' and '.join(pins)} to the constraints "
-        f"of profile {profile.name} ({profile.path}) so its next build and lock keep it"
+        f"{shell_command(command)}{where}; and, so that the next build and lock keep it, "
+        f"{changes(profile, m)}"
     )

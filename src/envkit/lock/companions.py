@@ -96,30 +96,37 @@ def mismatches(found: Mapping[str, str]) -> tuple[Mismatch, ...]:
 
 
 def profile_pins(profile: Profile, package: str) -> tuple[str, ...]:
-    """The profile's own requirements and constraints that name ``package``."""
+    """The profile's own requirements and constraints that name ``package`` with a version
+    or a URL (a bare name is no pin: a constraint beside it is enough)."""
     named = []
     for text in (*profile.requirements, *profile.constraints):
         try:
-            if canonicalize_name(Requirement(text).name) == package:
+            req = Requirement(text)
+            if canonicalize_name(req.name) == package and (req.specifier or req.url):
                 named.append(text)
         except InvalidRequirement:
             continue
     return tuple(named)
 
 
+def changes(profile: Profile, m: Mismatch) -> str:
+    """The edits of ``profile`` that put the group at one release: each pin added to its
+    constraints, or put in place of the profile's own requirement of that package."""
+    steps = []
+    for package, pin in zip(m.off, m.pins, strict=True):
+        own = profile_pins(profile, package)
+        steps.append(
+            f"replace `{own[0]}` with `{pin}`" if own else f"add `{pin}` to its constraints"
+        )
+    return f"in profile {profile.name} ({profile.path.absolute()}), {' and '.join(steps)}"
+
+
 def lock_reason(profile: Profile, found: Mapping[str, str]) -> str:
     """Why a cell whose resolution is ``found`` must not be locked ('' when every group
     holds together), with the exact pins to put in the profile."""
-    reasons = []
-    for m in mismatches(found):
-        steps = []
-        for package, pin in zip(m.off, m.pins, strict=True):
-            own = profile_pins(profile, package)
-            steps.append(f"`{pin}` in place of `{own[0]}`" if own else f"`{pin}`")
-        reasons.append(
-            f"{m.group.name} must be one release, and this cell resolved {m.said} "
-            f"({m.group.why}); add {' and '.join(steps)} to the constraints of profile "
-            f"{profile.name} ({profile.path}), then lock again"
-            + (f" ({m.group.where})" if m.group.where else "")
-        )
-    return "; ".join(reasons)
+    return "; ".join(
+        f"{m.group.name} must be one release, and this cell resolved {m.said} "
+        f"({m.group.why}): {changes(profile, m)}, then lock again"
+        + (f" ({m.group.where})" if m.group.where else "")
+        for m in mismatches(found)
+    )

@@ -106,7 +106,7 @@ def _reason(
         f"{wheel.name} {wheel.version} does not link against torch {torch}: {member}{more} "
         f"need(s) {count} torch symbol(s) its libraries do not define ({named})"
     )
-    pins = f"the constraints of profile {profile.name} ({profile.path})"
+    pins = f"the constraints of profile {profile.name} ({profile.path.absolute()})"
     if needs.built_for:
         return (
             f"{said}; this build is for torch {needs.built_for} (its version says so): pin a "
