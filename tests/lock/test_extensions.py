@@ -124,7 +124,7 @@ def test_an_extension_built_for_another_torch_fails_the_cell_with_the_fix(
     assert (code, cell["state"]) == (1, "incompatible")
     reason = cell["reason"]
     assert "staleext 2.0+cu12torch2.5 does not link against torch 2.6.0" in reason
-    assert "staleext/_C.so need(s) 1 torch symbol(s)" in reason
+    assert "staleext/_C.so needs 1 torch symbol its libraries do not define" in reason
     assert "c10::missing_symbol(...)" in reason  # demangled, without a new dependency
     assert "this build is for torch 2.5" in reason
     assert "pin a staleext build for torch 2.6.0 in the constraints of profile x" in reason
@@ -221,7 +221,7 @@ def test_readable_takes_any_name(name: str) -> None:
     assert shown == name or shown.endswith(("(...)", "(...) const"))
 
 
-@given(st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,20}", fullmatch=True), min_size=1, max_size=6))
+@given(st.lists(st.text("abcxyz_:~", min_size=1, max_size=20), min_size=1, max_size=6))
 def test_readable_names_every_part_of_a_nested_name(parts: list[str]) -> None:
     from envkit.gpu.wheelabi import readable
 

@@ -102,9 +102,11 @@ def _reason(
     count = sum(len(s) for _m, s in missing)
     named = ", ".join(readable(s) for s in symbols[:SHOWN])
     more = f" and {len(missing) - 1} other module(s)" if len(missing) > 1 else ""
+    need = "need" if more else "needs"
+    symbol = "symbol" if count == 1 else "symbols"
     said = (
         f"{wheel.name} {wheel.version} does not link against torch {torch}: {member}{more} "
-        f"need(s) {count} torch symbol(s) its libraries do not define ({named})"
+        f"{need} {count} torch {symbol} its libraries do not define ({named})"
     )
     pins = f"the constraints of profile {profile.name} ({profile.path.absolute()})"
     if needs.built_for:

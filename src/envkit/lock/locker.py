@@ -67,7 +67,6 @@ class LockOptions:
     jobs: int = 4
     root: str | None = None  # the constraints folder
     refresh: bool = False  # ask the index even where uv's cache could answer
-    abi: bool = True  # check the compiled wheels' torch symbols against the cell's torch
     # The Python uv builds source distributions' metadata with (the target version is
     # --python-version): envkit's own, so a lock does not depend on which Pythons the
     # locking machine has, and uv need not search for one.
@@ -174,10 +173,15 @@ class Locker:
             return CellState(cell=cell, status=CellStatus.UNRESOLVABLE, reason=_reason(exc.output))
         torch = torch or self.options.torch_index
         pylock = folder / "pylock.toml"
-        refused = (
-            self._torch_build(cell, pylock, torch)
-            or companions.lock_reason(profile, pylocks.versions(pylock))
-            or self._extensions(profile, cell, pylock, torch)
+        # a torch of the wrong build is said alone: the extensions would be judged against it
+        refused = self._torch_build(cell, pylock, torch) or "; ".join(
+            filter(
+                None,
+                (
+                    companions.lock_reason(profile, pylocks.versions(pylock)),
+                    self._extensions(profile, cell, pylock, torch),
+                ),
+            )
         )
         if refused:
             return CellState(cell=cell, status=CellStatus.INCOMPATIBLE, reason=refused)
@@ -197,8 +201,6 @@ class Locker:
     def _extensions(self, profile: Profile, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
         """Why a locked package's compiled modules do not link against the cell's torch
         (lock.extensions); '' when they do, or when that could not be read (``note``)."""
-        if not self.options.abi:
-            return ""
         self._remember(cell, torch)
         return extensions.abi_reason(
             profile, cell, pylock, self._http, progress=self.progress, note=self.note
