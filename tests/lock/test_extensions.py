@@ -4,77 +4,19 @@ packed in wheels on a local index beside a torch wheel whose torch/lib holds lib
 
 from __future__ import annotations
 
-import hashlib
 import sys
-from functools import cache
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-import indexserver
 import wheelhouse
 from helpers import PY, envkit
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "gpu"))
 import elfbuild
+from abiwheels import PLATFORM, extension, shared, torch_wheel
 
 pytestmark = elfbuild.needs_cxx
-PLATFORM = "py3-none-manylinux_2_17_x86_64"
-# c10::missing_symbol(): no torch library of the index defines it
-MISSING = "_ZN3c1014missing_symbolEv"
-
-
-@cache
-def shared() -> dict[str, bytes]:
-    """name -> a shared object: torch's libc10.so, a module needing what it defines, one
-    needing a c10 function it does not, and a file that is not ELF at all."""
-    built = elfbuild.built()
-    libs = built.libc10.parent
-    stale = elfbuild.compile_so(
-        f'extern "C" void gone() __asm__("{MISSING}");\n'
-        'extern "C" void init_stale() { gone(); }\n',
-        built.root / "abi" / "stale_C.so",
-        f"-L{libs}",
-        "-Wl,--no-as-needed",
-        "-lc10",
-    )
-    return {
-        "libc10": built.libc10.read_bytes(),
-        "good": built.ext_c10.read_bytes(),
-        "stale": stale.read_bytes(),
-        "plain": built.plain.read_bytes(),
-    }
-
-
-def torch_wheel() -> wheelhouse.Wheel:
-    so = shared()
-    return wheelhouse.Wheel(
-        "torch",
-        "2.6.0",
-        {
-            "torch/__init__.py": "__version__ = '2.6.0'\n",
-            "torch/version.py": "cuda = '12.4'\n",
-            "torch/lib/libc10.so": so["libc10"],
-            "torch/lib/libcudart.so.12": elfbuild.built().cudart12.read_bytes(),
-        },
-        tag=PLATFORM,
-    )
-
-
-def extension(name: str, version: str, module: bytes, torch: str = "torch") -> wheelhouse.Wheel:
-    return wheelhouse.Wheel(
-        name,
-        version,
-        {
-            f"{name}/__init__.py": "",
-            f"{name}/_C.so": module,
-            f"{name}/helper.so": shared()["plain"],
-        },
-        requires=[torch],
-        tag=PLATFORM,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -177,62 +119,3 @@ def test_an_unreachable_wheel_is_no_verdict(tmp_path: Path) -> None:
     assert abi_reason(profile, cell, pylock, Http(), note=said.append) == ""
     assert len(said) == 1 and "goodext 1.0's torch symbols in x / " in said[0]
     assert "not checked" in said[0]
-
-
-def test_wheels_are_read_by_range_and_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over HTTP, the modules come by range; the answers are kept under each wheel's sha256,
-    so a second look fetches nothing."""
-    from envkit.gpu import wheelabi
-    from envkit.io.http import Http
-
-    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
-    files = tmp_path / "files"
-    files.mkdir()
-    torch = torch_wheel().write(files)
-    ext = extension("staleext", "2.0+cu12torch2.5", shared()["stale"]).write(files)
-    with indexserver.serve(files) as server:
-        base = indexserver.url(server).rsplit("/", 1)[0] + "/files/"
-        http = Http()
-
-        def look() -> tuple[wheelabi.WheelNeeds, frozenset[str]]:
-            needs = wheelabi.wheel_needs(
-                base + ext.name, ext.name, hashlib.sha256(ext.read_bytes()).hexdigest(), http
-            )
-            wanted = frozenset(s for m in needs.modules for s in m.symbols)
-            sha = hashlib.sha256(torch.read_bytes()).hexdigest()
-            return needs, wheelabi.torch_defines(base + torch.name, torch.name, sha, wanted, http)
-
-        needs, defined = look()
-        fetched = http.traffic.bytes
-        assert needs.requires_torch and needs.built_for == "2.5"
-        (module,) = [m for m in needs.modules if m.needs_torch]
-        assert module.member == "staleext/_C.so" and module.symbols == (MISSING,)
-        assert defined == frozenset()
-        assert fetched > 0
-        assert look() == (needs, defined)
-        assert http.traffic.bytes == fetched  # both from the cache
-
-
-@given(st.text(max_size=200))
-def test_readable_takes_any_name(name: str) -> None:
-    from envkit.gpu.wheelabi import readable
-
-    shown = readable(name)
-    assert shown == name or shown.endswith(("(...)", "(...) const"))
-
-
-@given(st.lists(st.text("abcxyz_:~", min_size=1, max_size=20), min_size=1, max_size=6))
-def test_readable_names_every_part_of_a_nested_name(parts: list[str]) -> None:
-    from envkit.gpu.wheelabi import readable
-
-    mangled = "_ZN" + "".join(f"{len(p)}{p}" for p in parts) + "Ev"
-    assert readable(mangled) == "::".join(parts) + "(...)"
-
-
-def test_readable_is_linear_on_a_crafted_name() -> None:
-    from envkit.gpu.wheelabi import readable
-
-    assert readable("_ZN" + "1a" * 32_000 + "Ev").startswith("a::a::")
-    assert readable("_ZN" + "9" * 60_000) == "_ZN" + "9" * 60_000
-    crafted = "_ZN" + "1a" * 500_000 + "Ev"  # 1 MB: longer than any name an ELF reader gives
-    assert readable(crafted) == crafted
