@@ -119,3 +119,18 @@ def test_an_unreachable_wheel_is_no_verdict(tmp_path: Path) -> None:
     assert abi_reason(profile, cell, pylock, Http(), note=said.append) == ""
     assert len(said) == 1 and "goodext 1.0's torch symbols in x / " in said[0]
     assert "not checked" in said[0]
+
+
+def test_a_crafted_name_is_cut_in_the_reason(tmp_path: Path) -> None:
+    """Names come from the wheel: a 64 KiB symbol or member name leaves a reason that reads."""
+    from envkit.gpu.wheelabi import ModuleNeeds, WheelNeeds
+    from envkit.lock.extensions import _reason
+    from envkit.lock.pylocks import LockedWheel
+    from envkit.profiles.profile import load_profile
+
+    profile = load_profile(project(tmp_path, "goodext==1.0") / "envs" / "x.toml")
+    symbol, member = "_ZN3c10" + "x" * 65_000, "a/" + "b" * 20_000 + ".so"
+    needs = WheelNeeds("w-1.0-py3-none-any.whl", True, "", (ModuleNeeds(member, True, (symbol,)),))
+    wheel = LockedWheel(name="w", version="1.0", url="file:///w-1.0-py3-none-any.whl", sha256="")
+    reason = _reason(profile, wheel, needs, [(member, [symbol])], "2.6.0")
+    assert len(reason) < 1000 and "w 1.0 does not link against torch 2.6.0" in reason

@@ -102,6 +102,8 @@ class WheelNeeds:
             raise BadEntry(f"{f.where}.modules lists more than {LIMITS.modules}")
         found = []
         for m in modules:
+            if not _member_name(m.text("member")):
+                raise BadEntry(f"{m.where}.member is not a wheel's shared object")
             symbols = m.texts("symbols")
             if len(symbols) > MAX_SYMBOLS or not all(map(is_torch_symbol, symbols)):
                 raise BadEntry(f"{m.where}.symbols holds names that are not torch's")

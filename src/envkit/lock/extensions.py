@@ -100,12 +100,12 @@ def _reason(
 
     member, symbols = missing[0]
     count = sum(len(s) for _m, s in missing)
-    named = ", ".join(readable(s) for s in symbols[:SHOWN])
+    named = ", ".join(_short(readable(s)) for s in symbols[:SHOWN])
     more = f" and {len(missing) - 1} other module(s)" if len(missing) > 1 else ""
     need = "need" if more else "needs"
     symbol = "symbol" if count == 1 else "symbols"
     said = (
-        f"{wheel.name} {wheel.version} does not link against torch {torch}: {member}{more} "
+        f"{wheel.name} {wheel.version} does not link against torch {torch}: {_short(member)}{more} "
         f"{need} {count} torch {symbol} its libraries do not define ({named})"
     )
     pins = f"the constraints of profile {profile.name} ({profile.path.absolute()})"
@@ -124,3 +124,8 @@ def _reason(
         f"{said}; it does not say which torch it was built for: pin the {wheel.name} "
         f"release built for torch {torch} in {pins}"
     )
+
+
+def _short(text: str, most: int = 160) -> str:
+    """A name from a wheel, cut to a length a reason can hold (a crafted one may be 64 KiB)."""
+    return text if len(text) <= most else text[: most - 3] + "..."
