@@ -97,6 +97,8 @@ def test_a_module_over_the_limits_is_an_answer_not_a_fetch(tmp_path: Path) -> No
     assert not any(m.needs_torch for m in needs.modules)
     with pytest.raises(WheelError, match="envkit reads at most 1 of one wheel"):
         wheelabi.wheel_needs(url, name, "", Http(), limits=Limits(modules=1))
+    with pytest.raises(WheelError, match="envkit fetches at most 100 of one wheel"):
+        wheelabi.wheel_needs(url, name, "", Http(), total=100)
 
 
 @given(

@@ -42,6 +42,9 @@ from envkit.releases.registry import requirements
 
 MAX_SYMBOLS = 200_000  # torch symbols one wheel's modules need (vLLM 0.8.5's _C: about 1,500)
 MAX_LIBRARIES = 64  # torch/lib of torch 2.6.0 has 16 files
+# compressed bytes of one wheel's modules fetched in all (vLLM 0.8.5's: 323 MB; torch's
+# libraries are bounded per library, and read only until every symbol asked is found)
+MAX_WHEEL_MODULES = 4096 * 1024**2
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHARED = re.compile(r"[A-Za-z0-9_.+-]+\.so(\.[0-9]+)*")
 # the torch release in a wheel's local version: flash-attn's +cu12torch2.6cxx11abiFALSE
@@ -146,10 +149,12 @@ def wheel_needs(
     http: Http,
     *,
     limits: Limits = LIMITS,
+    total: int = MAX_WHEEL_MODULES,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> WheelNeeds:
-    """What the compiled modules of the wheel at ``url`` need of torch (module docstring).
-    Raises WheelError, NetworkError, FileSystemError."""
+    """What the compiled modules of the wheel at ``url`` need of torch (module docstring):
+    at most ``limits.modules`` modules, ``total`` compressed bytes in all, each within
+    ``limits``. Raises WheelError, NetworkError, FileSystemError."""
     cacheable = _SHA256.fullmatch(sha256) is not None
     if cacheable:
         known = TORCH_NEEDS.load(sha256, WheelNeeds.from_entry)
@@ -172,6 +177,12 @@ def wheel_needs(
                 raise WheelError(
                     f"{filename} holds {len(chosen)} compiled modules; envkit reads at most "
                     f"{limits.modules} of one wheel."
+                )
+            size = sum(archive.members[n].compress_size for n in chosen)
+            if size > total:
+                raise WheelError(
+                    f"{filename}'s compiled modules are {size:,} bytes compressed; envkit "
+                    f"fetches at most {total:,} of one wheel."
                 )
             for member in chosen:
                 size = archive.members[member].compress_size
