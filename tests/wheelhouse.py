@@ -149,6 +149,13 @@ def vllm(version: str = "0.8.5") -> Wheel:
     )
 
 
+def flashinfer(name: str, version: str) -> Wheel:
+    """One of FlashInfer's distributions (flashinfer-python, -cubin, -jit-cache): a module of
+    its own, nothing required, as their metadata has it."""
+    module = name.replace("-", "_").replace("_python", "")
+    return Wheel(name, version, {f"{module}/__init__.py": f"__version__ = {version!r}\n"})
+
+
 def standard_index(root: Path) -> str:
     """The default test index: vllm 0.8.5, transformers 4.51.3 and 5.0.0, a CUDA 12.4 torch."""
     return write_index(

@@ -18,6 +18,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit.env.checks import Check, CompatLookup, Report, Status
+from envkit.env.companionchecks import companion_checks
+from envkit.env.companionchecks import names as companion_names
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
 from envkit.env.gpuchecks import gpu_checks, gpu_side, reading, site_packages
 from envkit.env.pairs import compat_check
@@ -35,7 +37,7 @@ Show = Callable[[str], str]  # the path as the user should see it (after a move)
 def facts_request(profile: Profile) -> dict[str, Any]:
     """What the probe must look at for ``profile``'s checks."""
     return {
-        "distributions": sorted(profile.expected_versions()),
+        "distributions": sorted({*profile.expected_versions(), *companion_names()}),
         "imports": list(profile.checks.imports),
         "probes": list(profile.checks.probes),
         "torch": bool(profile.torch.cuda or profile.torch.backend),
@@ -115,6 +117,7 @@ def assess(
                 fix="" if ok else _probe_fix(profile, probed.module or dotted),
             )
         )
+    checks.extend(companion_checks(profile, facts, Path(final)))
     if facts.torch is not None:
         checks.extend(_torch_checks(torch or profile.torch, facts.torch, profile.name))
     installed = {

@@ -22,6 +22,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
@@ -280,6 +281,74 @@ def read_members(url: str, http: Http, names: Iterable[str]) -> dict[str, bytes]
         raise WheelError(f"{redact(url)} {exc.reason}.") from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
         raise WheelError(f"{redact(url)} is not a zip file envkit can read ({exc}).") from None
+
+
+class LocalZip:
+    """A wheel on disk (a file:// index, as uv takes one) read as :class:`RemoteZip` reads
+    one by range: its ``members``, small members by :meth:`read`, a large one streamed by
+    :meth:`inflate`, within the same caps. Use as a context manager. Raises WheelError."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        path = url2pathname(urlsplit(url).path)
+        try:
+            self._handle = open_regular(path, what="wheel")
+        except UnreadableFile as exc:
+            raise WheelError(f"{redact(url)} {exc.reason}.") from None
+        try:
+            _check_directory(self._handle, url)
+            self._zip = zipfile.ZipFile(self._handle)
+        except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
+            self._handle.close()
+            raise WheelError(f"{redact(url)} is not a zip file envkit can read ({exc}).") from None
+        except BaseException:
+            self._handle.close()
+            raise
+        self.members = {info.filename: info for info in self._zip.infolist()}
+
+    def __enter__(self) -> LocalZip:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._zip.close()
+        self._handle.close()
+
+    def read(self, names: Iterable[str], limit: int = MAX_MEMBER) -> dict[str, bytes]:
+        return _members(self._zip, self.url, list(names), limit)
+
+    def inflate(
+        self, name: str, out: BinaryIO, *, max_compressed: int, max_inflated: int, seconds: float
+    ) -> int:
+        """As :meth:`RemoteZip.inflate`, from the disk (zipfile checks the CRC-32)."""
+        info = self.members.get(name)
+        if info is None:
+            raise WheelError(f"{redact(self.url)} has no member {name}.")
+        if info.compress_size > max_compressed or info.file_size > max_inflated:
+            raise _damaged(self.url, name, "it is larger than envkit reads")
+        ends = time.monotonic() + seconds
+        written = 0
+        try:
+            with self._zip.open(info) as member:
+                while piece := member.read(INFLATE_PIECE):
+                    written += len(piece)
+                    if written > min(max_inflated, info.file_size):
+                        raise _damaged(self.url, name, "it inflates to more bytes than listed")
+                    if time.monotonic() > ends:
+                        raise _damaged(self.url, name, f"not read within {seconds:.0f} s")
+                    out.write(piece)
+        except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError) as exc:
+            raise _damaged(self.url, name, f"it does not inflate ({exc})") from None
+        return written
+
+
+@contextmanager
+def open_wheel(url: str, http: Http) -> Iterator[RemoteZip | LocalZip]:
+    """The wheel at ``url``: by range for http(s), from the disk for file://."""
+    if url.lower().startswith("file://"):
+        with LocalZip(url) as local:
+            yield local
+    else:
+        yield RemoteZip(url, http)
 
 
 def _check_directory(handle: BinaryIO, url: str) -> None:

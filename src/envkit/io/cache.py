@@ -220,5 +220,7 @@ COMPAT = Kind("compat", 4, 4 * MiB)  # a vLLM x transformers report (compat.repo
 MODEL_TYPES = Kind("site", 1, 8 * MiB, numbered=False)  # arch -> model types (site.data)
 TORCH_BUILDS = Kind("torch-builds", 1, 4 * KiB, numbered=False)  # a torch wheel's CUDA
 GPU_KERNELS = Kind("gpu-kernels", 1, 1 * MiB)  # what a wheel's compiled modules hold (wheelkernels)
+TORCH_NEEDS = Kind("torch-needs", 1, 16 * MiB)  # torch symbols a wheel needs (wheelabi)
+TORCH_DEFINES = Kind("torch-defines", 1, 32 * MiB)  # which asked symbols a torch wheel defines
 PROFILES = Kind("profiles", 1, 4 * MiB)  # a valid profile's TOML, parsed (profiles.tomldoc)
 SERVE_FLAGS = Kind("serve-flags", 1, 4 * MiB)  # vllm serve's flags and VLLM_* names (serveflags)

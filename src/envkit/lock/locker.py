@@ -40,7 +40,7 @@ from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
 from envkit.io.redaction import redact
 from envkit.io.uv import Uv
-from envkit.lock import pylocks
+from envkit.lock import companions, extensions, pylocks
 from envkit.lock.cells import (
     Cell,
     CellState,
@@ -171,7 +171,18 @@ class Locker:
                 cached_first = True  # the first output fetched all that the second needs
         except CommandFailed as exc:
             return CellState(cell=cell, status=CellStatus.UNRESOLVABLE, reason=_reason(exc.output))
-        refused = self._torch_build(cell, folder / "pylock.toml", torch or self.options.torch_index)
+        torch = torch or self.options.torch_index
+        pylock = folder / "pylock.toml"
+        # a torch of the wrong build is said alone: the extensions would be judged against it
+        refused = self._torch_build(cell, pylock, torch) or "; ".join(
+            filter(
+                None,
+                (
+                    companions.lock_reason(profile, pylocks.versions(pylock)),
+                    self._extensions(profile, cell, pylock, torch),
+                ),
+            )
+        )
         if refused:
             return CellState(cell=cell, status=CellStatus.INCOMPATIBLE, reason=refused)
         sources = pylocks.source_only(folder / "pylock.toml")
@@ -187,6 +198,19 @@ class Locker:
             ),
         )
 
+    def _extensions(self, profile: Profile, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
+        """Why a locked package's compiled modules do not link against the cell's torch
+        (lock.extensions); '' when they do, or when that could not be read (``note``)."""
+        self._remember(cell, torch)
+        return extensions.abi_reason(
+            profile, cell, pylock, self._http, progress=self.progress, note=self.note
+        )
+
+    def _remember(self, cell: Cell, torch: TorchIndex) -> None:
+        for index in (self.options.index_url, torch.mirror and torch.mirror_url(cell.backend)):
+            if index:
+                self._http.remember(index)  # its credentials serve its wheels, as for uv
+
     def _torch_build(self, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
         """Why the torch this cell resolved to is not the build its backend names: '' when it
         is, when uv's ``--torch-backend`` chose it from that backend's own page, or when its
@@ -198,9 +222,7 @@ class Locker:
         if found is None:
             return ""
         version, url, sha256 = found
-        for index in (self.options.index_url, torch.mirror and torch.mirror_url(cell.backend)):
-            if index:
-                self._http.remember(index)  # its credentials serve its wheels, as for uv
+        self._remember(cell, torch)
         self.progress(
             f"reading which build torch {version} in {cell.name} is (its wheel's "
             "torch/version.py, by range)"

@@ -10,11 +10,14 @@ and by packaging's ``Pylock.select`` instead of failing late on some wheel.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import tomlkit
 from packaging.pylock import Pylock, PylockValidationError
+from packaging.utils import canonicalize_name
 
 from envkit.errors import WheelError
 from envkit.io.redaction import redact
@@ -119,6 +122,50 @@ def torch_wheel(pylock: Path) -> tuple[str, str, str] | None:
                 str(hashes.get("sha256", "")),
             )
     return None
+
+
+@dataclass(frozen=True)
+class LockedWheel:
+    """One package of a cell's pylock with the wheel it installs (its first, the target's)."""
+
+    name: str
+    version: str
+    url: str
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return unquote(urlsplit(self.url).path.rsplit("/", 1)[-1])
+
+
+def versions(pylock: Path) -> dict[str, str]:
+    """Every package of a cell's pylock: canonical name -> version."""
+    return {
+        canonicalize_name(str(p["name"])): str(p.get("version", ""))
+        for p in load(read_lock(pylock)).get("packages", [])
+        if isinstance(p, dict) and isinstance(p.get("name"), str)
+    }
+
+
+def wheels(pylock: Path) -> tuple[LockedWheel, ...]:
+    """The packages of a cell's pylock that install a wheel, each with its first wheel."""
+    found = []
+    for package in load(read_lock(pylock)).get("packages", []):
+        if not isinstance(package, dict) or not isinstance(package.get("name"), str):
+            continue
+        listed = package.get("wheels")
+        if not (isinstance(listed, list) and listed and isinstance(listed[0], dict)):
+            continue
+        hashes = listed[0].get("hashes")
+        found.append(
+            LockedWheel(
+                name=canonicalize_name(package["name"]),
+                version=str(package.get("version", "")),
+                url=str(listed[0].get("url", "")),
+                sha256=str(hashes.get("sha256", "")) if isinstance(hashes, dict) else "",
+            )
+        )
+    return tuple(found)
 
 
 def source_only(pylock: Path) -> tuple[str, ...]:

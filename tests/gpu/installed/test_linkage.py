@@ -16,7 +16,8 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envkit.gpu.installed.linkage import PackageLinkage, is_torch_symbol, site_linkage
+from envkit.gpu.binaries.torchabi import is_torch_symbol
+from envkit.gpu.installed.linkage import PackageLinkage, site_linkage
 
 import elfbuild
 from helpers import envkit

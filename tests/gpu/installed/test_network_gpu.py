@@ -17,7 +17,7 @@ import pytest
 from envkit.gpu.arch import Capability, Target
 from envkit.gpu.binaries import cudalibs, elf, fatbin, images
 from envkit.gpu.binaries.images import Verdict
-from envkit.gpu.installed.linkage import is_torch_symbol
+from envkit.gpu.binaries.torchabi import is_torch_symbol
 
 pytestmark = pytest.mark.network
 

@@ -18,28 +18,15 @@ answer, never a hang).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.gpu.binaries import elf
 from envkit.gpu.binaries.filecache import FileCache
+from envkit.gpu.binaries.torchabi import is_torch_symbol
 from envkit.gpu.installed import modules
 
-# torch's C++ namespaces (c10, at, torch, caffe2) at the start of a mangled name: functions
-# and members (_ZN, const _ZNK, ref-qualified _ZNR/_ZNO), vtables and typeinfo (_ZTV, _ZTI,
-# _ZTS), thunks (_ZTh, _ZTv), local statics and their guards (_ZZN, _ZGVZN)
-TORCH_CXX = re.compile(
-    r"_Z(?:T[VIST]|Th[n0-9]+_|Tv[n0-9_]+|GV)?Z?N[rVKRO]*(?:3c10|2at|5torch|6caffe2)"
-)
-# torch's C symbols: the stable ABI's shims (aoti_torch_*, torch_*) and the Python bindings
-TORCH_C = ("aoti_torch_", "torch_", "THP")
 MAX_EXTENSIONS = 64  # vLLM ships a handful; more is not a vLLM package
-
-
-def is_torch_symbol(name: str) -> bool:
-    """Whether an undefined symbol is one torch's libraries must define."""
-    return name.startswith(TORCH_C) or TORCH_CXX.match(name) is not None
 
 
 @dataclass(frozen=True)

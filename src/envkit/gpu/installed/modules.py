@@ -18,13 +18,13 @@ from pathlib import Path
 from envkit.errors import UnreadableFile
 from envkit.gpu.binaries import elf
 from envkit.gpu.binaries.filecache import FileCache
+from envkit.gpu.binaries.torchabi import TORCH_LIBRARIES
 from envkit.io.files import read_small
 
 MAX_WALKED = 400_000  # files looked at in one site-packages (a vLLM venv has about 60,000)
 MAX_MODULES = 5_000  # compiled modules read
 MAX_DEPTH = 12
 MAX_RECORD = 16 * 1024**2  # torch's RECORD is about 2 MB
-TORCH_LIBRARIES = ("libtorch", "libc10")  # NEEDED entries that make a module link torch
 LIBRARY_PACKAGES = ("torch", "nvidia")  # folders of libraries, not of extension modules
 MAX_VERSION_FILE = 65_536
 # a torch release in a file name: torch-c-dlpack-ext ships libtorch_c_dlpack_addon_torch24
