@@ -38,7 +38,7 @@ def upgrades(done: Sequence[Upgrade], writing: bool, as_json: bool) -> None:
 
 def _widths(width: int) -> tuple[int, int, int, int]:
     room = width - CHANGE - 3 * GAP
-    fact = room * 3 // 10
+    fact = room * 2 // 5
     old = (room - fact) // 2
     return CHANGE, fact, old, room - fact - old
 
@@ -77,7 +77,11 @@ def _one(done: Upgrade, writing: bool) -> None:
     for line in _cells(("change", "fact", f"vLLM {old.vllm.version}",
                         f"vLLM {new.vllm.version}"), widths):  # fmt: skip
         echo(line, bold=True)
+    kind = ""
     for row in done.rows:
+        if row.kind.value != kind:
+            kind = row.kind.value
+            echo(kind, bold=True)
         _row(row, widths)
     if move.rejected:
         echo()
@@ -92,7 +96,7 @@ def _one(done: Upgrade, writing: bool) -> None:
 
 def _row(row: Row, widths: Sequence[int]) -> None:
     change = row.change.value
-    lines = _cells((change, f"{row.kind.value}: {row.subject}", row.old, row.new), widths)
+    lines = _cells((change, row.subject, _listed(row.old), _listed(row.new)), widths)
     echo(lines[0], fg=_COLOUR.get(change))
     for line in lines[1:]:
         echo(line)
@@ -102,12 +106,33 @@ def _row(row: Row, widths: Sequence[int]) -> None:
         echo(wrap(f"fix: {row.fix}", indent, indent + "  "))
 
 
+LISTED = 12  # names of one value shown in the text; --json lists every one
+
+
+def _listed(value: str) -> str:
+    """A long list of names shortened, saying so: the JSON output holds them all."""
+    names = value.split(", ")
+    if len(names) <= LISTED:
+        return value
+    return (
+        ", ".join(names[: LISTED - 4]) + f" and {len(names) - LISTED + 4} more (--json lists all)"
+    )
+
+
+def _some(names: list[str], shown: int = 4) -> str:
+    more = f" and {len(names) - shown} more, listed above" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _verdict(done: Upgrade, writing: bool) -> None:
     move = done.move
     lost = done.lost
     if lost:
-        names = "; ".join(f"{r.kind.value} {r.subject}" for r in lost)
-        echo(wrap(f"lost {len(lost)}: {names}", "", "  "), fg="red")
+        kinds: dict[str, list[str]] = {}
+        for row in lost:
+            kinds.setdefault(row.kind.value, []).append(row.subject)
+        said = "; ".join(f"{k} {len(v)} ({_some(v)})" for k, v in kinds.items())
+        echo(wrap(f"lost: {said}", "", "  "), fg="red")
     elif move.moves:
         echo(one_line("ok: the move keeps everything the profile had"), fg="green")
     else:
@@ -131,4 +156,13 @@ def _verdict(done: Upgrade, writing: bool) -> None:
         files = len(done.published.get("files", []))
         echo(one_line(f"published: {files} files and index.json to {done.published['to']}"))
     else:
-        echo(one_line("not published: a cell did not lock (see above)"), fg="red")
+        name = move.profile.name
+        echo(
+            wrap(
+                f"not published: a cell did not lock (see above); envkit lock {name}, then "
+                f"envkit publish {name}, finish the move once it locks.",
+                "",
+                "  ",
+            ),
+            fg="red",
+        )

@@ -72,12 +72,32 @@ def _backend(move: Move) -> str:
     return "cu" + move.new.cuda.replace(".", "") if move.new.cuda else ""
 
 
+def backends_after(profile: Profile, move: Move) -> tuple[str, ...]:
+    """The torch backends the profile's cells have after the move (a CUDA backend follows
+    the new torch's default build)."""
+    new, old = _backend(move), profile.torch.backend
+    if not new or not old.startswith("cu"):
+        return profile.matrix.backends
+    return tuple(dict.fromkeys(new if b == old else b for b in profile.matrix.backends))
+
+
 def _set_list(doc: Any, key: str, values: tuple[str, ...]) -> None:
     """Replace the items of the array ``doc[key]`` in place (its comments stay)."""
     array = doc[key]
     while len(array):
         array.pop()
     array.extend(values)
+
+
+def _repin(array: Any, move: Move) -> None:
+    """Each entry of a requirements or constraints array as the move leaves it, in place:
+    the comment on an entry's line stays with it; a dropped entry goes with its comment."""
+    for i in reversed(range(len(array))):
+        after = _pin_for(str(array[i]), move)
+        if after is None:
+            del array[i]
+        elif after != str(array[i]):
+            array[i] = after
 
 
 def write(profile: Profile, move: Move, scanner: Scanner) -> Profile:
@@ -91,10 +111,9 @@ def write(profile: Profile, move: Move, scanner: Scanner) -> Profile:
     bounds = transformers_bounds(scanner, _version(move.new.vllm.version))
     with held(path):
         doc = tomlkit.parse(read_small_text(path, MAX_PROFILE_BYTES, what="profile"))
-        requirements, constraints = pinned(profile, move)
-        _set_list(doc, "requirements", requirements)
-        if "constraints" in doc:
-            _set_list(doc, "constraints", constraints)
+        for key in ("requirements", "constraints"):
+            if key in doc:
+                _repin(doc[key], move)
         _torch(doc, profile, move)
         _matrix(doc, profile, move)
         if "exclude_newer" in doc:
@@ -155,14 +174,17 @@ def _cutoff(scanner: Scanner, move: Move) -> str:
     return f"{(max(known) + dt.timedelta(days=7)).date().isoformat()}T00:00:00Z"
 
 
+MOVED = "# Moved from"  # the line that says the last move (one: the next replaces it)
+
+
 def _said(text: str, move: Move) -> str:
     """The move said in a comment line above the first key (after a ``#:schema`` line)."""
-    line = "# " + visible(
-        f"Moved from vLLM {move.old.vllm.version} + transformers "
+    line = MOVED + visible(
+        f" vLLM {move.old.vllm.version} + transformers "
         f"{move.old.transformers.version} to vLLM {move.new.vllm.version} + transformers "
         f"{move.new.transformers.version} by envkit upgrade {move.profile.name} --write."
     )
-    lines = text.splitlines(keepends=True)
+    lines = [t for t in text.splitlines(keepends=True) if not t.startswith(MOVED)]
     at = 1 if lines and lines[0].startswith("#:schema") else 0
     return "".join([*lines[:at], line + "\n", *lines[at:]])
 

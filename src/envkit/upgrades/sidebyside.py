@@ -140,15 +140,19 @@ def _models(old: Side, new: Side) -> Iterator[Row]:
         yield Row(Kind.MODELS, arch, "listed", said, Change.LOST, registry)
     gained = sorted(now - was)
     if gained:
-        yield Row(Kind.MODELS, "new architectures", "", _some(gained), Change.GAINED, registry)
+        yield Row(Kind.MODELS, "new architectures", "", ", ".join(gained), Change.GAINED, registry)
     types_was = old_types(old)
     types_now = set(new.transformers.model_types) | set(new.vllm.model_types)
     where = f"{new.transformers.wheel or new.transformers.version} (CONFIG_MAPPING_NAMES)"
-    for kind in sorted(types_was - types_now):
-        yield Row(Kind.MODELS, f"model type {kind}", "loads", "unknown", Change.LOST, where)
+    gone = sorted(types_was - types_now)
+    if gone:  # one row: a transformers major drops dozens at once
+        yield Row(
+            Kind.MODELS, f"{len(gone)} model type(s)", ", ".join(gone), "unknown",
+            Change.LOST, where,
+        )  # fmt: skip
     more = sorted(types_now - types_was)
     if more:
-        yield Row(Kind.MODELS, "new model types", "", _some(more), Change.GAINED, where)
+        yield Row(Kind.MODELS, "new model types", "", ", ".join(more), Change.GAINED, where)
 
 
 def _card(gpu: Capability) -> str:
@@ -173,10 +177,9 @@ def _gpus(move: Move, table: KernelTable) -> Iterator[Row]:
         elif b.verdict is Verdict.NO_KERNEL_IMAGE and a.verdict is not Verdict.NO_KERNEL_IMAGE:
             yield Row(
                 Kind.GPUS, _card(gpu), a.verdict.value, "dropped",
-                Change.LOST if gpu in asked or a.verdict is Verdict.RUNS else Change.CHANGED,
-                b.describe(),
-                f"Keep vLLM {old} for this GPU, or leave it out with --gpu NAME"
-                if gpu not in asked or len(asked) > 1 else "",
+                Change.LOST if gpu in asked else Change.CHANGED, b.describe(),
+                f"Keep vLLM {old} for this GPU (upgrade --gpu NAME judges the move for the "
+                "card you serve on)" if gpu in asked else "",
             )  # fmt: skip
         elif a.verdict is not Verdict.RUNS and b.verdict is Verdict.RUNS:
             yield Row(Kind.GPUS, _card(gpu), a.verdict.value, "runs", Change.GAINED, b.describe())
@@ -293,10 +296,10 @@ def _lint(move: Move, lints: Lints) -> Iterator[Row]:
     if lints.new is None:
         yield Row(Kind.FLAGS, "[serve]", "", "not checked", Change.UNCHECKED, lints.note or where)
         return
-    before = {(f.code, f.subject) for f in lints.old.findings} if lints.old else set()
+    before = {(f.code, f.severity, f.subject) for f in lints.old.findings} if lints.old else set()
     bad: set[str] = set()
     for f in lints.new.findings:
-        if (f.code, f.subject) in before:
+        if (f.code, f.severity, f.subject) in before:
             continue
         kind = Kind.VARIABLES if f.code == "removed-variable" else Kind.FLAGS
         lost = f.severity == "error" or f.code == "removed-variable"
@@ -306,8 +309,11 @@ def _lint(move: Move, lints: Lints) -> Iterator[Row]:
             f"{f.code}: {f.message}", Change.LOST if lost else Change.CHANGED, where, f.fix,
         )  # fmt: skip
     fine = [c for c in dict.fromkeys(lints.new.checked) if c not in bad and c != "MODEL"]
-    if fine:
-        yield Row(Kind.FLAGS, "accepted", _some(fine), _some(fine), Change.KEPT, where)
+    flags = [c for c in fine if c.startswith("-")]
+    names = [c for c in fine if not c.startswith("-")]
+    for kind, kept in ((Kind.FLAGS, flags), (Kind.VARIABLES, names)):
+        if kept:
+            yield Row(kind, "accepted", ", ".join(kept), ", ".join(kept), Change.KEPT, where)
 
 
 def _companions(move: Move) -> Iterator[Row]:

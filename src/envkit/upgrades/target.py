@@ -26,7 +26,7 @@ from envkit.gpu.kerneltable import KernelTable
 from envkit.gpu.kernelverdict import Verdict
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
-from envkit.releases.registry import Scan, parse_target
+from envkit.releases.registry import Scan
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import torch_cuda
 
@@ -101,14 +101,27 @@ def pins(profile: Profile) -> tuple[Version, Version, str]:
 
 def parse_to(text: str) -> Version:
     """``--to vllm==X``: the vLLM release asked. BadInput for anything else."""
-    if len(text) > 200:
-        raise BadInput("--to is longer than 200 characters; give vllm==X such as vllm==0.9.2.")
-    project, version = parse_target(text.strip())
-    if project != "vllm":
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    hint = "Give --to vllm==X, such as --to vllm==0.9.2."
+    if len(text) > 200 or not text.isascii():
+        raise BadInput(f"--to {text[:40]!r}... is not an exact vLLM release.", hint)
+    try:
+        req = Requirement(text.strip())
+        (spec,) = list(req.specifier)
+        if spec.operator != "==" or "*" in spec.version or req.marker or req.extras or req.url:
+            raise ValueError
+        version = Version(spec.version)
+    except (InvalidRequirement, InvalidVersion, ValueError):
         raise BadInput(
-            f"--to {text!r} names {project}; upgrade moves the vLLM release "
-            "(the transformers and torch are picked for it).",
-            "Give --to vllm==X, such as --to vllm==0.9.2.",
+            f"--to {text!r} is not an exact release such as vllm==0.9.2.", hint
+        ) from None
+    if canonicalize_name(req.name) != "vllm":
+        raise BadInput(
+            f"--to {text!r} names {req.name}; upgrade moves the vLLM release (the "
+            "transformers and torch are picked for it).",
+            hint,
         )
     return version
 

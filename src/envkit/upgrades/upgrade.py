@@ -130,6 +130,10 @@ def write(
 
     if not done.move.moves:
         return done
+    for backend in rewrite.backends_after(done.move.profile, done.move):
+        unreachable = locker.reach(backend)
+        if unreachable is not None:  # before the profile is touched: never half a move
+            raise unreachable
     after = rewrite.write(done.move.profile, done.move, checker)
     results = tuple(locker.lock([after], refused=refusals([after])))
     published = None
