@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import layouts
-import lint_world
 
+import lint_world
 from wheelhouse import Wheel
 
 UPLOADS = {
@@ -59,7 +59,9 @@ def _vllm(version: str, registry: dict[str, str], parser: dict[str, str], torch:
 
 def _transformers(version: str, files: dict[str, str]) -> Wheel:
     return Wheel(
-        "transformers", version, {"transformers/__init__.py": f"__version__ = {version!r}\n", **files}
+        "transformers",
+        version,
+        {"transformers/__init__.py": f"__version__ = {version!r}\n", **files},
     )
 
 
@@ -91,7 +93,7 @@ def upload_times(folder: Path) -> dict[str, str]:
     }
 
 
-PROFILE = '''#:schema ../src/envkit/schemas/profile.schema.json
+PROFILE = """#:schema ../src/envkit/schemas/profile.schema.json
 # The team's Qwen line: reviewed by hand.
 description = "upgrade test profile"
 python = ">=3.11,<3.13"
@@ -113,4 +115,4 @@ backends = ["cu128"]
 [serve]
 args = ["example-org/llama-tiny", "--max-model-len", "8192", "--enable-reasoning"]
 env = { VLLM_OLD_KNOB = "1", VLLM_LOGGING_LEVEL = "INFO" }
-'''
+"""

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import upgrade_world
 
 import indexserver
-import upgrade_world
 from helpers import envkit, output
 from indexserver import url
 
@@ -65,8 +65,9 @@ def test_a_volta_card_is_dropped_at_the_cuda_13_release(to_033: dict[str, Any]) 
     gpus = rows(to_033, "gpus")
     volta = gpus["7.0 (Tesla V100 16GB, Tesla V100 32GB)"]
     assert (volta["old"], volta["new"], volta["change"]) == ("runs", "dropped", "lost")
-    assert "vLLM 0.33.0's _C_stable_libtorch.abi3.so has no kernel image for 7.0" in (
-        volta["evidence"]
+    assert (
+        "vLLM 0.33.0's _C_stable_libtorch.abi3.so has no kernel image for 7.0"
+        in (volta["evidence"])
     )
     assert "torch 2.14.0 (CUDA 13.0)'s libtorch_cuda.so has no kernel image" in volta["evidence"]
     assert "9.0" in gpus["kept"]["new"].split(", ")
