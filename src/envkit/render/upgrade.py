@@ -73,12 +73,13 @@ def _one(done: Upgrade, writing: bool) -> None:
                   "  ", "    "))  # fmt: skip
     width = min(term_width(), 100)
     widths = _widths(width)
-    echo()
-    for line in _cells(("change", "fact", f"vLLM {old.vllm.version}",
-                        f"vLLM {new.vllm.version}"), widths):  # fmt: skip
-        echo(line, bold=True)
+    if move.moves:  # a profile that stays has nothing to put side by side
+        echo()
+        for line in _cells(("change", "fact", f"vLLM {old.vllm.version}",
+                            f"vLLM {new.vllm.version}"), widths):  # fmt: skip
+            echo(line, bold=True)
     kind = ""
-    for row in done.rows:
+    for row in done.rows if move.moves else ():
         if row.kind.value != kind:
             kind = row.kind.value
             echo(kind, bold=True)
@@ -94,13 +95,25 @@ def _one(done: Upgrade, writing: bool) -> None:
     _verdict(done, writing)
 
 
+def _fits(text: str, width: int) -> bool:
+    return all(len(word) <= width for word in shown(text).split())
+
+
 def _row(row: Row, widths: Sequence[int]) -> None:
     change = row.change.value
-    lines = _cells((change, row.subject, _listed(row.old), _listed(row.new)), widths)
+    old, new = _listed(row.old), _listed(row.new)
+    indent = " " * (CHANGE + GAP)
+    apart = not (_fits(old, widths[2]) and _fits(new, widths[3]))
+    # a value with a word wider than its column goes on lines of its own, whole
+    cells = (change, row.subject, "see below", "see below") if apart else (
+        change, row.subject, old, new)  # fmt: skip
+    lines = _cells(cells, widths)
     echo(lines[0], fg=_COLOUR.get(change))
     for line in lines[1:]:
         echo(line)
-    indent = " " * (CHANGE + GAP)
+    if apart:
+        for said, value in (("was", old), ("now", new)):
+            echo(wrap(f"{said}: {value or '-'}", indent, indent + "  "))
     echo(wrap(f"evidence: {row.evidence}", indent, indent + "  "), dim=True)
     if row.fix:
         echo(wrap(f"fix: {row.fix}", indent, indent + "  "))

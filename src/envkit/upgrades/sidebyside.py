@@ -258,7 +258,8 @@ def _compat(old: Side, new: Side) -> Iterator[Row]:
     for arch in new.compat.broken_architectures:
         if arch in before:
             continue
-        loaded = arch in old.vllm.architectures
+        kind, _, name = arch.partition("model type ")
+        loaded = name in old_types(old) if not kind and name else arch in old.vllm.architectures
         found = next((f for f in new.compat.findings if arch in f.architectures), None)
         said = (
             f"{found.code.value} {found.name} at {found.file}:{found.line}" if found else "breaks"
@@ -282,7 +283,7 @@ def _bounds(old: Side, new: Side) -> Iterator[Row]:
     was = {a for a, b in old.bounds.items() if b.refuses(old.transformers.version)}
     now = {a: b for a, b in new.bounds.items() if b.refuses(new.transformers.version)}
     for arch in sorted(set(now) - was):
-        if arch in new.vllm.architectures:
+        if arch in old.vllm.architectures:  # one new in this release was never loaded
             tier = now[arch].describe_tier()
             yield Row(Kind.BOUNDS, arch, "in bounds", f"needs {tier}", Change.LOST, where)
     for arch in sorted(was - set(now)):

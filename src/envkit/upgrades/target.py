@@ -31,7 +31,7 @@ from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import torch_cuda
 
 MAX_SCANNED = 24  # newer releases scanned, newest first, before the search stops
-MAX_TRIED = 4  # releases that pass the cheap tests and get a transformers picked
+MAX_TRIED = 6  # releases whose picked transformers compat checks (the costly test)
 MAX_COMPAT = 3  # transformers releases checked with compat for one vLLM release
 
 
@@ -132,6 +132,7 @@ class Chooser:
     def __init__(self, checker: Checker, table: KernelTable, profile: Profile) -> None:
         self.checker, self.table, self.profile = checker, table, profile
         self.defaults: dict[str, str | None] = {}
+        self.compat_checks = 0  # pairs checked while picking a transformers
 
     def side(self, vllm: Version, transformers: Version, torch: str = "") -> Side:
         v = self.checker.scan("vllm", vllm)
@@ -187,7 +188,8 @@ class Chooser:
 
     def transformers_for(self, scan: Scan, old: Side) -> tuple[Version | None, str]:
         """The transformers for vLLM ``scan`` and '' when it keeps everything; else the
-        best one found (None when none fits the range) and what it loses."""
+        one that loses least (the newest knowing every model type, else the newest in range;
+        None when none fits the range) and what the first candidate lost."""
         vllm = Version(scan.version)
         try:
             spec = SpecifierSet(scan.requires.get("transformers", ""))
@@ -195,6 +197,7 @@ class Chooser:
             spec = SpecifierSet()
         published = self.checker.upload_time("vllm", vllm)
         checked, best, why = 0, None, ""
+        typed: Version | None = None  # the newest that knows every model type
         for version in reversed(self.checker.releases("transformers")):
             if not spec.contains(version, prereleases=False):
                 continue
@@ -207,9 +210,11 @@ class Chooser:
             if lost:
                 why = why or f"transformers {version} does not know model type {_some(lost)}"
                 continue
+            typed = typed or version
             if checked >= MAX_COMPAT:
                 break
             checked += 1
+            self.compat_checks += 1
             report, _note = self.compat(vllm, version)
             broken = _newly_broken(report, old)
             if broken:
@@ -218,7 +223,7 @@ class Chooser:
             return version, ""
         if best is None:
             return None, f"no transformers in its range transformers{spec} published before it"
-        return best, why
+        return typed or best, why  # what loses least: the model types first
 
 
 def old_types(old: Side) -> set[str]:
@@ -276,8 +281,9 @@ def choose(
             break
         scan, why = chooser.cheap(version, old, wanted)
         if scan is not None and not why:
-            tried += 1
+            checks = chooser.compat_checks
             pick, why = chooser.transformers_for(scan, old)
+            tried += chooser.compat_checks > checks
             if pick is not None and not why:
                 new = chooser.side(version, pick)
                 asked = "the newest release that keeps every model, GPU and the driver"
