@@ -2,7 +2,8 @@
 and 0.18.0 with the same model registry and the old serve parser (CUDA 12 builds: the shipped
 kernel table has kernels for 7.0 in both), and 0.33.0 (a CUDA 13 release: no 7.0) whose
 registry drops Phi3Small, Mllama and the Mid fillers and whose parser lacks
---enable-reasoning and whose envs.py no longer reads VLLM_OLD_KNOB; transformers 4.57.6 and
+--enable-reasoning and whose envs.py no longer reads VLLM_OLD_KNOB, and which asks
+tokenizers>=0.22 (the profile pins 0.21.0); transformers 4.57.6 and
 5.20.2, torch 2.10.0 (CUDA 12.8) and 2.14.0 (CUDA 13.0). Every wheel also installs, so uv
 locks against the same index."""
 
@@ -41,7 +42,7 @@ NEW_PARSER = {
 
 
 def _vllm(version: str, registry: dict[str, str], parser: dict[str, str], torch: str,
-          transformers: str, python: str) -> Wheel:  # fmt: skip
+          transformers: str, python: str, *more: str) -> Wheel:  # fmt: skip
     return Wheel(
         "vllm",
         version,
@@ -51,7 +52,7 @@ def _vllm(version: str, registry: dict[str, str], parser: dict[str, str], torch:
             **registry,
             **parser,
         },
-        requires=[f"torch=={torch}", f"transformers{transformers}"],
+        requires=[f"torch=={torch}", f"transformers{transformers}", *more],
         scripts={"vllm": "vllm.cli:main"},
         requires_python=python,
     )
@@ -78,7 +79,17 @@ def wheels() -> list[Wheel]:
     return [
         _vllm("0.17.1", old, OLD_PARSER, "2.10.0", ">=4.56.0,<5", ">=3.10"),
         _vllm("0.18.0", old, OLD_PARSER, "2.10.0", ">=4.56.0,<5", ">=3.10"),
-        _vllm("0.33.0", new, NEW_PARSER, "2.14.0", "<5.21.0,>=5.16.1", "<3.15,>=3.11"),
+        _vllm(
+            "0.33.0",
+            new,
+            NEW_PARSER,
+            "2.14.0",
+            "<5.21.0,>=5.16.1",
+            "<3.15,>=3.11",
+            "tokenizers>=0.22",
+        ),
+        Wheel("tokenizers", "0.21.0", {"tokenizers/__init__.py": ""}),
+        Wheel("tokenizers", "0.22.0", {"tokenizers/__init__.py": ""}),
         _transformers("4.57.6", layouts.transformers_4().files),
         _transformers("5.20.2", layouts.transformers_5().files),
         _torch("2.10.0", "12.8"),
@@ -101,6 +112,7 @@ requirements = ["vllm==0.17.1"]
 constraints = [
     "transformers==4.57.6",  # the newest before vLLM 0.17.1
     "torch==2.10.0",
+    "tokenizers==0.21.0",  # what our tokenizer files were made with
 ]
 
 [torch]

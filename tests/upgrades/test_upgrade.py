@@ -112,6 +112,15 @@ def test_the_pins_say_what_the_solver_picked(to_033: dict[str, Any]) -> None:
     assert rows(to_033, "compat")["vLLM-wide"]["old"] == "compatible"
 
 
+def test_a_companion_pin_the_new_release_refuses_is_dropped(to_033: dict[str, Any]) -> None:
+    pin = rows(to_033, "companions")["tokenizers==0.21.0"]
+    assert (pin["old"], pin["new"]) == ("vLLM 0.17.1 asks nothing", "vLLM 0.33.0 asks >=0.22")
+    assert pin["change"] == "changed"
+    assert (
+        pin["fix"] == "--write drops the pin tokenizers==0.21.0 (uv takes one in tokenizers>=0.22)"
+    )
+
+
 def test_a_gpu_given_is_the_only_one_that_must_be_kept(
     upgrade_world: indexserver.Server, tmp_path: Path
 ) -> None:
@@ -202,3 +211,7 @@ def test_write_to_a_release_that_loses_something_writes_and_exits_1(
     assert 'requirements = ["vllm==0.33.0"]' in text and '"torch==2.14.0",' in text
     assert 'backend = "cu130"' in text and 'cuda = "13.0"' in text
     assert 'backends = ["cu130"]' in text
+    assert "tokenizers==" not in text and '"transformers==5.20.2",  # the newest' in text
+    assert (
+        "tokenizers==0.22.0" in (folder / "constraints/q/py3.12-linux-x86_64-cu130.txt").read_text()
+    )
