@@ -291,6 +291,13 @@ def _bounds(old: Side, new: Side) -> Iterator[Row]:
 
 
 def _lint(move: Move, lints: Lints) -> Iterator[Row]:
+    """The flags' rows, then the variables' (each kind's findings before what it keeps)."""
+    found = list(_linted(move, lints))
+    yield from (r for r in found if r.kind is Kind.FLAGS)
+    yield from (r for r in found if r.kind is Kind.VARIABLES)
+
+
+def _linted(move: Move, lints: Lints) -> Iterator[Row]:
     if not lints.checked:
         return
     where = f"vLLM {move.new.vllm.version}'s serve parser and envs.py, read from its wheel"
