@@ -16,8 +16,10 @@ import indexserver
 from helpers import envkit, output
 from indexserver import url
 
+PROFILE = upgrade_world.PROFILE
 
-def project(root: Path, text: str = upgrade_world.PROFILE) -> Path:
+
+def project(root: Path, text: str = PROFILE) -> Path:
     (root / "envs").mkdir(parents=True)
     (root / "envs" / "q.toml").write_text(text)
     return root
@@ -215,3 +217,16 @@ def test_write_to_a_release_that_loses_something_writes_and_exits_1(
     assert (
         "tokenizers==0.22.0" in (folder / "constraints/q/py3.12-linux-x86_64-cu130.txt").read_text()
     )
+
+
+def test_all_moves_every_profile_of_the_folder(
+    upgrade_world: indexserver.Server, tmp_path: Path
+) -> None:
+    folder = project(tmp_path)
+    plain = PROFILE.split("[serve]")[0].replace("0.17.1", "0.18.0")
+    (folder / "envs" / "newest.toml").write_text(plain)
+    res = envkit("upgrade", "--all", "--index-url", url(upgrade_world), "--json", cwd=folder)
+    moves = {m["profile"]: m for m in output("upgrade", res.assert_ok().out)["upgrades"]}
+    assert moves["q"]["to"]["vllm"] == "0.18.0" and moves["q"]["moves"]
+    assert not moves["newest"]["moves"] and moves["newest"]["rows"]
+    assert not [r for r in moves["newest"]["rows"] if r["kind"] in ("flags", "variables")]
