@@ -148,6 +148,8 @@ def _verdict(done: Upgrade, writing: bool) -> None:
         echo(wrap(f"lost: {said}", "", "  "), fg="red")
     elif move.moves:
         echo(one_line("ok: the move keeps everything the profile had"), fg="green")
+    elif move.asked.startswith("--to"):
+        echo(one_line(f"ok: {move.profile.name} already pins vLLM {move.old.vllm.version}"))
     else:
         echo(one_line(f"ok: {move.profile.name} stays where it is (nothing newer keeps it all)"))
     if not writing:
