@@ -80,3 +80,13 @@ def test_a_profile_without_exact_pins_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "envs" / "p.toml").write_text(profile_text(constraints=()))
     res = envkit("upgrade", "p", "--index-url", "http://127.0.0.1:9/simple", cwd=tmp_path)
     res.assert_fails(2, mentioning="pins no exact transformers version")
+
+
+def test_an_index_out_of_reach_is_exit_2_and_no_verdict(tmp_path: Path) -> None:
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "p.toml").write_text(profile_text())
+    res = envkit("upgrade", "p", "--write", "--index-url", "http://127.0.0.1:9/simple",
+                 "--json", cwd=tmp_path)  # fmt: skip
+    assert res.code == 2 and res.json()["error"] == "NetworkError"
+    assert (tmp_path / "envs" / "p.toml").read_text() == profile_text()
+    assert not (tmp_path / "constraints").exists()
