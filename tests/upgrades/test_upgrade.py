@@ -123,6 +123,20 @@ def test_a_companion_pin_the_new_release_refuses_is_dropped(to_033: dict[str, An
     )
 
 
+def test_a_python_the_matrix_locks_and_the_release_refuses_is_lost(
+    upgrade_world: indexserver.Server, tmp_path: Path
+) -> None:
+    text = PROFILE.replace('python = ">=3.11,<3.13"', 'python = ">=3.10,<3.13"').replace(
+        'python = ["3.12"]', 'python = ["3.12", "3.10"]'
+    )
+    folder = project(tmp_path, text)
+    res = upgrade(folder, upgrade_world, "--to", "vllm==0.33.0", "--json")
+    python = rows(output("upgrade", res.out), "python")
+    assert python["Python 3.10"]["change"] == "lost"
+    assert python["Python 3.10"]["fix"].startswith("Drop 3.10 from [matrix] python of")
+    assert "Python 3.12" not in python
+
+
 def test_a_gpu_given_is_the_only_one_that_must_be_kept(
     upgrade_world: indexserver.Server, tmp_path: Path
 ) -> None:

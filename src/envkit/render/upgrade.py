@@ -170,6 +170,7 @@ def _verdict(done: Upgrade, writing: bool) -> None:
     if done.published is not None:
         files = len(done.published.get("files", []))
         echo(one_line(f"published: {files} files and index.json to {done.published['to']}"))
+        echo(one_line(f"next: envkit build {move.profile.name} builds the new environment"))
     else:
         name = move.profile.name
         echo(
