@@ -219,7 +219,11 @@ def test_write_rewrites_the_profile_keeping_comments_relocks_and_publishes(
 def test_write_to_a_release_that_loses_something_writes_and_exits_1(
     upgrade_world: indexserver.Server, tmp_path: Path
 ) -> None:
-    folder = project(tmp_path)
+    text = PROFILE.replace(
+        "[matrix]",
+        '[verify]\nversions = { vllm = "0.17.1", "Transformers" = "4.57.6" }\n\n[matrix]',
+    )
+    folder = project(tmp_path, text)
     res = upgrade(folder, upgrade_world, "--to", "vllm==0.33.0", "--write",
                   "--torch-index", "default", "--json")  # fmt: skip
     assert res.code == 1, res.err
@@ -228,6 +232,7 @@ def test_write_to_a_release_that_loses_something_writes_and_exits_1(
     assert 'backend = "cu130"' in text and 'cuda = "13.0"' in text
     assert 'backends = ["cu130"]' in text
     assert "tokenizers==" not in text and '"transformers==5.20.2",  # the newest' in text
+    assert 'versions = { vllm = "0.33.0", "Transformers" = "5.20.2" }' in text
     assert (
         "tokenizers==0.22.0" in (folder / "constraints/q/py3.12-linux-x86_64-cu130.txt").read_text()
     )

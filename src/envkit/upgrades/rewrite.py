@@ -1,7 +1,8 @@
 """``upgrade --write``: the profile rewritten for the release it moves to, with tomlkit, so its
 comments and layout stay; in one atomic write (``io.atomicfile``), under the file's lock.
 
-What changes: the ``vllm``, ``transformers`` and ``torch`` pins (where the profile has them),
+What changes: the ``vllm``, ``transformers`` and ``torch`` pins (where the profile has them,
+extras and markers kept; ``[verify] versions`` too),
 an exact pin of another package the new vLLM's own requirement refuses (dropped: uv takes one
 in that range, and the lock records it), ``[torch]`` backend and CUDA (and ``[matrix]``
 backends) for the new torch's default build, ``[matrix]`` Pythons the new release refuses,
@@ -41,7 +42,9 @@ def _pin_for(text: str, move: Move) -> str | None:
         exact["torch"] = new.torch
     if name in exact:
         if any(s.operator in ("==", "===") for s in req.specifier):
-            return f"{req.name}=={exact[name]}" + (f"; {req.marker}" if req.marker else "")
+            extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+            marker = f"; {req.marker}" if req.marker else ""
+            return f"{req.name}{extras}=={exact[name]}{marker}"
         return text
     needs = new.vllm.requires.get(name, "")
     pinned = [s.version for s in req.specifier if s.operator == "=="]
@@ -115,6 +118,7 @@ def write(profile: Profile, move: Move, scanner: Scanner) -> Profile:
             if key in doc:
                 _repin(doc[key], move)
         _torch(doc, profile, move)
+        _versions(doc, move)
         _matrix(doc, profile, move)
         if "exclude_newer" in doc:
             cutoff = _cutoff(scanner, move)
@@ -143,6 +147,21 @@ def _torch(doc: Any, profile: Profile, move: Move) -> None:
     torch["backend"] = backend
     if "cuda" in torch:
         torch["cuda"] = move.new.cuda
+
+
+def _versions(doc: Any, move: Move) -> None:
+    """``[verify] versions`` of the moved releases follow them (verify checks them)."""
+    versions = doc.get("verify", {}).get("versions")
+    if versions is None:
+        return
+    new = move.new
+    moved = {"vllm": new.vllm.version, "transformers": new.transformers.version}
+    if new.torch:
+        moved["torch"] = new.torch
+    for key in list(versions):
+        name = canonicalize_name(str(key))
+        if name in moved:
+            versions[key] = moved[name]
 
 
 def _matrix(doc: Any, profile: Profile, move: Move) -> None:
