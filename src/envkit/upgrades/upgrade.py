@@ -86,7 +86,7 @@ def wanted(profile: Profile, asked: Asked, table: KernelTable, old_vllm: str) ->
     gpus, where = asked.gpus, asked.gpus_from
     if not gpus:
         gpus = gpus_of(table, old_vllm, probe.platform)
-        where = f"what vLLM {old_vllm}'s builds run on (envkit's kernel table)"
+        where = f"what vLLM {old_vllm}'s builds run on, per envkit's kernel table"
     cuda, said = "", ""
     if asked.driver is not None:
         newest = newest_cuda(asked.driver)
