@@ -173,3 +173,14 @@ def startup_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     folder = tmp_path_factory.mktemp("startup-world")
     with _published(folder, sw.wheels(), sw.upload_times) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def upgrade_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A local index publishing upgrade_world's wheels (three vLLM, two transformers, two torch
+    and two tokenizers releases)."""
+    import upgrade_world as uw
+
+    folder = tmp_path_factory.mktemp("upgrade-world")
+    with _published(folder, uw.wheels(), uw.upload_times) as server:
+        yield server

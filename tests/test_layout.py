@@ -124,7 +124,7 @@ def test_no_import_cycle() -> None:
 # the version) sit below everything.
 ORDER = (
     "io", "profiles", "index", "releases", "gpu", "compat", "lock",
-    "env", "fleet", "models", "serving", "image", "deploy", "site", "render", "cli",
+    "env", "fleet", "models", "serving", "upgrades", "image", "deploy", "site", "render", "cli",
 )  # fmt: skip
 ROOT_MODULES = {"envkit", "envkit.errors", "envkit.findings", "envkit.progress"}
 

@@ -20,7 +20,7 @@ from helpers import envkit
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-NEEDS_INDEX = {"compat", "scan", "history", "new-profile", "site", "lock", "lint"}
+NEEDS_INDEX = {"compat", "scan", "history", "new-profile", "site", "lock", "lint", "upgrade"}
 _VARIES = re.compile(r"[0-9]+(\.[0-9]+)? (MB|KB|B|s)\b")
 # the pages where measurements are made and say how: every other timing points at them
 MEASURED = (DOCS / "benchmarks.md", DOCS / "run-time.md")

@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "envkit.cli.image",
     "envkit.cli.export",
     "envkit.cli.lint",
+    "envkit.cli.upgrade",
     "envkit.cli.fleet",
     "envkit.cli.site",
 )

@@ -32,6 +32,7 @@ GPU_COMMANDS = {
     "doctor": ["doctor", "--profile", "no-such-profile"],
     "new-profile": ["new-profile", "x", "--for-model", "m"],
     "export": ["export", "no-such-profile", "m", "--to", "kubernetes"],
+    "upgrade": ["upgrade", "no-such-profile"],
 }
 
 

@@ -44,6 +44,7 @@ COMMAND_MODULES = {
     "image": "envkit.cli.image",
     "export": "envkit.cli.export",
     "lint": "envkit.cli.lint",
+    "upgrade": "envkit.cli.upgrade",
     "fingerprint": "envkit.cli.fleet",
     "fleet": "envkit.cli.fleet",
     "site": "envkit.cli.site",

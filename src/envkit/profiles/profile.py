@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import Problem, ProfileError, UnreadableFile
 from envkit.io.files import read_small_text
-from envkit.profiles import tomldoc
+from envkit.profiles import servetable, tomldoc
 from envkit.profiles.bounds import Bound
 from envkit.profiles.tomlfields import (
     KeyLines,
@@ -59,7 +59,9 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "verify": dict,
         "models": dict,
         "matrix": dict,
+        "serve": dict,
     },
+    "serve": servetable.SCHEMA,
     "torch": {"backend": str, "cuda": str},
     "matrix": {"python": list, "platforms": list, "backends": list},
     "verify": {"versions": dict, "imports": list, "probes": list},
@@ -149,6 +151,7 @@ class Profile:
     checks: Checks = field(default_factory=Checks)
     models: Models = field(default_factory=Models)
     matrix: Matrix = field(default_factory=Matrix)
+    serve: servetable.Serve = field(default_factory=servetable.Serve)  # [serve]
 
     @property
     def python_spec(self) -> SpecifierSet:
@@ -198,6 +201,7 @@ class Profile:
                 },
                 "source": self.models.source or None,
             },
+            **({"serve": self.serve.to_dict()} if self.serve.args or self.serve.env else {}),
         }
 
 
@@ -303,6 +307,7 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
     checks = _checks(sub_table(doc, "verify"), problem)
     models = _models(sub_table(doc, "models"), problem)
     matrix = _matrix(doc, python, torch.backend, problem)
+    serve = servetable.serve_table(doc, problem)
     if problems:
         raise ProfileError(problems)
     return Profile(
@@ -317,6 +322,7 @@ def _validate(doc: dict[str, Any], text: str, shown: str, path: Path, name: str)
         checks=checks,
         models=models,
         matrix=matrix,
+        serve=serve,
     )
 
 
