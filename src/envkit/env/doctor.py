@@ -25,7 +25,6 @@ from envkit.env.gpuchecks import gpu_side, reading, site_packages
 from envkit.env.pairs import known_bad
 from envkit.env.verify import assess, facts_request
 from envkit.errors import BadInput, UnreadableFile
-from envkit.findings import Finding, Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import MIB, Gpu
 from envkit.gpu.installed import verdicts
@@ -36,6 +35,7 @@ from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable
 from envkit.profiles.profile import Profile
 from envkit.progress import Progress, quiet
+from envkit.results import Result, Severity
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # a value that holds a credential anywhere: a known token shape, or an option naming one
@@ -57,7 +57,7 @@ class Diagnosis:
     python: str
     prefix: str
     venv: bool
-    findings: tuple[Finding, ...]
+    findings: tuple[Result, ...]
     environment: dict[str, str]
     gpus: tuple[Gpu, ...]  # what nvidia-smi reported
     gpu: GpuSide | None  # what the GPU layer was checked for (None: no torch or vLLM)
@@ -69,12 +69,12 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "envkit": 2,  # findings are results: evidence holds what was read, not the message
             "ok": self.ok,
             "python": self.python,
             "prefix": self.prefix,
             "venv": self.venv,
-            # "evidence": the message under its name of JSON format 1, kept for readers of it
-            "findings": [{**f.to_dict(), "evidence": f.message} for f in self.findings],
+            "findings": [{**f.to_dict(), "where": f.subject} for f in self.findings],
             "gpus": [_gpu_dict(g) for g in self.gpus],
             "gpu": self.gpu.to_dict() if self.gpu is not None else None,
             "environment": self.environment,
@@ -145,7 +145,7 @@ def diagnose(
         spec.update(facts_request(profile))
         spec["all_distributions"] = True
     facts = collect_facts(python, spec, folder or python.parent)
-    findings: list[Finding] = []
+    findings: list[Result] = []
     report = None
     if profile is not None:
         report = assess(
@@ -153,7 +153,7 @@ def diagnose(
             progress=progress,
         )  # fmt: skip
         findings += [
-            Finding(
+            Result(
                 severity=ERROR,
                 code=f"drift-{c.kind}",
                 message=(
@@ -185,7 +185,7 @@ def diagnose(
     findings += xet_findings(dists, os.environ)
     if not facts.is_venv:
         findings.append(
-            Finding(
+            Result(
                 severity=WARNING,
                 code="not-a-venv",
                 message=(f"{facts.executable} is a system interpreter (sys.prefix {facts.prefix})"),
@@ -219,7 +219,7 @@ def _without_editable_sources(copies: Sequence[Installed]) -> list[Installed]:
     ]
 
 
-def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
+def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Result]:
     """Distributions visible more than once on sys.path (pip and uv, or a user site)."""
     out = []
     for name, found in sorted(dists.items()):
@@ -233,7 +233,7 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
         mixed = " by different installers" if len(installers) > 1 else ""
         versions = {c.version for c in copies}
         out.append(
-            Finding(
+            Result(
                 severity=ERROR if len(versions) > 1 else WARNING,
                 code="duplicate-distribution",
                 message=(
@@ -248,14 +248,14 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
     return out
 
 
-def machine_findings(gpu: Choice) -> list[Finding]:
+def machine_findings(gpu: Choice) -> list[Result]:
     """What nvidia-smi said, or that it was not there or not readable; a card below compute
     capability 8.0 has no bfloat16."""
     out = []
     smi = gpu.smi
     if smi is not None and smi.problem:
         out.append(
-            Finding(
+            Result(
                 severity=WARNING,
                 code="nvidia-smi-unreadable",
                 message=f"nvidia-smi is installed but its answer could not be used: {smi.problem}",
@@ -265,7 +265,7 @@ def machine_findings(gpu: Choice) -> list[Finding]:
         )
     elif smi is not None and not smi.gpus:
         out.append(
-            Finding(
+            Result(
                 severity=INFO,
                 code="no-nvidia-driver",
                 message="no NVIDIA driver found (nvidia-smi is not on PATH or lists no GPU)",
@@ -275,7 +275,7 @@ def machine_findings(gpu: Choice) -> list[Finding]:
     target = gpu.target
     if target is not None and target.capability < BF16_MIN:
         out.append(
-            Finding(
+            Result(
                 severity=WARNING,
                 code="no-bfloat16",
                 message=f"{target.name or 'the GPU'} has compute capability "
@@ -286,7 +286,7 @@ def machine_findings(gpu: Choice) -> list[Finding]:
     return out
 
 
-def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
+def wsl_findings(env: Mapping[str, str]) -> list[Result]:
     try:
         kernel = read_small(Path("/proc/version"), 64 * 1024).decode("utf-8", "replace").lower()
     except UnreadableFile:
@@ -295,7 +295,7 @@ def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
         return []
     value = env.get("VLLM_WSL2_ENABLE_PIN_MEMORY")
     return [
-        Finding(
+        Result(
             severity=WARNING,
             code="wsl2-pinned-memory",
             message=(
@@ -309,7 +309,7 @@ def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
     ]
 
 
-def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str]) -> list[Finding]:
+def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str]) -> list[Result]:
     copies = dists.get("hf-xet", ())
     disabled = env.get("HF_HUB_DISABLE_XET")
     if not copies:
@@ -320,7 +320,7 @@ def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str
         return []
     if version < HF_XET_MIN and not disabled:
         return [
-            Finding(
+            Result(
                 severity=WARNING,
                 code="old-hf-xet",
                 message=(
@@ -332,7 +332,7 @@ def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str
         ]
     if disabled:
         return [
-            Finding(
+            Result(
                 severity=INFO,
                 code="xet-disabled",
                 message=f"HF_HUB_DISABLE_XET={disabled}: downloads skip the Xet backend",

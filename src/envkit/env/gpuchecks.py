@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from envkit.env.checks import Check, GpuSide, Status
-from envkit.findings import Finding, Severity
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
 from envkit.gpu.installed.assess import GpuReport, assess
 from envkit.gpu.installed.detect import Choice, examples
@@ -28,6 +27,7 @@ from envkit.gpu.published.profilefit import releases_said
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
 from envkit.io.escaping import shell_command
+from envkit.results import Result, Severity
 
 KIND = {
     "no-kernel-image": "gpu",
@@ -164,7 +164,7 @@ def _runs_on(report: GpuReport) -> Check:
 
 
 def _from_finding(
-    finding: Finding, profile: str, target: GpuTarget | None, built: bool = False
+    finding: Result, profile: str, target: GpuTarget | None, built: bool = False
 ) -> Check:
     status = STATUS[finding.severity]
     fix = finding.fix
@@ -180,7 +180,7 @@ def _from_finding(
         fix = f"{fix}; then rebuild: {rebuild}"
     return Check(
         kind=KIND[finding.code],
-        name=finding.code if not finding.where else finding.where,
+        name=finding.code if not finding.subject else finding.subject,
         status=status,
         found=finding.code,
         detail=finding.message,

@@ -14,9 +14,9 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.env.checks import Check, CompatLookup, Status
 from envkit.env.facts import Installed
-from envkit.findings import Finding, Severity
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile
+from envkit.results import Result, Severity
 
 
 def compat_check(
@@ -76,7 +76,7 @@ def known_bad(
     dists: Mapping[str, Sequence[Installed]],
     compat: CompatLookup | None = None,
     profiles: Sequence[Profile] = (),
-) -> list[Finding]:
+) -> list[Result]:
     """vLLM with a transformers its own metadata excludes, or whose API it lacks.
 
     With ``compat``, the installed pair is looked up in `envkit compat`'s findings (the
@@ -97,7 +97,7 @@ def known_bad(
     if found.compatible:
         return []
     return [
-        Finding(
+        Result(
             severity=Severity.ERROR,
             code="known-bad-pair",
             message=f"vllm {found.vllm} + transformers {found.transformers} is not compatible: "
@@ -127,7 +127,7 @@ def _pair(
 
 def _requirement_findings(
     vllm: Sequence[Installed], transformers: Sequence[Installed], profiles: Sequence[Profile]
-) -> list[Finding]:
+) -> list[Result]:
     """The installed transformers outside the range vLLM's metadata declares."""
     pair = _pair(vllm, transformers)
     if pair is None or pair[0] in pair[1]:
@@ -135,7 +135,7 @@ def _requirement_findings(
     have, spec = pair
     fix = pin_fix(vllm[0].version, str(have), profiles)
     return [
-        Finding(
+        Result(
             severity=Severity.ERROR,
             code="requirement-violated",
             message=f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed",
@@ -146,7 +146,7 @@ def _requirement_findings(
 
 def _predates_5(
     vllm: Sequence[Installed], transformers: Sequence[Installed], profiles: Sequence[Profile]
-) -> list[Finding]:
+) -> list[Result]:
     """The rule without the wheels: an uncapped vLLM from before transformers 5, on 5.x."""
     pair = _pair(vllm, transformers)
     if pair is None:
@@ -158,7 +158,7 @@ def _predates_5(
         return []
     fix = pin_fix(vllm[0].version, str(have), profiles)
     return [
-        Finding(
+        Result(
             severity=Severity.ERROR,
             code="known-bad-pair",
             message=(

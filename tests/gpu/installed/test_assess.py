@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.findings import Severity
+from envkit.results import Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.binaries.images import Verdict
 from envkit.gpu.driver import DriverVersion
