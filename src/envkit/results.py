@@ -102,7 +102,8 @@ class Facts(Mapping[str, str]):
         return f"Facts({dict(self._items)!r})"
 
 
-Evidence = tuple[str, ...] | Facts
+# named values (a Facts once made) or short strings
+Evidence = tuple[str, ...] | Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,7 +131,7 @@ class Result:
 
     def fact(self, name: str, default: str = "") -> str:
         """One named piece of the evidence (``default`` when it has none by that name)."""
-        return self.evidence.get(name, default) if isinstance(self.evidence, Facts) else default
+        return self.evidence.get(name, default) if isinstance(self.evidence, Mapping) else default
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape every command's ``$defs/result`` reads: evidence is a list of

@@ -13,13 +13,13 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import CompatLookup, GpuSide, Report, Status
+from envkit.env.checks import CompatLookup, GpuSide, Report, found_of, kind_of
 from envkit.env.facts import Installed, collect_facts, venv_python
 from envkit.env.gpuchecks import gpu_side, reading, site_packages
 from envkit.env.pairs import known_bad
@@ -35,7 +35,7 @@ from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable
 from envkit.profiles.profile import Profile
 from envkit.progress import Progress, quiet
-from envkit.results import Result, Severity
+from envkit.results import Result, Severity, ok
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # a value that holds a credential anywhere: a known token shape, or an option naming one
@@ -65,7 +65,7 @@ class Diagnosis:
 
     @property
     def ok(self) -> bool:
-        return not any(f.severity == ERROR for f in self.findings)
+        return ok(self.findings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -152,33 +152,24 @@ def diagnose(
             profile, folder or Path(facts.prefix), facts, compat=compat, gpu=None,
             progress=progress,
         )  # fmt: skip
-        findings += [
-            Result(
-                severity=ERROR,
-                code=f"drift-{c.kind}",
-                message=(
-                    f"{c.name}: {c.found} (profile: {c.expected})"
-                    + (f"; {c.detail}" if c.detail else "")
-                ),
-                fix=c.fix,
-            )
-            for c in report.checks
-            if c.status is Status.FAIL
-        ]
+        # the pair is said once, below, by the same decision verify made
+        findings += [drift(c) for c in report.checks if c.failed and kind_of(c) != "compat"]
     dists = facts.distributions
     side = None
     site = site_packages(facts.sys_path, facts.prefix)
     if site is not None:
         progress(reading(gpu))
         layer = assess_gpu(site, gpu.target)
-        findings += layer.findings
+        found = list(layer.findings)
         if not layer.torch_cuda and facts.torch is not None and facts.torch.cuda:
-            findings += verdicts.driver(gpu.target, facts.torch.cuda)  # torch said it itself
+            found += verdicts.driver(gpu.target, facts.torch.cuda)  # torch said it itself
+        findings += [f for f in found if f.severity is not Severity.OK]  # doctor lists problems
         side = gpu_side(layer, gpu.source)
     findings += duplicates(dists)
     if profile is None and dists.get("vllm") and dists.get("transformers"):
         progress("checking the installed vLLM + transformers against compat's findings")
-    findings += known_bad(dists, compat, [*([profile] if profile else []), *profiles])
+    pair = known_bad(dists, compat, [*([profile] if profile else []), *profiles])
+    findings += [f for f in pair if f.severity is not Severity.OK]
     gpus = gpu.smi.gpus if gpu.smi is not None else ()
     findings += machine_findings(gpu)
     findings += wsl_findings(os.environ)
@@ -201,6 +192,18 @@ def diagnose(
         gpus=gpus,
         gpu=side,
         report=report,
+    )
+
+
+def drift(check: Result) -> Result:
+    """A failing check of verify as doctor lists it: the same result, under ``drift-KIND``
+    and with what was found and expected in its sentence."""
+    expected, detail = check.fact("expected"), check.message
+    return replace(
+        check,
+        code=f"drift-{kind_of(check)}",
+        message=f"{check.subject or check.code}: {found_of(check)} (profile: {expected})"
+        + (f"; {detail}" if detail else ""),
     )
 
 

@@ -170,7 +170,7 @@ def test_a_torch_without_the_stable_abi(tmp_path: Path, site: Path) -> None:
 @pytest.mark.parametrize(
     ("driver", "code", "severity"),
     [
-        ("550.54.14", None, None),
+        ("550.54.14", "driver-fits", Severity.OK),
         ("535.104.05", "driver-older-than-toolkit", Severity.WARNING),
         ("520.61.05", "driver-too-old", Severity.ERROR),
     ],

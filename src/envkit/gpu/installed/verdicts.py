@@ -151,31 +151,43 @@ def linkage_findings(linked: SiteLinkage | None) -> list[Result]:
 
 
 def driver(target: GpuTarget | None, torch_cuda: str) -> list[Result]:
-    """The target's driver against the CUDA runtime torch was built for."""
+    """The target's driver against the CUDA runtime torch was built for: the one place this
+    is decided (verify, build and doctor read it); ``ok`` when it runs it fully, nothing
+    when there is no driver or CUDA to compare."""
     if target is None or target.driver is None or not torch_cuda:
         return []
     how = fit(target.driver, torch_cuda)
     needed = toolkit_driver(torch_cuda)
+    evidence = {"expected": f"runs CUDA {torch_cuda} (driver {needed}+)",
+                "found": f"driver {target.driver}"}  # fmt: skip
     if how is DriverFit.TOO_OLD:
         return [
             Result(
                 severity=Severity.ERROR,
                 code="driver-too-old",
+                subject="driver",
                 message=f"driver {target.driver} cannot run torch's CUDA {torch_cuda} runtime "
                 f"(it needs {needed} or, with fewer features, the CUDA "
                 f"{torch_cuda.split('.')[0]} branch's oldest driver)",
+                evidence=evidence,
                 fix=f"install NVIDIA driver {needed} or newer, or a torch build for an older CUDA",
             )
         ]
     if how is DriverFit.MINOR_COMPAT:
         return [
-            _warning(
-                "driver-older-than-toolkit",
-                f"driver {target.driver} is older than CUDA {torch_cuda}'s {needed}: it runs "
-                "through minor version compatibility, without PTX built by the newer toolkit",
+            Result(
+                severity=Severity.WARNING,
+                code="driver-older-than-toolkit",
+                subject="driver",
+                message=f"driver {target.driver} is older than CUDA {torch_cuda}'s {needed}: it "
+                "runs through minor version compatibility, without PTX built by the newer "
+                "toolkit",
+                evidence=evidence,
             )
         ]
-    return []
+    return [Result(severity=Severity.OK, code="driver-fits", subject="driver",
+                   message=f"driver {target.driver} runs torch's CUDA {torch_cuda} runtime",
+                   evidence=evidence)]  # fmt: skip
 
 
 def _warning(code: str, message: str, where: str = "") -> Result:
