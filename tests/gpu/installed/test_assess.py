@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from envkit.results import Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.binaries.images import Verdict
 from envkit.gpu.driver import DriverVersion
 from envkit.gpu.installed.assess import GpuReport, assess
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
+from envkit.results import Severity
 
 import elfbuild
 import fatbins
