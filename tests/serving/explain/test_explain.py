@@ -247,7 +247,7 @@ def test_confirms_against_a_venv_and_a_profile(tmp_path: Path) -> None:
         "code": "log-matches-environment",
         "severity": "ok",
         "subject": "vllm",
-        "message": "",
+        "message": "vllm: log 0.8.5, environment 0.8.5",
         "evidence": {"log": "0.8.5", "environment": "0.8.5"},
         "fix": "",
     }

@@ -137,6 +137,8 @@ class Check:
         ``unknown`` when one side does not say."""
         severity = {True: Severity.OK, False: Severity.ERROR, None: Severity.UNKNOWN}[self.same]
         return Result(code="log-matches-environment", severity=severity, subject=self.what,
+                      message=f"{self.what}: log {self.log or '-'}, environment "
+                      f"{self.environment or '-'}",
                       evidence={"log": self.log, "environment": self.environment})  # fmt: skip
 
 
