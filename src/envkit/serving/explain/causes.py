@@ -42,9 +42,9 @@ BUILDERS: Mapping[Code, Builder] = {
 }
 MAX_TEXT = 500  # characters of an evidence line the text view shows (it says what it cut)
 MAX_JSON_TEXT = MAX_LINE  # --json carries the whole line as read (a longer one cut at read)
-# the causes that are no failure: a healthy start, a log that cannot say
-NOT_A_FAILURE = {Code.NONE: Severity.OK, Code.INCOMPLETE: Severity.UNKNOWN,
-                 Code.NOT_VLLM: Severity.UNKNOWN}  # fmt: skip
+# the causes that are no failure: a healthy start, a log that ends before anything was
+# decided (not-a-vllm-log stays an error: explain exits 1 on it, the log is not what it reads)
+NOT_A_FAILURE = {Code.NONE: Severity.OK, Code.INCOMPLETE: Severity.UNKNOWN}
 
 
 class Verdict(str, Enum):
@@ -101,8 +101,8 @@ class Cause:
     @property
     def result(self) -> Result:
         """The cause as the one result record: ``ok`` for a healthy start, ``unknown`` when the
-        log cannot say (it ends mid-boot, it is not vLLM's), else an error; its evidence the
-        lines read so, its fix the steps in one."""
+        log ends mid-boot, else an error (as explain's exit code says); its evidence the lines
+        read so, its fix the steps in one."""
         severity = NOT_A_FAILURE.get(self.code, Severity.ERROR)
         return Result(code=self.code.value, severity=severity,
                       subject=f"line {self.line}" if self.line else "", message=self.summary,
