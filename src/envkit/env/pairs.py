@@ -160,7 +160,7 @@ def _predates_5(
             severity=Severity.ERROR,
             code="known-bad-pair",
             subject=pair_name(vllm[0].version, str(have)),
-            evidence={"expected": f"transformers{spec}", "found": str(have)},
+            evidence={"expected": "transformers<5 (this vLLM predates 5)", "found": str(have)},
             message=(
                 f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed: "
                 "this vLLM predates transformers 5 and breaks on it (tokenizers lost "
