@@ -7,7 +7,7 @@ kernel images for the GPU's compute capability (``no-kernel-image`` otherwise, n
 build has and the first release whose builds carry the GPU); the CUDA runtime major vLLM's
 modules need must be the one torch brings (``cuda-runtime-mismatch``); the GPU's driver, when
 known, must run torch's CUDA (``driver-too-old``). A build the table does not hold is said
-(``kernels-not-known``, information), never guessed; a release the index shows with no wheel
+(``kernels-not-known``, unknown: no verdict), never guessed; a release the index shows with no wheel
 for the target's platform (an aarch64 host: GH200, GB200, DGX Spark) is ``no-platform-wheel``,
 naming the first release that has one. check-model, which and plan add these
 findings to each profile's verdict; new-profile's solver asks the same questions.
@@ -146,7 +146,7 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Res
     if unknown:
         found.append(
             Result(
-                severity=Severity.INFO,
+                severity=Severity.UNKNOWN,
                 code="kernels-not-known",
                 message=f"{' and '.join(unknown)}: not in envkit's kernel table, so whether "
                 f"its kernels run on {target} is not decided here",
