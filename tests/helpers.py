@@ -218,6 +218,30 @@ def output(command: str, text: str) -> dict[str, Any]:
     return data
 
 
+RESULT_FIELDS = {"code", "severity", "subject", "message", "evidence", "fix"}
+
+
+def results_in(data: Any) -> list[dict[str, Any]]:
+    """Every result record in a JSON document (an object holding the six fields of
+    ``envkit.results.Result``), each validated against the one ``$defs/result``."""
+    found: list[dict[str, Any]] = []
+    todo = [data]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            if set(item) >= RESULT_FIELDS:
+                error = jsonschema.exceptions.best_match(
+                    _output_validator("result").iter_errors(item)
+                )
+                if error is not None:
+                    raise error
+                found.append(item)
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return found
+
+
 def said(err: str) -> str:
     """stderr without its progress lines (``envkit: [ 1.2 s] step``, one per long step)."""
     import re

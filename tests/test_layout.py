@@ -120,13 +120,13 @@ def test_no_import_cycle() -> None:
 
 
 # The packages from the bottom up (docs/architecture.md, "Packages"): a module may import its
-# own package and any package below it, never one above. The root's modules (errors, findings,
+# own package and any package below it, never one above. The root's modules (errors, results,
 # the version) sit below everything.
 ORDER = (
     "io", "profiles", "index", "releases", "gpu", "compat", "lock",
     "env", "fleet", "models", "serving", "upgrades", "image", "deploy", "site", "render", "cli",
 )  # fmt: skip
-ROOT_MODULES = {"envkit", "envkit.errors", "envkit.findings", "envkit.progress"}
+ROOT_MODULES = {"envkit", "envkit.errors", "envkit.results", "envkit.progress"}
 
 
 def package_of(name: str) -> str | None:

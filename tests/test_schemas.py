@@ -13,7 +13,16 @@ import tomlkit
 
 import indexserver
 from conftest import Indexes
-from helpers import build_args, envkit, lock_args, matrix_profile, output, run_cli, schema
+from helpers import (
+    build_args,
+    envkit,
+    lock_args,
+    matrix_profile,
+    output,
+    results_in,
+    run_cli,
+    schema,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
@@ -46,12 +55,19 @@ def test_model_and_profile_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     output("check-model", run_cli("check-model", SHIPPED, str(MODEL), "--json").out)
     output("which", run_cli("which", str(MODEL), "--json").out)
     output("plan", run_cli("plan", SHIPPED, str(MODEL), "--gpu-memory", "8GiB", "--json").out)
-    output("doctor", run_cli("doctor", "--json").out)
+    # every check's result is the one $defs/result (results_in validates each it finds)
+    small = output(
+        "plan", run_cli("plan", SHIPPED, str(MODEL), "--gpu-memory", "1GiB", "--json").out
+    )
+    assert {r["severity"] for r in results_in(small["problems"])} == {"error"}
+    doctor = output("doctor", run_cli("doctor", "--json").out)
+    assert len(results_in(doctor["findings"])) == len(doctor["findings"]) >= 1
     (tmp_path / "boot.log").write_text(
         "INFO 05-12 10:01:01 [api_server.py:1043] vLLM API server version 0.8.5\n"
         "RuntimeError: UVA is not available\n"
     )
-    output("explain", run_cli("explain", "boot.log", "--json").out)
+    explained = output("explain", run_cli("explain", "boot.log", "--json").out)
+    assert results_in(explained["cause"])[0]["code"] == "uva-unavailable"
     output("explain-diff", run_cli("explain", "--diff", "boot.log", "boot.log", "--json").out)
     for failing in (
         ("show", "nope"),
@@ -60,6 +76,10 @@ def test_model_and_profile_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     ):
         data = output("error", run_cli(*failing, "--json").out)
         assert data["exit_code"] == 2
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "broken.toml").write_text('python = "3.12"\nrequirements = 5\n')
+    broken = output("error", run_cli("--envs", "envs", "show", "broken", "--json").out)
+    assert [r["code"] for r in results_in(broken["problems"])] == ["profile-invalid"]
 
 
 def test_lock_outputs(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +99,8 @@ def test_lock_outputs(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.Monk
 
 
 def test_environment_outputs(built_copy: Path, indexes: Indexes) -> None:
-    output("verify", envkit("verify", "good", "--json", cwd=built_copy).out)
+    verified = output("verify", envkit("verify", "good", "--json", cwd=built_copy).out)
+    assert len(results_in(verified["checks"])) == len(verified["checks"]) >= 6
     res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=built_copy)
     res.assert_ok()
     output("build", res.out)

@@ -11,6 +11,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from envkit.results import Result, Severity
+
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -58,8 +60,19 @@ class Problem:
             where += f" [{self.key}]"
         return where
 
+    @property
+    def result(self) -> Result:
+        """The problem as the one result record: an error whose subject is
+        ``file [key]:line`` and whose evidence is the file, key and line."""
+        subject = self.file + (f" [{self.key}]" if self.key else "")
+        subject += f":{self.line}" if self.line is not None else ""
+        facts = {"file": self.file, "key": self.key, "line": str(self.line or "")}
+        return Result(code="profile-invalid", severity=Severity.ERROR, subject=subject,
+                      message=self.message, evidence={k: v for k, v in facts.items() if v},
+                      fix="fix the profile file (format: docs/profiles.md)")  # fmt: skip
+
     def to_dict(self) -> dict[str, object]:
-        return {"file": self.file, "key": self.key, "line": self.line, "message": self.message}
+        return {**self.result.to_dict(), "file": self.file, "key": self.key, "line": self.line}
 
 
 class ProfileError(EnvkitError):

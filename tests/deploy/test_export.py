@@ -16,6 +16,7 @@ import pytest
 import yaml
 from lintindex import lint_index, lint_reads_the_local_index  # noqa: F401 (fixtures)
 
+from envkit.results import Severity
 from envkit.serving.lint import check as lint
 
 from helpers import ROOT, envkit, output
@@ -217,7 +218,7 @@ def test_a_lint_error_refuses_the_file_naming_the_flag_and_the_fix(
         seen.append(list(args))
         finding = lint.LintFinding(
             code="unknown-flag",
-            severity="error",
+            severity=Severity.ERROR,
             subject="--mm-processor-kwargs",
             message="vLLM 0.8.5 has no such flag",
             fix="drop --mm-processor-kwargs",

@@ -123,7 +123,8 @@ def test_the_driver_against_torch_cuda_runtime(built_copy: Path) -> None:
     args = ("verify", "good", "--gpu", "a100-80gb", "--json")
     old = envkit(*args, "--driver", "520.61.05", cwd=built_copy, env=no_smi())
     assert old.code == 1
-    driver = checks(old)["driver", "driver-too-old"]
+    driver = checks(old)["driver", "driver"]
+    assert (driver["code"], driver["found"]) == ("driver-too-old", "driver 520.61.05")
     assert "driver 520.61.05 cannot run torch's CUDA 12.4" in driver["detail"]
     assert driver["fix"].startswith("install NVIDIA driver 550.54.14 or newer")
     new = envkit(*args, "--driver", "550.54.14", cwd=built_copy, env=no_smi())

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from envkit.fleet import fingerprint
 
 import fleetnodes as fn
-from helpers import output, run_cli
+from helpers import output, results_in, run_cli
 
 
 @pytest.fixture
@@ -52,6 +52,9 @@ def test_the_node_with_another_gpu_and_driver_is_flagged(fleet: list[Path]) -> N
     assert bad["driver"]["status"] == "differs"
     assert "520.61.05" in bad["driver"]["detail"] and "550.54.14" in bad["driver"]["fix"]
     assert bad["packages"]["status"] == "ok"
+    # each check a result: the node its subject, differs an error
+    said = {(r["subject"], r["code"]): r["severity"] for r in results_in(data)}
+    assert said["gpu-c", "kernels"] == "error" and said["gpu-c", "packages"] == "ok"
     # text: the table and, for the flagged node, what to do
     text = run_cli("fleet", "check", fn.SHIPPED, *map(str, fleet))
     assert text.code == 1

@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from envkit.io.cache import COMPAT, Fields
 from envkit.releases.registry import index_key
+from envkit.results import Result, Severity
 
 
 class Code(str, Enum):
@@ -72,8 +73,26 @@ class Incompatibility:
         condition narrows it)."""
         return not (self.architectures or self.model_types or self.processors or self.conditions)
 
+    @property
+    def result(self) -> Result:
+        """The finding as the one result record: an error when it breaks vLLM as a whole,
+        a warning when it breaks only what it names; its evidence where vLLM uses it."""
+        scope = (*self.architectures, *self.model_types, *self.processors, *self.conditions)
+        facts = {"file": f"{self.file}:{self.line}", "module": self.module,
+                 "places": str(self.places), "removed_in": self.removed_in,
+                 "taken_in": self.taken_in}  # fmt: skip
+        return Result(
+            code=self.code.value,
+            severity=Severity.ERROR if self.everywhere else Severity.WARNING,
+            subject=self.name,
+            message=f"{self.code.value} {self.name} at {self.file}:{self.line}"
+            + (f": {self.detail}" if self.detail else "")
+            + (f" (breaks only {', '.join(scope)})" if scope else ""),
+            evidence={k: v for k, v in facts.items() if v},
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {**asdict(self), **self.result.to_dict()}
         data["code"] = self.code.value
         data["architectures"] = list(self.architectures)
         data["model_types"] = list(self.model_types)

@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 from envkit.deploy.export import ExportOptions, facts_for
 from envkit.deploy.facts import ExportRefused, Facts
-from envkit.findings import Finding, Severity
 from envkit.gpu.target import GpuTarget
 from envkit.image.spec import spec_for
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
+from envkit.results import Result, Severity
 from envkit.serving.command import serve_args
 from envkit.serving.plan.planning import Gpu, Settings, plan_for
 
@@ -65,5 +65,5 @@ def planned(
     )
 
 
-def _codes(problems: tuple[Finding, ...]) -> str:
+def _codes(problems: tuple[Result, ...]) -> str:
     return ", ".join(sorted({p.code for p in problems})) or "none"

@@ -1,13 +1,15 @@
-"""The vocabulary of verify and doctor: a :class:`Check` (kind, name, status, what was
-expected and found, why, the fix) and a :class:`Report` of them for one venv and profile."""
+"""The vocabulary of verify and doctor: each check a :class:`~envkit.results.Result` (made by
+:func:`check`: its kind the code, its name the subject, what was expected and found the
+evidence) and a :class:`Report` of them for one venv and profile."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
+
+from envkit.results import Facts, Result, Severity, ok
 
 if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers through a callable
     from envkit.compat.check.checker import CompatReport
@@ -16,33 +18,75 @@ if TYPE_CHECKING:  # compat loads the HTTP client; verify gets its answers throu
 CompatLookup = Callable[[str, str], Union["CompatReport", str]]
 
 
-class Status(enum.Enum):
-    PASS = "pass"
-    WARN = "warn"
-    FAIL = "fail"
+# the group verify's text shows a result under: its code, or the GPU layer's code's group
+KIND = {
+    "no-kernel-image": "gpu",
+    "backend-without-kernels": "gpu",
+    "no-common-gpu": "gpu",
+    "runs-on": "gpu",
+    "cuda-runtime-mismatch": "cuda",
+    "kernels-do-not-link": "kernels",
+    "kernels-not-checked": "kernels",
+    "gpu-check-truncated": "kernels",
+    "driver-too-old": "driver",
+    "driver-older-than-toolkit": "driver",
+    "driver-fits": "driver",
+    "known-bad-pair": "compat",
+    "requirement-violated": "compat",
+    "pair-not-checked": "compat",
+}
+# each severity under its name of verify's JSON format 1 ("status")
+STATUS = {
+    Severity.OK: "pass",
+    Severity.INFO: "pass",
+    Severity.WARNING: "warn",
+    Severity.UNKNOWN: "warn",
+    Severity.ERROR: "fail",
+}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Check:
-    kind: str  # interpreter | version | import | probe | torch | compat
-    name: str
-    status: Status
-    expected: str = ""
-    found: str = ""
-    detail: str = ""
-    fix: str = ""
+def check(
+    *,
+    kind: str,
+    name: str,
+    status: Severity,
+    expected: str = "",
+    found: str = "",
+    detail: str = "",
+    fix: str = "",
+) -> Result:
+    """One of verify's checks as a result: ``kind`` (interpreter, version, import, probe,
+    torch, compat, kernels, gpu, cuda, driver) is its code, ``name`` its subject, what was
+    expected and found its evidence, ``detail`` its message."""
+    return Result(
+        code=kind, severity=status, subject=name, message=detail, fix=fix,
+        evidence=Facts({"expected": expected, "found": found}),
+    )  # fmt: skip
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "status": self.status.value,
-            "ok": self.status is not Status.FAIL,
-            "expected": self.expected,
-            "found": self.found,
-            "detail": self.detail,
-            "fix": self.fix,
-        }
+
+def kind_of(result: Result) -> str:
+    """The group a result is shown in (``gpu`` for ``no-kernel-image``)."""
+    return KIND.get(result.code, result.code)
+
+
+def found_of(result: Result) -> str:
+    """What a check found: its evidence's ``found``, else (a GPU layer's result) its code."""
+    return result.fact("found") or result.code
+
+
+def legacy(result: Result) -> dict[str, Any]:
+    """A check's fields under their names of verify's JSON format 1, kept beside the
+    result's own for the readers of that format."""
+    return {
+        "kind": kind_of(result),
+        "name": result.subject or result.code,
+        "status": STATUS[result.severity],
+        "ok": not result.failed,
+        "expected": result.fact("expected"),
+        "found": found_of(result),
+        "detail": result.message,
+        "fix": result.fix,
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,16 +118,16 @@ class Report:
     profile: str
     venv: Path
     python: str
-    checks: tuple[Check, ...] = field(default_factory=tuple)
+    checks: tuple[Result, ...] = field(default_factory=tuple)
     gpu: GpuSide | None = None  # None when the GPU layer was not looked at
 
     @property
     def ok(self) -> bool:
-        return all(c.status is not Status.FAIL for c in self.checks)
+        return ok(self.checks)
 
     @property
-    def failures(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.status is Status.FAIL)
+    def failures(self) -> tuple[Result, ...]:
+        return tuple(c for c in self.checks if c.failed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +135,6 @@ class Report:
             "profile": self.profile,
             "venv": str(self.venv),
             "python": self.python,
-            "checks": [c.to_dict() for c in self.checks],
+            "checks": [{**legacy(c), **c.to_dict()} for c in self.checks],
             "gpu": self.gpu.to_dict() if self.gpu is not None else None,
         }

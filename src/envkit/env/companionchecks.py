@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envkit.env.checks import Check, Status
+from envkit.env.checks import check
 from envkit.env.facts import VenvFacts, venv_python
 from envkit.io.escaping import shell_command
 from envkit.lock.companions import GROUPS, Mismatch, changes, mismatches
 from envkit.profiles.profile import Profile
+from envkit.results import Result, Severity
 
 
 def names() -> list[str]:
@@ -19,7 +20,7 @@ def names() -> list[str]:
     return [p for g in GROUPS for p in g.packages]
 
 
-def companion_checks(profile: Profile, facts: VenvFacts, venv: Path) -> list[Check]:
+def companion_checks(profile: Profile, facts: VenvFacts, venv: Path) -> list[Result]:
     """One check per group with two or more of its distributions in the venv (``venv``: its
     path as the user sees it)."""
     found = {p: copies[0].version for p in names() if (copies := facts.copies(p))}
@@ -32,10 +33,10 @@ def companion_checks(profile: Profile, facts: VenvFacts, venv: Path) -> list[Che
         m = wrong.get(group.name)
         shown = ", ".join(f"{p} {v}" for p, v in present)
         checks.append(
-            Check(
+            check(
                 kind="companions",
                 name=group.name,
-                status=Status.FAIL if m else Status.PASS,
+                status=Severity.ERROR if m else Severity.OK,
                 expected=f"{', '.join(p for p, _v in present)} at one release",
                 found=shown,
                 detail=group.why if m else "",

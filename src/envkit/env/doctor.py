@@ -13,19 +13,18 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import CompatLookup, GpuSide, Report, Status
+from envkit.env.checks import CompatLookup, GpuSide, Report, found_of, kind_of
 from envkit.env.facts import Installed, collect_facts, venv_python
 from envkit.env.gpuchecks import gpu_side, reading, site_packages
 from envkit.env.pairs import known_bad
 from envkit.env.verify import assess, facts_request
 from envkit.errors import BadInput, UnreadableFile
-from envkit.findings import Finding, Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import MIB, Gpu
 from envkit.gpu.installed import verdicts
@@ -36,6 +35,7 @@ from envkit.io.files import read_small
 from envkit.io.redaction import is_secret_variable
 from envkit.profiles.profile import Profile
 from envkit.progress import Progress, quiet
+from envkit.results import Result, Severity, ok
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # a value that holds a credential anywhere: a known token shape, or an option naming one
@@ -57,7 +57,7 @@ class Diagnosis:
     python: str
     prefix: str
     venv: bool
-    findings: tuple[Finding, ...]
+    findings: tuple[Result, ...]
     environment: dict[str, str]
     gpus: tuple[Gpu, ...]  # what nvidia-smi reported
     gpu: GpuSide | None  # what the GPU layer was checked for (None: no torch or vLLM)
@@ -65,16 +65,16 @@ class Diagnosis:
 
     @property
     def ok(self) -> bool:
-        return not any(f.severity == ERROR for f in self.findings)
+        return ok(self.findings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "envkit": 2,  # findings are results: evidence holds what was read, not the message
             "ok": self.ok,
             "python": self.python,
             "prefix": self.prefix,
             "venv": self.venv,
-            # "evidence": the message under its name of JSON format 1, kept for readers of it
-            "findings": [{**f.to_dict(), "evidence": f.message} for f in self.findings],
+            "findings": [{**f.to_dict(), "where": f.subject} for f in self.findings],
             "gpus": [_gpu_dict(g) for g in self.gpus],
             "gpu": self.gpu.to_dict() if self.gpu is not None else None,
             "environment": self.environment,
@@ -145,47 +145,38 @@ def diagnose(
         spec.update(facts_request(profile))
         spec["all_distributions"] = True
     facts = collect_facts(python, spec, folder or python.parent)
-    findings: list[Finding] = []
+    findings: list[Result] = []
     report = None
     if profile is not None:
         report = assess(
             profile, folder or Path(facts.prefix), facts, compat=compat, gpu=None,
             progress=progress,
         )  # fmt: skip
-        findings += [
-            Finding(
-                severity=ERROR,
-                code=f"drift-{c.kind}",
-                message=(
-                    f"{c.name}: {c.found} (profile: {c.expected})"
-                    + (f"; {c.detail}" if c.detail else "")
-                ),
-                fix=c.fix,
-            )
-            for c in report.checks
-            if c.status is Status.FAIL
-        ]
+        # the pair is said once, below, by the same decision verify made
+        findings += [drift(c) for c in report.checks if c.failed and kind_of(c) != "compat"]
     dists = facts.distributions
     side = None
     site = site_packages(facts.sys_path, facts.prefix)
     if site is not None:
         progress(reading(gpu))
         layer = assess_gpu(site, gpu.target)
-        findings += layer.findings
+        found = list(layer.findings)
         if not layer.torch_cuda and facts.torch is not None and facts.torch.cuda:
-            findings += verdicts.driver(gpu.target, facts.torch.cuda)  # torch said it itself
+            found += verdicts.driver(gpu.target, facts.torch.cuda)  # torch said it itself
+        findings += [f for f in found if f.severity is not Severity.OK]  # doctor lists problems
         side = gpu_side(layer, gpu.source)
     findings += duplicates(dists)
     if profile is None and dists.get("vllm") and dists.get("transformers"):
         progress("checking the installed vLLM + transformers against compat's findings")
-    findings += known_bad(dists, compat, [*([profile] if profile else []), *profiles])
+    pair = known_bad(dists, compat, [*([profile] if profile else []), *profiles])
+    findings += [f for f in pair if f.severity is not Severity.OK]
     gpus = gpu.smi.gpus if gpu.smi is not None else ()
     findings += machine_findings(gpu)
     findings += wsl_findings(os.environ)
     findings += xet_findings(dists, os.environ)
     if not facts.is_venv:
         findings.append(
-            Finding(
+            Result(
                 severity=WARNING,
                 code="not-a-venv",
                 message=(f"{facts.executable} is a system interpreter (sys.prefix {facts.prefix})"),
@@ -204,6 +195,18 @@ def diagnose(
     )
 
 
+def drift(check: Result) -> Result:
+    """A failing check of verify as doctor lists it: the same result, under ``drift-KIND``
+    and with what was found and expected in its sentence."""
+    expected, detail = check.fact("expected"), check.message
+    return replace(
+        check,
+        code=f"drift-{kind_of(check)}",
+        message=f"{check.subject or check.code}: {found_of(check)} (profile: {expected})"
+        + (f"; {detail}" if detail else ""),
+    )
+
+
 def _without_editable_sources(copies: Sequence[Installed]) -> list[Installed]:
     """An editable install is one copy: its project's own build metadata (``src/*.egg-info``,
     what ``pip install -e .`` leaves in the source tree) is not a second one."""
@@ -219,7 +222,7 @@ def _without_editable_sources(copies: Sequence[Installed]) -> list[Installed]:
     ]
 
 
-def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
+def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Result]:
     """Distributions visible more than once on sys.path (pip and uv, or a user site)."""
     out = []
     for name, found in sorted(dists.items()):
@@ -233,7 +236,7 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
         mixed = " by different installers" if len(installers) > 1 else ""
         versions = {c.version for c in copies}
         out.append(
-            Finding(
+            Result(
                 severity=ERROR if len(versions) > 1 else WARNING,
                 code="duplicate-distribution",
                 message=(
@@ -248,14 +251,14 @@ def duplicates(dists: Mapping[str, Sequence[Installed]]) -> list[Finding]:
     return out
 
 
-def machine_findings(gpu: Choice) -> list[Finding]:
+def machine_findings(gpu: Choice) -> list[Result]:
     """What nvidia-smi said, or that it was not there or not readable; a card below compute
     capability 8.0 has no bfloat16."""
     out = []
     smi = gpu.smi
     if smi is not None and smi.problem:
         out.append(
-            Finding(
+            Result(
                 severity=WARNING,
                 code="nvidia-smi-unreadable",
                 message=f"nvidia-smi is installed but its answer could not be used: {smi.problem}",
@@ -265,7 +268,7 @@ def machine_findings(gpu: Choice) -> list[Finding]:
         )
     elif smi is not None and not smi.gpus:
         out.append(
-            Finding(
+            Result(
                 severity=INFO,
                 code="no-nvidia-driver",
                 message="no NVIDIA driver found (nvidia-smi is not on PATH or lists no GPU)",
@@ -275,7 +278,7 @@ def machine_findings(gpu: Choice) -> list[Finding]:
     target = gpu.target
     if target is not None and target.capability < BF16_MIN:
         out.append(
-            Finding(
+            Result(
                 severity=WARNING,
                 code="no-bfloat16",
                 message=f"{target.name or 'the GPU'} has compute capability "
@@ -286,7 +289,7 @@ def machine_findings(gpu: Choice) -> list[Finding]:
     return out
 
 
-def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
+def wsl_findings(env: Mapping[str, str]) -> list[Result]:
     try:
         kernel = read_small(Path("/proc/version"), 64 * 1024).decode("utf-8", "replace").lower()
     except UnreadableFile:
@@ -295,7 +298,7 @@ def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
         return []
     value = env.get("VLLM_WSL2_ENABLE_PIN_MEMORY")
     return [
-        Finding(
+        Result(
             severity=WARNING,
             code="wsl2-pinned-memory",
             message=(
@@ -309,7 +312,7 @@ def wsl_findings(env: Mapping[str, str]) -> list[Finding]:
     ]
 
 
-def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str]) -> list[Finding]:
+def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str]) -> list[Result]:
     copies = dists.get("hf-xet", ())
     disabled = env.get("HF_HUB_DISABLE_XET")
     if not copies:
@@ -320,7 +323,7 @@ def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str
         return []
     if version < HF_XET_MIN and not disabled:
         return [
-            Finding(
+            Result(
                 severity=WARNING,
                 code="old-hf-xet",
                 message=(
@@ -332,7 +335,7 @@ def xet_findings(dists: Mapping[str, Sequence[Installed]], env: Mapping[str, str
         ]
     if disabled:
         return [
-            Finding(
+            Result(
                 severity=INFO,
                 code="xet-disabled",
                 message=f"HF_HUB_DISABLE_XET={disabled}: downloads skip the Xet backend",

@@ -1,6 +1,6 @@
 """verify's and build's checks of the GPU layer: the environment's compiled modules read once
-(:func:`envkit.gpu.installed.assess.assess`) and turned into :class:`~envkit.env.checks.Check`
-results.
+(:func:`envkit.gpu.installed.assess.assess`); its results are verify's checks as it made them
+(their fixes naming the rebuild), with a pass for each part that holds.
 
 - ``kernels`` (one per package whose modules link torch): every torch symbol (C++ and the
   stable C ABI) its modules need is defined in ``torch/lib``; the check says how many modules
@@ -10,38 +10,25 @@ results.
   without one are a warning; without a target, which GPUs the core kernels run on
   (information, a pass).
 - ``cuda``: every CUDA library a module needs is in the environment, in its major.
-- ``driver``: the target's driver runs torch's CUDA runtime (with a driver known).
+- ``driver``: the target's driver runs torch's CUDA runtime (with a driver known), as
+  :func:`envkit.gpu.installed.verdicts.driver` decides it (doctor reads the same result).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
-from envkit.env.checks import Check, GpuSide, Status
-from envkit.findings import Finding, Severity
-from envkit.gpu.driver import DriverFit, fit, toolkit_driver
+from envkit.env.checks import KIND, GpuSide, check
 from envkit.gpu.installed.assess import GpuReport, assess
 from envkit.gpu.installed.detect import Choice, examples
 from envkit.gpu.published.profilefit import releases_said
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
 from envkit.io.escaping import shell_command
-
-KIND = {
-    "no-kernel-image": "gpu",
-    "backend-without-kernels": "gpu",
-    "no-common-gpu": "gpu",
-    "runs-on": "gpu",
-    "cuda-runtime-mismatch": "cuda",
-    "kernels-do-not-link": "kernels",
-    "kernels-not-checked": "kernels",
-    "gpu-check-truncated": "kernels",
-    "driver-too-old": "driver",
-    "driver-older-than-toolkit": "driver",
-}
-STATUS = {Severity.ERROR: Status.FAIL, Severity.WARNING: Status.WARN, Severity.INFO: Status.PASS}
+from envkit.results import Result, Severity
 
 
 def site_packages(sys_path: Iterable[str], prefix: str) -> Path | None:
@@ -80,26 +67,27 @@ def reading(choice: Choice) -> str:
 
 def gpu_checks(
     site: Path, choice: Choice, profile: str, *, built: bool = False
-) -> tuple[list[Check], GpuReport]:
-    """The GPU layer's checks of the environment at ``site`` for ``choice``'s target;
-    ``built``: the environment is the one ``envkit build`` has just made, so no fix says to
-    build it again."""
+) -> tuple[list[Result], GpuReport]:
+    """The GPU layer's checks of the environment at ``site`` for ``choice``'s target: its
+    results as it made them (each fix naming the rebuild), and a pass for each part that
+    holds; ``built``: the environment is the one ``envkit build`` has just made, so no fix
+    says to build it again."""
     report = assess(site, choice.target)
     said_apart = ("runs-on", "no-common-gpu")  # without a target: one check below says it
     checks = [
-        _from_finding(f, profile, choice.target, built)
+        _with_rebuild(f, profile, choice.target, built)
         for f in report.findings
         if f.code in KIND and f.code not in said_apart
     ]
-    failing = {c.kind for c in checks if c.status is not Status.PASS}
+    failing = {KIND[c.code] for c in checks if c.severity > Severity.INFO}
     if report.linkage is not None:
         for package in report.linkage.packages:
             if package.links and package.modules:
                 checks.append(
-                    Check(
+                    check(
                         kind="kernels",
                         name=package.package,
-                        status=Status.PASS,
+                        status=Severity.OK,
                         expected="links against torch",
                         found=f"{len(package.modules)} module(s) need {package.symbols} torch "
                         "symbols (C++ and stable C ABI); torch defines them all",
@@ -109,10 +97,10 @@ def gpu_checks(
     target = choice.target
     if target is not None and core and "gpu" not in failing:
         checks.append(
-            Check(
+            check(
                 kind="gpu",
                 name="kernel images",
-                status=Status.PASS,
+                status=Severity.OK,
                 expected=f"images for compute capability {target}",
                 found=f"{len(core)} core module(s) have them (the GPU: {choice.source})",
             )
@@ -123,38 +111,25 @@ def gpu_checks(
     if not needed and any(m.images is not None for m in report.modules):
         held = sorted({lib.soname for lib, _ in report.cuda.libraries})
         checks.append(
-            Check(
+            check(
                 kind="cuda",
                 name="cuda libraries",
-                status=Status.PASS,
+                status=Severity.OK,
                 expected="every CUDA library the modules need",
                 found=f"present ({len(held)} in the environment)",
             )
         )
-    if target is not None and target.driver is not None and report.torch_cuda:
-        how = fit(target.driver, report.torch_cuda)
-        if how is DriverFit.FULL:
-            checks.append(
-                Check(
-                    kind="driver",
-                    name="driver",
-                    status=Status.PASS,
-                    expected=f"runs CUDA {report.torch_cuda} "
-                    f"(driver {toolkit_driver(report.torch_cuda)}+)",
-                    found=f"driver {target.driver}",
-                )
-            )
     return checks, report
 
 
-def _runs_on(report: GpuReport) -> Check:
+def _runs_on(report: GpuReport) -> Result:
     shown = "; ".join(
         f"{c} ({names})" if (names := examples(c, 2)) else str(c) for c in report.runs_on
     )
-    return Check(
+    return check(
         kind="gpu",
         name="kernel images",
-        status=Status.PASS if report.runs_on else Status.FAIL,
+        status=Severity.OK if report.runs_on else Severity.ERROR,
         expected="images for the GPU (none named: --gpu, --compute-capability, or nvidia-smi)",
         found=f"core kernels run on {shown}"
         if shown
@@ -163,26 +138,22 @@ def _runs_on(report: GpuReport) -> Check:
     )
 
 
-def _from_finding(
-    finding: Finding, profile: str, target: GpuTarget | None, built: bool = False
-) -> Check:
-    status = STATUS[finding.severity]
-    fix = finding.fix
+def _with_rebuild(
+    result: Result, profile: str, target: GpuTarget | None, built: bool = False
+) -> Result:
+    """The GPU layer's result with its fix naming the profile's rebuild (and, for a missing
+    kernel image, the releases that have one)."""
+    if result.severity <= Severity.INFO:
+        return replace(result, fix="")
+    fix = result.fix
     rebuild = shell_command(["envkit", "build", profile])
-    if finding.code == "no-kernel-image" and target is not None:
+    if result.code == "no-kernel-image" and target is not None:
         fix += releases_said(target.capability)
-    if finding.code == "cuda-runtime-mismatch" and status is Status.WARN:
+    if result.code == "cuda-runtime-mismatch" and result.severity is Severity.WARNING:
         # a module vLLM never loads: nothing to do unless it is imported. After a build,
         # that build is what a rebuild would make again; an existing venv may have drifted
         if not built:
             fix = f"{fix}; or, if it was installed after the build, rebuild: {rebuild}"
-    elif finding.code in ("no-kernel-image", "cuda-runtime-mismatch", "kernels-do-not-link"):
+    elif result.code in ("no-kernel-image", "cuda-runtime-mismatch", "kernels-do-not-link"):
         fix = f"{fix}; then rebuild: {rebuild}"
-    return Check(
-        kind=KIND[finding.code],
-        name=finding.code if not finding.where else finding.where,
-        status=status,
-        found=finding.code,
-        detail=finding.message,
-        fix=fix if status is not Status.PASS else "",
-    )
+    return replace(result, fix=fix)

@@ -49,7 +49,7 @@ def _distributions(wanted, every=False):
         editable = _editable_project(dist)
         if editable:
             entry["editable"] = editable
-        if every and name in ("vllm", "transformers", "torch"):
+        if name in ("vllm", "transformers", "torch"):  # the pair verify and doctor judge
             entry["requires"] = list(dist.requires or [])
         found[name].append(entry)
     return found

@@ -1,7 +1,7 @@
-"""The installed vLLM + transformers pair: verify's ``compat`` check and doctor's
-``known-bad-pair`` and ``requirement-violated`` findings. Every fix names the value to take:
-the transformers a profile pins for that vLLM (and the profile), else the command that
-drafts one.
+"""The installed vLLM + transformers pair, decided once for verify and doctor: ``compat``,
+``known-bad-pair``, ``requirement-violated`` or ``pair-not-checked``. Every fix names the
+value to take: the transformers a profile pins for that vLLM (and the profile), else the
+command that drafts one.
 """
 
 from __future__ import annotations
@@ -12,37 +12,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import Check, CompatLookup, Status
+from envkit.env.checks import CompatLookup
 from envkit.env.facts import Installed
-from envkit.findings import Finding, Severity
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile
-
-
-def compat_check(
-    vllm: str, transformers: str, compat: CompatLookup, profile: Profile | None = None
-) -> Check:
-    """The installed pair against `envkit compat`'s findings (a warning when the wheels
-    could not be read: that is no verdict); the fix names the profile's own pin."""
-    name = f"vllm {vllm} + transformers {transformers}"
-    found = compat(vllm, transformers)
-    if isinstance(found, str):
-        return Check(
-            kind="compat", name=name, status=Status.WARN, expected="compatible",
-            found="not checked", detail=found,
-        )  # fmt: skip
-    scoped = found.broken_architectures
-    if not found.compatible:
-        return Check(
-            kind="compat", name=name, status=Status.FAIL, expected="compatible",
-            found="not compatible", detail=found.summary(),
-            fix=pin_fix(vllm, transformers, [profile] if profile else []),
-        )  # fmt: skip
-    detail = f"cannot load: {', '.join(scoped)}" if scoped else ""
-    return Check(
-        kind="compat", name=name, status=Status.PASS, expected="compatible",
-        found="compatible", detail=detail,
-    )  # fmt: skip
+from envkit.results import Result, Severity
 
 
 def pin_fix(vllm: str, transformers: str, profiles: Sequence[Profile]) -> str:
@@ -72,17 +46,23 @@ def pin_fix(vllm: str, transformers: str, profiles: Sequence[Profile]) -> str:
     )
 
 
+def pair_name(vllm: str, transformers: str) -> str:
+    return f"vllm {vllm} + transformers {transformers}"
+
+
 def known_bad(
     dists: Mapping[str, Sequence[Installed]],
     compat: CompatLookup | None = None,
     profiles: Sequence[Profile] = (),
-) -> list[Finding]:
-    """vLLM with a transformers its own metadata excludes, or whose API it lacks.
-
-    With ``compat``, the installed pair is looked up in `envkit compat`'s findings (the
-    transformers names and attributes this vLLM uses that this transformers lacks). Without
-    it, or when the wheels cannot be read: a vLLM whose requirement is ``transformers>=4.x``
-    with no upper bound predates transformers 5 (vLLM 0.8 to 0.10) and breaks on it.
+) -> list[Result]:
+    """The installed vLLM + transformers pair, as verify and doctor both say it (the one
+    place this is decided): a transformers vLLM's own metadata excludes
+    (``requirement-violated``), or the pair against `envkit compat`'s findings: ``compat``
+    (it holds; ``ok``), ``known-bad-pair`` (the names and attributes this vLLM uses that
+    this transformers lacks) or ``pair-not-checked`` (the wheels could not be read:
+    ``unknown``, no verdict). Without ``compat``, or when the wheels cannot be read, the
+    rule of thumb adds its verdict: a vLLM whose requirement is ``transformers>=4.x`` with
+    no upper bound predates transformers 5 (vLLM 0.8 to 0.10) and breaks on it.
     ``profiles`` (the catalog's) give the fixes their pin.
     """
     vllm, transformers = dists.get("vllm", ()), dists.get("transformers", ())
@@ -91,17 +71,33 @@ def known_bad(
     violated = _requirement_findings(vllm, transformers, profiles)
     if violated or compat is None:
         return violated or _predates_5(vllm, transformers, profiles)
+    name = pair_name(vllm[0].version, transformers[0].version)
     found = compat(vllm[0].version, transformers[0].version)
-    if isinstance(found, str):  # no verdict from the wheels: fall back to the rule
-        return _predates_5(vllm, transformers, profiles)
+    if isinstance(found, str):  # no verdict from the wheels: said so, and the rule's
+        return [
+            Result(
+                severity=Severity.UNKNOWN, code="pair-not-checked", subject=name,
+                message=found, evidence={"expected": "compatible", "found": "not checked"},
+            ),
+            *_predates_5(vllm, transformers, profiles),
+        ]  # fmt: skip
     if found.compatible:
-        return []
+        scoped = found.broken_architectures
+        return [
+            Result(
+                severity=Severity.OK, code="compat", subject=name,
+                message=f"cannot load: {', '.join(scoped)}" if scoped else "",
+                evidence={"expected": "compatible", "found": "compatible"},
+            )
+        ]  # fmt: skip
     return [
-        Finding(
+        Result(
             severity=Severity.ERROR,
             code="known-bad-pair",
+            subject=name,
             message=f"vllm {found.vllm} + transformers {found.transformers} is not compatible: "
             f"{found.summary()}",
+            evidence={"expected": "compatible", "found": "not compatible"},
             fix=pin_fix(str(found.vllm), str(found.transformers), profiles),
         )
     ]
@@ -127,7 +123,7 @@ def _pair(
 
 def _requirement_findings(
     vllm: Sequence[Installed], transformers: Sequence[Installed], profiles: Sequence[Profile]
-) -> list[Finding]:
+) -> list[Result]:
     """The installed transformers outside the range vLLM's metadata declares."""
     pair = _pair(vllm, transformers)
     if pair is None or pair[0] in pair[1]:
@@ -135,9 +131,11 @@ def _requirement_findings(
     have, spec = pair
     fix = pin_fix(vllm[0].version, str(have), profiles)
     return [
-        Finding(
+        Result(
             severity=Severity.ERROR,
             code="requirement-violated",
+            subject=pair_name(vllm[0].version, str(have)),
+            evidence={"expected": f"transformers{spec}", "found": str(have)},
             message=f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed",
             fix=fix if fix.startswith("pin ") else f"install a transformers that fits: {spec}",
         )
@@ -146,7 +144,7 @@ def _requirement_findings(
 
 def _predates_5(
     vllm: Sequence[Installed], transformers: Sequence[Installed], profiles: Sequence[Profile]
-) -> list[Finding]:
+) -> list[Result]:
     """The rule without the wheels: an uncapped vLLM from before transformers 5, on 5.x."""
     pair = _pair(vllm, transformers)
     if pair is None:
@@ -158,9 +156,11 @@ def _predates_5(
         return []
     fix = pin_fix(vllm[0].version, str(have), profiles)
     return [
-        Finding(
+        Result(
             severity=Severity.ERROR,
             code="known-bad-pair",
+            subject=pair_name(vllm[0].version, str(have)),
+            evidence={"expected": "transformers<5 (this vLLM predates 5)", "found": str(have)},
             message=(
                 f"vllm {vllm[0].version} requires transformers{spec}; {have} is installed: "
                 "this vLLM predates transformers 5 and breaks on it (tokenizers lost "

@@ -1,7 +1,7 @@
 """Post-install verification: is this venv what the profile says, and does it work?
 
 Facts are gathered by one run of ``env/inside_venv.py`` inside the venv's own interpreter; they are
-judged here, with packaging, into :class:`Check` results. Each failing check carries a
+judged here, with packaging, into :class:`Result` results. Each failing check carries a
 one-line fix.
 """
 
@@ -17,17 +17,18 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envkit.env.checks import Check, CompatLookup, Report, Status
+from envkit.env.checks import CompatLookup, Report, check
 from envkit.env.companionchecks import companion_checks
 from envkit.env.companionchecks import names as companion_names
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
 from envkit.env.gpuchecks import gpu_checks, gpu_side, reading, site_packages
-from envkit.env.pairs import compat_check
+from envkit.env.pairs import known_bad
 from envkit.errors import BadInput
 from envkit.gpu.installed.detect import Choice
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch
 from envkit.progress import Progress, quiet
+from envkit.results import Result, Severity
 
 NO_TARGET = Choice(None, "")  # the GPU layer checked for no GPU in particular
 Inside = Callable[[str], bool]  # is this path inside the venv?
@@ -84,15 +85,15 @@ def assess(
     def inside(path: str) -> bool:
         return path == prefix or path.startswith(prefix + os.sep)
 
-    checks: list[Check] = []
+    checks: list[Result] = []
     version = facts.version
     fits = Version(version) in profile.python_spec
     rebuild = ["envkit", "build", profile.name, "--python", profile.python]
     checks.append(
-        Check(
+        check(
             kind="interpreter",
             name="python",
-            status=Status.PASS if fits and facts.prefix == prefix else Status.FAIL,
+            status=Severity.OK if fits and facts.prefix == prefix else Severity.ERROR,
             expected=f"Python {profile.python} in {final}",
             found=f"Python {version} at {show(facts.executable)}",
             detail="" if facts.prefix == prefix else f"sys.prefix is {facts.prefix}",
@@ -107,10 +108,10 @@ def assess(
     for dotted, probed in facts.probes.items():
         ok = probed.ok
         checks.append(
-            Check(
+            check(
                 kind="probe",
                 name=dotted,
-                status=Status.PASS if ok else Status.FAIL,
+                status=Severity.OK if ok else Severity.ERROR,
                 expected="present",
                 found="present" if ok else "missing",
                 detail="" if ok else probed.error,
@@ -120,15 +121,11 @@ def assess(
     checks.extend(companion_checks(profile, facts, Path(final)))
     if facts.torch is not None:
         checks.extend(_torch_checks(torch or profile.torch, facts.torch, profile.name))
-    installed = {
-        name: copies[0].version
-        for name in ("vllm", "transformers")
-        if (copies := facts.copies(name))
-    }
-    if compat is not None and len(installed) == 2:
-        pair = f"vLLM {installed['vllm']} + transformers {installed['transformers']}"
-        progress(f"checking {pair} against compat's findings")
-        checks.append(compat_check(installed["vllm"], installed["transformers"], compat, profile))
+    pair = {name: facts.copies(name) for name in ("vllm", "transformers")}
+    if compat is not None and all(pair.values()):
+        vllm, transformers = pair["vllm"][0].version, pair["transformers"][0].version
+        progress(f"checking vLLM {vllm} + transformers {transformers} against compat's findings")
+        checks.extend(known_bad(pair, compat, [profile]))
     side = None
     site = site_packages(facts.sys_path, prefix) if gpu is not None else None
     if gpu is not None and site is not None:
@@ -143,14 +140,14 @@ def assess(
 
 def _version_check(
     profile: Profile, dist: str, expected: str, facts: VenvFacts, inside: Inside, show: Show
-) -> Check:
+) -> Result:
     copies = facts.copies(canonicalize_name(dist))
     fix = "rebuild: " + shell_command(["envkit", "build", profile.name])
     if not copies:
-        return Check(
+        return check(
             kind="version",
             name=dist,
-            status=Status.FAIL,
+            status=Severity.ERROR,
             expected=expected,
             found="not installed",
             fix=fix,
@@ -163,9 +160,9 @@ def _version_check(
     except InvalidVersion:
         matches = found == expected
     detail = ""
-    status = Status.PASS if matches and own else Status.FAIL
+    status = Severity.OK if matches and own else Severity.ERROR
     if len(copies) > 1:
-        status = Status.FAIL
+        status = Severity.ERROR
         detail = "mixed install, copies: " + "; ".join(
             f"{c.version} in {show(c.location)} (installed by {c.installer or 'unknown'})"
             for c in copies
@@ -175,14 +172,14 @@ def _version_check(
         )
     elif not own:
         detail = f"found only outside the venv, in {first.location}"
-    return Check(
+    return check(
         kind="version",
         name=dist,
         status=status,
         expected=expected,
         found=found,
         detail=detail,
-        fix="" if status is Status.PASS else fix,
+        fix="" if status is Severity.OK else fix,
     )
 
 
@@ -208,12 +205,12 @@ class _Why:
 
 def _import_check(
     profile: Profile, module: str, result: ImportFacts, inside: Inside, show: Show, why: _Why
-) -> Check:
+) -> Result:
     if not result.ok:
-        return Check(
+        return check(
             kind="import",
             name=module,
-            status=Status.FAIL,
+            status=Severity.ERROR,
             expected="imports",
             found="fails",
             detail=result.error,
@@ -225,10 +222,10 @@ def _import_check(
     if not inside(file):
         reason, fix = why(winner.entry) if winner else ("unknown", "rebuild the venv")
         index = f"sys.path[{winner.index}]" if winner else "sys.path"
-        return Check(
+        return check(
             kind="import",
             name=module,
-            status=Status.FAIL,
+            status=Severity.ERROR,
             expected="inside the venv",
             found=file,
             detail=f"mixed install: {index} {winner.entry if winner else ''} wins because {reason}",
@@ -236,10 +233,10 @@ def _import_check(
         )
     others = [c.entry for c in result.copies if not inside(c.entry)]
     seconds = result.seconds
-    return Check(
+    return check(
         kind="import",
         name=module,
-        status=Status.WARN if others else Status.PASS,
+        status=Severity.WARNING if others else Severity.OK,
         expected="inside the venv",
         found=show(file),
         detail=(
@@ -263,13 +260,13 @@ def _probe_fix(profile: Profile, module: str) -> str:
     return f"pin {top} to a version that has it in the profile's constraints, then rebuild"
 
 
-def _torch_checks(want: Torch, torch: TorchFacts, profile_name: str) -> list[Check]:
+def _torch_checks(want: Torch, torch: TorchFacts, profile_name: str) -> list[Result]:
     if not torch.ok:
         return [
-            Check(
+            check(
                 kind="torch",
                 name="torch.version.cuda",
-                status=Status.FAIL,
+                status=Severity.ERROR,
                 expected=want.cuda or "importable",
                 found="torch does not import",
                 detail=torch.error,
@@ -282,10 +279,10 @@ def _torch_checks(want: Torch, torch: TorchFacts, profile_name: str) -> list[Che
     if want.cuda:
         ok = torch.cuda == want.cuda
         checks.append(
-            Check(
+            check(
                 kind="torch",
                 name="torch.version.cuda",
-                status=Status.PASS if ok else Status.FAIL,
+                status=Severity.OK if ok else Severity.ERROR,
                 expected=want.cuda,
                 found=str(found),
                 detail=f"torch {torch.version}",
@@ -299,10 +296,10 @@ def _torch_checks(want: Torch, torch: TorchFacts, profile_name: str) -> list[Che
         )
     available = torch.cuda_available
     checks.append(
-        Check(
+        check(
             kind="torch",
             name="torch.cuda.is_available()",
-            status=Status.PASS if available or not want.cuda else Status.WARN,
+            status=Severity.OK if available or not want.cuda else Severity.WARNING,
             expected="True" if want.cuda else "any",
             found=str(available),
             detail=""

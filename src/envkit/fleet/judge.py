@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +30,28 @@ from envkit.gpu.published.kerneltable import KernelTable
 from envkit.gpu.published.kernelverdict import Verdict
 from envkit.gpu.published.profilefit import releases_said
 from envkit.io.escaping import shell_command
+from envkit.results import Result, Severity
 
 CHECKS = ("packages", "files", "kernels", "driver", "python", "ray")
 SHOWN = 3  # differences named per check
 
 
-class Status(str, Enum):
-    OK = "ok"
-    DIFFERS = "differs"
-    UNKNOWN = "unknown"  # not decided here (a build the kernel table lacks, files unchecked)
+# each severity under the word fleet check shows and its JSON's "status" says
+WORD = {Severity.OK: "ok", Severity.ERROR: "differs", Severity.UNKNOWN: "unknown"}
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: Status
-    detail: str
-    fix: str = ""
+def check(name: str, severity: Severity, detail: str, fix: str = "") -> Result:
+    """One of a node's checks: ``name`` (one of CHECKS) its code, ``detail`` its message; the
+    node is its subject (:func:`judge` names it). ``unknown``: not decided here (a build the
+    kernel table lacks, files unchecked), never a pass or a failure."""
+    return Result(code=name, severity=severity, message=detail, fix=fix)
 
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "check": self.name,
-            "status": self.status.value,
-            "detail": self.detail,
-            "fix": self.fix,
-        }
+
+def check_dict(result: Result) -> dict[str, Any]:
+    """A node's check: the result, with its fields of schema version 1 (check, status,
+    detail) beside it."""
+    return {"check": result.code, "status": WORD[result.severity], "detail": result.message,
+            **result.to_dict()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,7 @@ class Context:
 class NodeVerdict:
     node: str
     cell: str
-    checks: tuple[Check, ...] = ()
+    checks: tuple[Result, ...] = ()
     fingerprint: Fingerprint | None = None
     problem: str = ""
 
@@ -118,7 +114,7 @@ class NodeVerdict:
 
     @property
     def differs(self) -> bool:
-        return any(c.status is Status.DIFFERS for c in self.checks)
+        return any(c.failed for c in self.checks)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,7 +123,7 @@ class NodeVerdict:
             "answered": self.answered,
             "problem": self.problem,
             "ok": self.answered and not self.differs,
-            "checks": [c.to_dict() for c in self.checks],
+            "checks": [check_dict(c) for c in self.checks],
             "fingerprint": self.fingerprint.to_dict() if self.fingerprint else None,
         }
 
@@ -159,7 +155,9 @@ def judge(answers: Sequence[Answer], context: Context) -> list[NodeVerdict]:
             _same("python", node, fp.python, python, context.rebuild(node, cell, python)),
             _same("ray", node, fp.ray, ray, _ray_fix(node, ray, context)),
         )
-        out.append(NodeVerdict(node, cell.name, checks, fp))
+        out.append(
+            NodeVerdict(node, cell.name, tuple(replace(c, subject=node) for c in checks), fp)
+        )
     return out
 
 
@@ -171,7 +169,9 @@ def _reference(values: list[str]) -> str:
     return next(v for v in values if counts[v] == top)
 
 
-def _packages(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> tuple[Check, Check]:
+def _packages(
+    node: str, fp: Fingerprint, cell: LockCell, context: Context
+) -> tuple[Result, Result]:
     wanted = cell.wanted_on(fp)
     wrong: list[str] = []
     modified: list[str] = []
@@ -188,19 +188,19 @@ def _packages(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> t
             unchecked += 1
     fix = context.rebuild(node, cell)
     if wrong:
-        packages = Check(
-            "packages", Status.DIFFERS, f"{len(wrong)} of {len(wanted)} differ: {_few(wrong)}", fix
+        packages = check(
+            "packages", Severity.ERROR, f"{len(wrong)} of {len(wanted)} differ: {_few(wrong)}", fix
         )
     else:
-        packages = Check("packages", Status.OK, f"all {len(wanted)} at the locked version")
+        packages = check("packages", Severity.OK, f"all {len(wanted)} at the locked version")
     if modified:
-        files = Check(
-            "files", Status.DIFFERS, f"{len(modified)} changed since install: {_few(modified)}", fix
+        files = check(
+            "files", Severity.ERROR, f"{len(modified)} changed since install: {_few(modified)}", fix
         )
     elif unchecked and unchecked == len(wanted):
-        files = Check("files", Status.UNKNOWN, "not checked (the fingerprint has no hashes)")
+        files = check("files", Severity.UNKNOWN, "not checked (the fingerprint has no hashes)")
     else:
-        files = Check("files", Status.OK, "as their RECORD lists them")
+        files = check("files", Severity.OK, "as their RECORD lists them")
     return packages, files
 
 
@@ -209,14 +209,14 @@ def _few(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + more
 
 
-def _kernels(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> Check:
+def _kernels(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> Result:
     backend = cell.cell.backend
     if for_backend(backend) is None:
-        return Check("kernels", Status.OK, f"no CUDA build ({backend or 'any'} cell)")
+        return check("kernels", Severity.OK, f"no CUDA build ({backend or 'any'} cell)")
     if not fp.gpus:
-        return Check(
+        return check(
             "kernels",
-            Status.DIFFERS,
+            Severity.ERROR,
             f"no GPU visible ({fp.gpu_problem or 'nvidia-smi lists none'})",
             f"make the GPUs visible on {node} (the NVIDIA driver and nvidia-smi), or leave the "
             f"node out of cell {cell.name} of {context.profile}",
@@ -225,9 +225,9 @@ def _kernels(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> Ch
     table = context.table
     where = fp.platform  # the node's own: an aarch64 node is judged by the aarch64 builds
     if "vllm" in locked and table.publishes_no_wheel(locked["vllm"], where):
-        return Check(
+        return check(
             "kernels",
-            Status.DIFFERS,
+            Severity.ERROR,
             f"vLLM {locked['vllm']} publishes no {where} wheel: cell {cell.name} does not "
             f"install on {node}",
             f"give {node} a profile whose vLLM has {where} wheels: envkit new-profile NAME "
@@ -251,9 +251,9 @@ def _kernels(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> Ch
         for build in builds:
             verdict = build.on(capability)
             if verdict.verdict is Verdict.NO_KERNEL_IMAGE:
-                return Check(
+                return check(
                     "kernels",
-                    Status.DIFFERS,
+                    Severity.ERROR,
                     f"{gpu.name} ({capability}): {verdict.reason}",
                     f"{node}'s {gpu.name} cannot run cell {cell.name} of {context.profile}: "
                     f"move the node to a fleet with a profile whose builds carry {capability}"
@@ -263,49 +263,51 @@ def _kernels(node: str, fp: Fingerprint, cell: LockCell, context: Context) -> Ch
                 missing.append(verdict.build)
     if missing or not builds:
         said = ", ".join(missing) or "no vLLM or torch locked"
-        return Check("kernels", Status.UNKNOWN, f"{said}: not in envkit's kernel table")
+        return check("kernels", Severity.UNKNOWN, f"{said}: not in envkit's kernel table")
     names = ", ".join(sorted({f"{g.name} ({g.capability})" for g in fp.gpus}))
-    return Check("kernels", Status.OK, f"kernel images for {names}")
+    return check("kernels", Severity.OK, f"kernel images for {names}")
 
 
-def _driver(node: str, fp: Fingerprint, cell: LockCell) -> Check:
+def _driver(node: str, fp: Fingerprint, cell: LockCell) -> Result:
     need = for_backend(cell.cell.backend)
     if need is None:
-        return Check("driver", Status.OK, "no NVIDIA driver needed")
+        return check("driver", Severity.OK, "no NVIDIA driver needed")
     install = (
         f"install NVIDIA driver {need.linux_driver or 'for CUDA ' + need.cuda} or newer on "
         f"{node}: cell {cell.name} of {cell.cell.profile} is a CUDA {need.cuda} build"
     )
     if not fp.driver:
-        return Check("driver", Status.DIFFERS, "no NVIDIA driver seen", install)
+        return check("driver", Severity.ERROR, "no NVIDIA driver seen", install)
     try:
         found = fit(DriverVersion.parse(fp.driver), need.cuda)
     except BadInput:
-        return Check("driver", Status.UNKNOWN, f"driver {fp.driver!r} is not a version")
+        return check("driver", Severity.UNKNOWN, f"driver {fp.driver!r} is not a version")
     if found is DriverFit.FULL:
-        return Check("driver", Status.OK, f"{fp.driver} runs CUDA {need.cuda}")
+        return check("driver", Severity.OK, f"{fp.driver} runs CUDA {need.cuda}")
     if found is DriverFit.MINOR_COMPAT:
-        return Check(
+        return check(
             "driver",
-            Status.OK,
+            Severity.OK,
             f"{fp.driver} runs CUDA {need.cuda} through minor-version "
             f"compatibility (every feature needs {need.linux_driver})",
         )
     if found is DriverFit.UNKNOWN:
-        return Check("driver", Status.UNKNOWN, f"CUDA {need.cuda} is not in envkit's driver table")
-    return Check(
+        return check(
+            "driver", Severity.UNKNOWN, f"CUDA {need.cuda} is not in envkit's driver table"
+        )
+    return check(
         "driver",
-        Status.DIFFERS,
+        Severity.ERROR,
         f"{fp.driver} is older than CUDA {need.cuda} needs ({need.summary()}; cell {cell.name})",
         install,
     )
 
 
-def _same(name: str, node: str, value: str, reference: str, fix: str) -> Check:
+def _same(name: str, node: str, value: str, reference: str, fix: str) -> Result:
     shown = value or "none"
     if value == reference:
-        return Check(name, Status.OK, shown)
-    return Check(name, Status.DIFFERS, f"{shown}, the others {reference or 'none'}", fix)
+        return check(name, Severity.OK, shown)
+    return check(name, Severity.ERROR, f"{shown}, the others {reference or 'none'}", fix)
 
 
 def _ray_fix(node: str, ray: str, context: Context) -> str:

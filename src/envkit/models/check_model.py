@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import NetworkError
-from envkit.findings import Finding, Severity
 from envkit.io.escaping import shell_command
 from envkit.models.configfile import (
     MAX_CONFIG_BYTES,
@@ -33,6 +32,7 @@ from envkit.models.configfile import (
 )
 from envkit.profiles.bounds import HF_ONLY, Bound
 from envkit.profiles.profile import Profile
+from envkit.results import Result, Severity
 
 if TYPE_CHECKING:  # the GPU check is handed in; check-model without a GPU loads no table
     from envkit.gpu.published.profilefit import GpuCheck
@@ -52,7 +52,7 @@ class Verdict:
     profile: str
     ok: bool
     architecture: str  # the one vLLM would use, when ok
-    problems: tuple[Finding, ...] = ()
+    problems: tuple[Result, ...] = ()
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,7 +60,7 @@ class Verdict:
             "profile": self.profile,
             "ok": self.ok,
             "architecture": self.architecture or None,
-            "problems": [p.to_dict() for p in self.problems],
+            "problems": [{**p.to_dict(), "where": p.subject} for p in self.problems],
             "notes": list(self.notes),
         }
 
@@ -75,14 +75,15 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
             ok=False,
             architecture="",
             problems=(
-                Finding(
+                Result(
+                    severity=Severity.ERROR,
                     code="profile-not-scanned",
                     message=f"Profile {profile.name} lists no architectures.",
                     fix=shell_command(["envkit", "scan", "--update", profile.name]),
                 ),
             ),
         )
-    problems: list[Finding] = []
+    problems: list[Result] = []
     notes: list[str] = []
     mt = config.model_type
     if mt in known.vllm_model_types:
@@ -95,7 +96,8 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
             )
         else:
             problems.append(
-                Finding(
+                Result(
+                    severity=Severity.ERROR,
                     code="unknown-model-type",
                     message=f"model type {mt!r} is unknown to transformers {known.transformers}, "
                     f"and vLLM {known.vllm} has no config class for it",
@@ -105,7 +107,8 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
     chosen = next((a for a in config.architectures if a in known.architectures), "")
     if not config.architectures:
         problems.append(
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="no-architectures",
                 message="config.json names no architectures",
                 fix="add the model class to architectures in config.json",
@@ -138,7 +141,7 @@ def judge(profile: Profile, config: ModelConfig) -> Verdict:
     )
 
 
-def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
+def bound_finding(bound: Bound, vllm: str, transformers: str) -> Result:
     """vLLM's own tests skip ``bound.architecture`` with this transformers release: an
     error when vLLM's initialization test applies the bound, a warning
     (``transformers-bound-hf-only``) when only the reference runner's tests do."""
@@ -146,7 +149,7 @@ def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
     reason = f" ({bound.reason})" if bound.reason else ""
     example = f"; vLLM tests it with {bound.example}" if bound.example else ""
     if bound.hf_only_for(transformers):
-        return Finding(
+        return Result(
             code=HF_ONLY,
             message=f"vLLM {vllm}'s test registry bounds {bound.architecture} to "
             f"{bound.describe()}{reason}, but only for the tests comparing with the Hugging "
@@ -155,7 +158,8 @@ def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
             fix="nothing to do for serving with vLLM; the bound concerns the reference runner",
             severity=Severity.WARNING,
         )
-    return Finding(
+    return Result(
+        severity=Severity.ERROR,
         code=code,
         message=f"vLLM {vllm}'s test registry needs {bound.describe()} for {bound.architecture}"
         f"{reason}; the profile pins transformers {transformers}{example}",
@@ -166,22 +170,24 @@ def bound_finding(bound: Bound, vllm: str, transformers: str) -> Finding:
 
 def _architecture_problems(
     archs: tuple[str, ...], vllm: str, previous: dict[str, str], plugins: dict[str, str]
-) -> list[Finding]:
+) -> list[Result]:
     out = []
     for arch in archs:
         if arch in previous:
             out.append(
-                Finding(
+                Result(
+                    severity=Severity.ERROR,
                     code="architecture-removed",
                     message=f"{arch} is not in vLLM {vllm}; vLLM records it as supported until "
                     f"{previous[arch]}",
                     fix=f"use vLLM {previous[arch]} or older",
-                    where=arch,
+                    subject=arch,
                 )
             )
         elif arch in plugins:
             out.append(
-                Finding(
+                Result(
+                    severity=Severity.ERROR,
                     code="architecture-out-of-tree",
                     message=f"{arch} is not in vLLM {vllm} itself; it lives in a "
                     f"plugin ({plugins[arch]})",
@@ -190,7 +196,8 @@ def _architecture_problems(
             )
         else:
             out.append(
-                Finding(
+                Result(
+                    severity=Severity.ERROR,
                     code="unsupported-architecture",
                     message=f"{arch} is not in vLLM {vllm}'s model registry",
                     fix=f"use a profile whose vLLM lists it {SUPPORTED}",
@@ -270,14 +277,14 @@ def _confirmed(verdict: Verdict, find_releases: Any, spans: dict[str, Any]) -> V
         return verdict
     problems = []
     for problem in verdict.problems:
-        if problem.code == "architecture-removed" and problem.where:
+        if problem.code == "architecture-removed" and problem.subject:
             problem = _from_registries(problem, find_releases, spans)
         problems.append(problem)
     return dataclasses.replace(verdict, problems=tuple(problems))
 
 
-def _from_registries(problem: Finding, find_releases: Any, spans: dict[str, Any]) -> Finding:
-    arch = problem.where
+def _from_registries(problem: Result, find_releases: Any, spans: dict[str, Any]) -> Result:
+    arch = problem.subject
     recorded = problem.message.rpartition("supported until ")[2]
     if arch not in spans:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envkit.env.checks import KIND
 from envkit.render.term import (
     cut,
     cut_left,
@@ -90,10 +91,12 @@ def show(profile: Profile, need: DriverNeed | None, driver: str, as_json: bool) 
     echo(table(rows))
 
 
-_MARK = {  # by verify.Status value
-    "pass": ("ok", "green"),
-    "warn": ("warn", "yellow"),
-    "fail": ("FAIL", "red"),
+_MARK = {  # by a result's severity: unknown (no verdict) reads as a warning
+    "ok": ("ok", "green"),
+    "info": ("ok", "green"),
+    "warning": ("warn", "yellow"),
+    "unknown": ("warn", "yellow"),
+    "error": ("FAIL", "red"),
 }
 
 
@@ -119,16 +122,18 @@ def report_lines(rep: Report) -> None:
         echo(wrap(f"gpu compute capability {side.capability}{name}{driver}, from "
                   f"{side.source}{cuda}", "", "  "))  # fmt: skip
     # a name longer than its column is cut on a terminal (--wide shows it), else kept whole
-    name_w = min(max((len(c.name) for c in rep.checks), default=10), 30)
+    name_w = min(max((len(c.subject or c.code) for c in rep.checks), default=10), 30)
     indent = 2 + 4 + 2 + 11 + 2 + name_w + 2
     for check in rep.checks:
-        mark, colour = _MARK[check.status.value]
-        found = check.found
+        mark, colour = _MARK[check.severity.value]
+        holds = check.severity.value in ("ok", "info")
+        found = check.fact("found") or check.code
         if found.startswith(venv + "/"):
             found = rep.venv.name + found[len(venv) :]
-        if check.status.value != "pass" and check.expected:
-            found = f"{found} (want {check.expected})"
-        lead = f"  {mark:<4}  {check.kind:<11}  {cut(check.name, name_w):<{name_w}}  "
+        if not holds and (expected := check.fact("expected")):
+            found = f"{found} (want {expected})"
+        kind = KIND.get(check.code, check.code)
+        lead = f"  {mark:<4}  {kind:<11}  {cut(check.subject or check.code, name_w):<{name_w}}  "
         room = max(20, width - len(lead))
         rest = [cut_left(found, room)] if found.startswith("/") else fold(found, room)
         if len(rest) > 1:  # the first piece beside the name, the rest folded below it
@@ -137,8 +142,8 @@ def report_lines(rep: Report) -> None:
         echo(lead[6:] + rest[0])
         for more in rest[1:]:
             echo(" " * indent + more)
-        if check.detail and check.status.value != "pass":
-            echo(wrap(check.detail, "        ", "        "))
+        if check.message and not holds:
+            echo(wrap(check.message, "        ", "        "))
         if check.fix:
             echo(wrap(f"fix: {check.fix}", "        ", "             "))
     failed = len(rep.failures)

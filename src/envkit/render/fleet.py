@@ -46,14 +46,14 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
     places([result.place])
     venv = f", venv {result.venv}" if result.venv else ""
     echo(one_line(f"{len(result.verdicts)} nodes from {result.source}{venv}:"))
-    from envkit.fleet.judge import CHECKS
+    from envkit.fleet.judge import CHECKS, WORD
 
     rows = [("NODE", "CELL", *(c.upper() for c in CHECKS))]
     for v in result.verdicts:
         if not v.answered:
             rows.append((v.node, v.cell or "-", "not answering", *("-" for _ in CHECKS[1:])))
             continue
-        status = {c.name: c.status.value for c in v.checks}
+        status = {c.code: WORD[c.severity] for c in v.checks}
         rows.append((v.node, v.cell, *(status.get(c, "-") for c in CHECKS)))
     echo(table(rows))
     bad = [v for v in result.verdicts if v.differs or not v.answered]
@@ -67,7 +67,7 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
             echo(wrap(f"{v.node}: not answering: {v.problem}", "  ", "    "), fg="red")
             continue
         for check in v.checks:
-            if check.status.value == "differs":
-                echo(wrap(f"{v.node}: {check.name}: {check.detail}", "  ", "    "), fg="red")
+            if check.failed:
+                echo(wrap(f"{v.node}: {check.code}: {check.message}", "  ", "    "), fg="red")
                 if check.fix:
                     echo(wrap(f"fix: {check.fix}", "    ", "      "))

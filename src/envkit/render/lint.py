@@ -17,10 +17,12 @@ def lint_lines(findings: tuple[LintFinding, ...], *, err: bool = False) -> None:
     for finding in findings:
         echo(
             wrap(
-                f"{finding.severity} {finding.code} {finding.subject}: {finding.message}", "", "  "
+                f"{finding.severity.value} {finding.code} {finding.subject}: {finding.message}",
+                "",
+                "  ",
             ),
             err=err,
-            fg=_COLOUR.get(finding.severity),
+            fg=_COLOUR.get(finding.severity.value),
         )
         echo(wrap(f"fix: {finding.fix}", "  ", "    "), err=err)
 

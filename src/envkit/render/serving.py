@@ -154,7 +154,13 @@ def probe(result: ProbeResult, as_json: bool) -> None:
         echo("The server does not answer as an OpenAI-compatible API.", fg="red", bold=True)
 
 
-_SEVERITY = {"error": "red", "warning": "yellow", "info": "blue"}
+_SEVERITY = {
+    "error": "red",
+    "unknown": "magenta",
+    "warning": "yellow",
+    "info": "blue",
+    "ok": "green",
+}
 
 
 def _mib(size: int | None) -> str:
@@ -182,7 +188,7 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
     if d.environment:
         shown = ", ".join(f"{k}={v}" for k, v in d.environment.items())
         echo(wrap(f"environment: {shown}", "", "  "))
-    errors = sum(1 for f in d.findings if f.severity == "error")
+    errors = sum(1 for f in d.findings if f.failed)
     if errors:
         echo(f"{errors} error(s) found.", fg="red", bold=True)
     else:

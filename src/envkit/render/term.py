@@ -36,7 +36,7 @@ from envkit.io.escaping import visible
 from envkit.io.redaction import redact, redact_data
 
 if TYPE_CHECKING:
-    from envkit.findings import Finding
+    from envkit.results import Result
 
 JSON_VERSION = 1
 
@@ -380,7 +380,7 @@ def exit_codes_help() -> str:
     return "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 
 
-def finding_lines(found: Sequence[Finding]) -> None:
+def finding_lines(found: Sequence[Result]) -> None:
     for problem in found:
         echo(wrap(f"{problem.code}: {problem.message}", "  ", "    "), fg="red")
         if problem.fix:

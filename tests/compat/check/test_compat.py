@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import indexserver
-from helpers import output, run_cli, said
+from helpers import output, results_in, run_cli, said
 
 
 def compat_world_line(text: str) -> int:
@@ -36,6 +36,9 @@ def test_the_pair_of_report_1_names_the_removed_tokenizer_attribute(
     assert data["reference"] == "4.51.3"  # 4.52.0 came out after vLLM 0.8.5
     found = {(f["code"], f["name"]): f for f in data["findings"]}
     attr = found["removed-attribute", "all_special_tokens_extended"]
+    # each finding is a result too: an error (it breaks vLLM as a whole), where vLLM uses it
+    assert [r["code"] for r in results_in(data)].count("removed-attribute") >= 1
+    assert (attr["severity"], attr["subject"]) == ("error", "all_special_tokens_extended")
     assert attr["file"] == "vllm/transformers_utils/tokenizer.py"
     line = compat_world_line("special = tokenizer.all_special_tokens_extended")
     assert attr["line"] == line and attr["places"] == 1  # the class's own property is no use

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from envkit.findings import Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.binaries.images import Verdict
 from envkit.gpu.driver import DriverVersion
 from envkit.gpu.installed.assess import GpuReport, assess
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
+from envkit.results import Severity
 
 import elfbuild
 import fatbins
@@ -100,13 +100,13 @@ def test_a_blackwell_card_without_kernel_images(site: Path) -> None:
     report = assess(site, GpuTarget(Capability(12, 0), "NVIDIA GeForce RTX 5090"))
     assert not report.ok
     errors = [f for f in report.findings if f.code == "no-kernel-image"]
-    assert sorted(f.where for f in errors) == ["torch/lib/libtorch_cuda.so", "vllm/_C.abi3.so"]
-    vllm = next(f for f in errors if f.where == "vllm/_C.abi3.so")
+    assert sorted(f.subject for f in errors) == ["torch/lib/libtorch_cuda.so", "vllm/_C.abi3.so"]
+    vllm = next(f for f in errors if f.subject == "vllm/_C.abi3.so")
     assert "12.0 (NVIDIA GeForce RTX 5090)" in vllm.message
     assert "SASS sm_52 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 sm_90a; PTX compute_52" in vllm.message
     assert "CUDA 12.8 or newer" in vllm.fix
     (backend,) = [f for f in report.findings if f.code == "backend-without-kernels"]
-    assert backend.severity is Severity.WARNING and "_vllm_fa2_C" in backend.where
+    assert backend.severity is Severity.WARNING and "_vllm_fa2_C" in backend.subject
 
 
 def test_a_card_it_runs_on(site: Path) -> None:
@@ -120,7 +120,7 @@ def test_a_card_it_runs_on(site: Path) -> None:
 def test_a_module_built_for_another_cuda_runtime(site: Path) -> None:
     report = assess(site, GpuTarget(Capability(8, 6)))
     (mismatch,) = [f for f in report.findings if f.code == "cuda-runtime-mismatch"]
-    assert mismatch.where == "flash_attn/ops.so" and mismatch.severity is Severity.ERROR
+    assert mismatch.subject == "flash_attn/ops.so" and mismatch.severity is Severity.ERROR
     assert "needs libcudart.so.13" in mismatch.message
     assert "(it has libcudart.so.12 only) (and 1 more of flash_attn's modules)" in mismatch.message
 
@@ -141,7 +141,7 @@ def test_a_standalone_cuda_package_lacking_a_library_is_a_warning(
     )  # fmt: skip
     report = assess(copy, GpuTarget(Capability(8, 6)))
     (mismatch,) = [f for f in report.findings if f.code == "cuda-runtime-mismatch"]
-    assert mismatch.where == "cupy_backends/cudnn.so" and mismatch.severity is Severity.WARNING
+    assert mismatch.subject == "cupy_backends/cudnn.so" and mismatch.severity is Severity.WARNING
     assert "cupy_backends does not link torch, so vLLM does not load it" in mismatch.message
     assert mismatch.fix.startswith("no action is needed unless something imports cupy_backends")
     assert report.ok
@@ -162,7 +162,7 @@ def test_a_torch_without_the_stable_abi(tmp_path: Path, site: Path) -> None:
     shutil.copy(elfbuild.built().libc10, copy / "torch" / "lib" / "libtorch_cpu.so")
     report = assess(copy)
     (broken,) = [f for f in report.findings if f.code == "kernels-do-not-link"]
-    assert broken.where == "flash_attn/ops.so"
+    assert broken.subject == "flash_attn/ops.so"
     assert "aoti_torch_get_device_index and 5 more" in broken.message
     assert "3 torch symbols checked in 2 modules of flash_attn" in broken.message
 
@@ -170,7 +170,7 @@ def test_a_torch_without_the_stable_abi(tmp_path: Path, site: Path) -> None:
 @pytest.mark.parametrize(
     ("driver", "code", "severity"),
     [
-        ("550.54.14", None, None),
+        ("550.54.14", "driver-fits", Severity.OK),
         ("535.104.05", "driver-older-than-toolkit", Severity.WARNING),
         ("520.61.05", "driver-too-old", Severity.ERROR),
     ],
@@ -193,7 +193,7 @@ def test_damaged_files_are_findings_not_exceptions(tmp_path: Path, site: Path) -
     core.write_bytes(bytes(data))
     (copy / "vllm" / "broken.so").write_bytes(b"\x7fELF" + bytes(200))
     report = assess(copy, GpuTarget(Capability(8, 6)))
-    damaged = {f.where: f.message for f in report.findings if f.code == "kernels-not-checked"}
+    damaged = {f.subject: f.message for f in report.findings if f.code == "kernels-not-checked"}
     assert "fatbin container version 7" in damaged["vllm/_C.abi3.so"]
     assert "not a readable ELF file" in damaged["vllm/broken.so"]
     assert report.seconds < 30 and report.files_read > 0

@@ -243,8 +243,16 @@ def test_confirms_against_a_venv_and_a_profile(tmp_path: Path) -> None:
         "log": "0.8.5",
         "environment": "0.8.5",
         "same": True,
+        # the check as a result, beside its own fields
+        "code": "log-matches-environment",
+        "severity": "ok",
+        "subject": "vllm",
+        "message": "vllm: log 0.8.5, environment 0.8.5",
+        "evidence": {"log": "0.8.5", "environment": "0.8.5"},
+        "fix": "",
     }
     assert env["checks"][1]["same"] is False and env["checks"][1]["log"] == "4.51.3"
+    assert env["checks"][1]["severity"] == "error"
     assert any(n.startswith("confirmed:") and "5.24.0" in n for n in env["notes"])
     res = envkit("explain", str(path), "--profile", "vllm-0.17.1+qwen3.5", cwd=tmp_path)
     assert "vllm: log 0.8.5, environment 0.17.1: differs" in res.out

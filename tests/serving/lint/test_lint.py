@@ -18,7 +18,7 @@ from envkit.serving.lint.use import args_from_log
 
 import indexserver
 import lint_world
-from helpers import envkit, output
+from helpers import envkit, output, results_in
 
 
 @pytest.fixture
@@ -136,6 +136,7 @@ def test_deployment_files(project: Path, server, tmp_path: Path) -> None:  # typ
     assert res.code == 1
     data = output("lint", res.out)
     assert {f["subject"] for f in data["findings"]} == {"--enable-reasoning", "VLLM_OLD_KNOB"}
+    assert {r["subject"] for r in results_in(data)} == {"--enable-reasoning", "VLLM_OLD_KNOB"}
     assert "services.vllm" in data["source"]
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envkit.findings import Finding, Severity
 from envkit.gpu.arch import Capability
 from envkit.gpu.binaries.images import Coverage, Images
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
+from envkit.results import Result, Severity
 
 if TYPE_CHECKING:  # for their types: the reading (pyelftools) is assess's, not the report's
     from envkit.gpu.binaries import cudalibs
@@ -54,7 +54,7 @@ class GpuReport:
     cuda: cudalibs.Provided  # the CUDA libraries the environment holds
     linkage: linkage.SiteLinkage | None  # None without torch/lib
     runs_on: tuple[Capability, ...]  # where every core module has kernel images
-    findings: tuple[Finding, ...]
+    findings: tuple[Result, ...]
     files_read: int
     seconds: float
 

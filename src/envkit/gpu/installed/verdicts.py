@@ -3,7 +3,6 @@ each with the evidence, the fix where there is one, and the file it concerns."""
 
 from __future__ import annotations
 
-from envkit.findings import Finding, Severity
 from envkit.gpu.arch import Capability, toolkits_for
 from envkit.gpu.binaries import cudalibs
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
@@ -11,13 +10,14 @@ from envkit.gpu.installed.linkage import SiteLinkage
 from envkit.gpu.installed.report import ModuleReport
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
+from envkit.results import Result, Severity
 
 NO_IMAGE = "'no kernel image is available for execution on the device'"
 
 
 def images(
     reports: tuple[ModuleReport, ...], target: GpuTarget | None, runs_on: tuple[Capability, ...]
-) -> list[Finding]:
+) -> list[Result]:
     """Kernel images: per core module without one (an error), per package of optional
     kernels without one (a warning), or with no target which GPUs the core kernels run on."""
     found = [
@@ -31,7 +31,7 @@ def images(
         if any(r.role is Role.CORE and r.images is not None for r in reports):
             shown = ", ".join(map(str, runs_on)) or "none"
             found.append(
-                Finding(
+                Result(
                     severity=Severity.INFO if runs_on else Severity.ERROR,
                     code="runs-on" if runs_on else "no-common-gpu",
                     message="the core kernels (torch's libtorch_cuda, vLLM's _C and _moe_C) "
@@ -60,10 +60,11 @@ def images(
     return found
 
 
-def _no_image(report: ModuleReport, target: GpuTarget) -> Finding:
+def _no_image(report: ModuleReport, target: GpuTarget) -> Result:
     assert report.images is not None and report.coverage is not None
     able = toolkits_for(target.capability) or "no CUDA toolkit envkit knows"
-    return Finding(
+    return Result(
+        severity=Severity.ERROR,
         code="no-kernel-image",
         message=f"{report.path} has no kernel image for compute capability {target}, "
         f"sm_{target.capability.sm} "
@@ -71,11 +72,11 @@ def _no_image(report: ModuleReport, target: GpuTarget) -> Finding:
         f"fail with {NO_IMAGE}",
         fix=f"install torch and vLLM builds compiled for {target.capability} ({able} can "
         "compile for it)",
-        where=report.path,
+        subject=report.path,
     )
 
 
-def cuda(reports: tuple[ModuleReport, ...]) -> list[Finding]:
+def cuda(reports: tuple[ModuleReport, ...]) -> list[Result]:
     """A CUDA library that modules need and the environment does not hold: one finding per
     package and library, naming the first module and how many more there are."""
     groups: dict[tuple[str, str], list[cudalibs.Missing]] = {}
@@ -93,7 +94,7 @@ def cuda(reports: tuple[ModuleReport, ...]) -> list[Finding]:
         more = f" (and {count} more of {package}'s modules)" if count else ""
         alone = (package, soname) not in loaded
         found.append(
-            Finding(
+            Result(
                 severity=Severity.WARNING if alone else Severity.ERROR,
                 code="cuda-runtime-mismatch",
                 message=first.describe()
@@ -114,29 +115,30 @@ def cuda(reports: tuple[ModuleReport, ...]) -> list[Finding]:
                     f"{first.needed.soname} comes from, or builds of torch and its kernels "
                     "made for the same CUDA (envkit build PROFILE)"
                 ),
-                where=first.module,
+                subject=first.module,
             )
         )
     return found
 
 
-def linkage_findings(linked: SiteLinkage | None) -> list[Finding]:
+def linkage_findings(linked: SiteLinkage | None) -> list[Result]:
     """Per package whose modules need torch symbols torch/lib lacks; once per file that
     could not be read."""
-    found: list[Finding] = []
+    found: list[Result] = []
     said: set[tuple[str, str]] = set()
     for package in linked.packages if linked is not None else ():
         if package.missing:
             where, symbol = package.missing[0]
             more = f" and {len(package.missing) - 1} more" if len(package.missing) > 1 else ""
             found.append(
-                Finding(
+                Result(
+                    severity=Severity.ERROR,
                     code="kernels-do-not-link",
                     message=f"{where} needs {symbol}{more}, which no library in torch/lib "
                     f"defines ({package.symbols} torch symbols checked in "
                     f"{len(package.modules)} modules of {package.package})",
                     fix=f"install the torch version {package.package} was built against",
-                    where=where,
+                    subject=where,
                 )
             )
         for where, why in package.unreadable:
@@ -148,32 +150,45 @@ def linkage_findings(linked: SiteLinkage | None) -> list[Finding]:
     return found
 
 
-def driver(target: GpuTarget | None, torch_cuda: str) -> list[Finding]:
-    """The target's driver against the CUDA runtime torch was built for."""
+def driver(target: GpuTarget | None, torch_cuda: str) -> list[Result]:
+    """The target's driver against the CUDA runtime torch was built for: the one place this
+    is decided (verify, build and doctor read it); ``ok`` when it runs it fully, nothing
+    when there is no driver or CUDA to compare."""
     if target is None or target.driver is None or not torch_cuda:
         return []
     how = fit(target.driver, torch_cuda)
     needed = toolkit_driver(torch_cuda)
+    evidence = {"expected": f"runs CUDA {torch_cuda} (driver {needed}+)",
+                "found": f"driver {target.driver}"}  # fmt: skip
     if how is DriverFit.TOO_OLD:
         return [
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="driver-too-old",
+                subject="driver",
                 message=f"driver {target.driver} cannot run torch's CUDA {torch_cuda} runtime "
                 f"(it needs {needed} or, with fewer features, the CUDA "
                 f"{torch_cuda.split('.')[0]} branch's oldest driver)",
+                evidence=evidence,
                 fix=f"install NVIDIA driver {needed} or newer, or a torch build for an older CUDA",
             )
         ]
     if how is DriverFit.MINOR_COMPAT:
         return [
-            _warning(
-                "driver-older-than-toolkit",
-                f"driver {target.driver} is older than CUDA {torch_cuda}'s {needed}: it runs "
-                "through minor version compatibility, without PTX built by the newer toolkit",
+            Result(
+                severity=Severity.WARNING,
+                code="driver-older-than-toolkit",
+                subject="driver",
+                message=f"driver {target.driver} is older than CUDA {torch_cuda}'s {needed}: it "
+                "runs through minor version compatibility, without PTX built by the newer "
+                "toolkit",
+                evidence=evidence,
             )
         ]
-    return []
+    return [Result(severity=Severity.OK, code="driver-fits", subject="driver",
+                   message=f"driver {target.driver} runs torch's CUDA {torch_cuda} runtime",
+                   evidence=evidence)]  # fmt: skip
 
 
-def _warning(code: str, message: str, where: str = "") -> Finding:
-    return Finding(severity=Severity.WARNING, code=code, message=message, where=where)
+def _warning(code: str, message: str, where: str = "") -> Result:
+    return Result(severity=Severity.WARNING, code=code, message=message, subject=where)

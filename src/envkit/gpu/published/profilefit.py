@@ -7,7 +7,7 @@ kernel images for the GPU's compute capability (``no-kernel-image`` otherwise, n
 build has and the first release whose builds carry the GPU); the CUDA runtime major vLLM's
 modules need must be the one torch brings (``cuda-runtime-mismatch``); the GPU's driver, when
 known, must run torch's CUDA (``driver-too-old``). A build the table does not hold is said
-(``kernels-not-known``, information), never guessed; a release the index shows with no wheel
+(``kernels-not-known``, unknown: no verdict), never guessed; a release the index shows with no wheel
 for the target's platform (an aarch64 host: GH200, GB200, DGX Spark) is ``no-platform-wheel``,
 naming the first release that has one. check-model, which and plan add these
 findings to each profile's verdict; new-profile's solver asks the same questions.
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.findings import Finding, Severity
 from envkit.gpu.arch import KNOWN, Capability
 from envkit.gpu.driver import DriverFit, fit, toolkit_driver
 from envkit.gpu.published import kerneltable
@@ -30,9 +29,10 @@ from envkit.gpu.published.kerneltable import X86, KernelTable, TorchBuild, VllmB
 from envkit.gpu.published.kernelverdict import BuildVerdict, Verdict
 from envkit.gpu.target import GpuTarget
 from envkit.profiles.profile import Profile
+from envkit.results import Result, Severity
 
 NO_IMAGE = "'no kernel image is available for execution on the device'"
-GpuCheck = Callable[[Profile], tuple[Finding, ...]]
+GpuCheck = Callable[[Profile], tuple[Result, ...]]
 
 
 def build_cuda(profile: Profile) -> str:
@@ -75,14 +75,15 @@ class Pinned:
         return cls(vllm, torch, build, torch_build)
 
 
-def no_wheel(vllm: str, platform: str, table: KernelTable, where: str) -> Finding | None:
+def no_wheel(vllm: str, platform: str, table: KernelTable, where: str) -> Result | None:
     """``no-platform-wheel`` when the index shows vLLM ``vllm`` with no wheel for
     ``platform`` (said as a fact, naming the first release with one), else None."""
     if not vllm or not table.publishes_no_wheel(vllm, platform):
         return None
     having = sorted({Version(b.version) for b in table.vllm if b.platform == platform})
     first = f"; the first with one is vLLM {having[0]}" if having else ""
-    return Finding(
+    return Result(
+        severity=Severity.ERROR,
         code="no-platform-wheel",
         message=f"vLLM {vllm} publishes no {platform} wheel on the package index: it does not "
         f"install on {where}{first}",
@@ -91,7 +92,7 @@ def no_wheel(vllm: str, platform: str, table: KernelTable, where: str) -> Findin
     )
 
 
-def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
+def runs_on(profile: Profile, table: KernelTable) -> tuple[Result, ...]:
     """Where the profile's pinned vLLM and torch builds both have kernel images (the cards
     envkit knows, by compute capability); nothing when the table lacks either build."""
     pinned = Pinned.of(profile, table)
@@ -109,7 +110,7 @@ def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
         if build.on(c).verdict is Verdict.RUNS and torch_build.on(c).verdict is Verdict.RUNS
     ]
     return (
-        Finding(
+        Result(
             severity=Severity.INFO,
             code="runs-on",
             message=f"its builds (vLLM {build.version}, {torch_build.label}) have kernels for "
@@ -120,7 +121,7 @@ def runs_on(profile: Profile, table: KernelTable) -> tuple[Finding, ...]:
     )
 
 
-def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Finding, ...]:
+def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Result, ...]:
     """The profile's pinned vLLM and torch build on ``target`` (see the module's text)."""
     pinned = Pinned.of(profile, table, target.platform)
     vllm, torch, build, torch_build = pinned.vllm, pinned.torch, pinned.build, pinned.torch_build
@@ -128,7 +129,7 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Fin
     if missing is not None:
         return (missing,)  # nothing installs: no kernel question to ask
     cuda = build_cuda(profile)
-    found: list[Finding] = []
+    found: list[Result] = []
     verdicts: list[BuildVerdict] = [
         b.on(target.capability) for b in (build, torch_build) if b is not None
     ]
@@ -144,8 +145,8 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Fin
     ]
     if unknown:
         found.append(
-            Finding(
-                severity=Severity.INFO,
+            Result(
+                severity=Severity.UNKNOWN,
                 code="kernels-not-known",
                 message=f"{' and '.join(unknown)}: not in envkit's kernel table, so whether "
                 f"its kernels run on {target} is not decided here",
@@ -155,7 +156,8 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Fin
     major = build.cuda_major if build is not None else None
     if major is not None and cuda and int(cuda.split(".")[0]) != major:
         found.append(
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="cuda-runtime-mismatch",
                 message=f"vLLM {vllm}'s modules need CUDA {major}'s runtime "
                 f"(libcudart.so.{major}); the profile's torch is a CUDA {cuda} build",
@@ -164,7 +166,8 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Fin
         )
     if target.driver is not None and cuda and fit(target.driver, cuda) is DriverFit.TOO_OLD:
         found.append(
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="driver-too-old",
                 message=f"driver {target.driver} cannot run the profile's CUDA {cuda} torch "
                 f"build (it needs {toolkit_driver(cuda)} or newer)",
@@ -176,8 +179,9 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Fin
     return tuple(found)
 
 
-def _no_image(verdict: BuildVerdict, target: GpuTarget, table: KernelTable) -> Finding:
-    return Finding(
+def _no_image(verdict: BuildVerdict, target: GpuTarget, table: KernelTable) -> Result:
+    return Result(
+        severity=Severity.ERROR,
         code="no-kernel-image",
         message=f"{verdict.reason}: on {target} vLLM fails with {NO_IMAGE}",
         fix="draft a profile for this GPU: envkit new-profile NAME --for-model MODEL "

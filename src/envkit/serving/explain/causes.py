@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from envkit.errors import BadInput
 from envkit.io.files import open_regular
+from envkit.results import Result, Severity
 from envkit.serving.explain.envpins import Installed
 from envkit.serving.explain.fixcontext import Builder, Context, Fix, unknown_fix
 from envkit.serving.explain.fixmemory import BUILDERS as MEMORY
@@ -41,6 +42,9 @@ BUILDERS: Mapping[Code, Builder] = {
 }
 MAX_TEXT = 500  # characters of an evidence line the text view shows (it says what it cut)
 MAX_JSON_TEXT = MAX_LINE  # --json carries the whole line as read (a longer one cut at read)
+# the causes that are no failure: a healthy start, a log that ends before anything was
+# decided (not-a-vllm-log stays an error: explain exits 1 on it, the log is not what it reads)
+NOT_A_FAILURE = {Code.NONE: Severity.OK, Code.INCOMPLETE: Severity.UNKNOWN}
 
 
 class Verdict(str, Enum):
@@ -94,8 +98,20 @@ class Cause:
     details: tuple[str, ...]
     next: tuple[str, ...]
 
+    @property
+    def result(self) -> Result:
+        """The cause as the one result record: ``ok`` for a healthy start, ``unknown`` when the
+        log ends mid-boot, else an error (as explain's exit code says); its evidence the lines
+        read so, its fix the steps in one."""
+        severity = NOT_A_FAILURE.get(self.code, Severity.ERROR)
+        return Result(code=self.code.value, severity=severity,
+                      subject=f"line {self.line}" if self.line else "", message=self.summary,
+                      evidence=tuple(f"{e.line}: {e.text[:200]}" for e in self.evidence),
+                      fix="; ".join(self.fix))  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "result": self.result.to_dict(),
             "code": self.code.value,
             "summary": self.summary,
             "line": self.line,
@@ -115,6 +131,16 @@ class Check:
     environment: str
     same: bool | None  # None: one side does not say
 
+    @property
+    def result(self) -> Result:
+        """``ok`` when the log and the environment agree, an error when they differ,
+        ``unknown`` when one side does not say."""
+        severity = {True: Severity.OK, False: Severity.ERROR, None: Severity.UNKNOWN}[self.same]
+        return Result(code="log-matches-environment", severity=severity, subject=self.what,
+                      message=f"{self.what}: log {self.log or '-'}, environment "
+                      f"{self.environment or '-'}",
+                      evidence={"log": self.log, "environment": self.environment})  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Confirmation:
@@ -127,6 +153,7 @@ class Confirmation:
             "source": self.source,
             "checks": [
                 {
+                    **c.result.to_dict(),
                     "what": c.what,
                     "log": c.log or None,
                     "environment": c.environment or None,

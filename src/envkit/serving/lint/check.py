@@ -25,6 +25,7 @@ from envkit.errors import BadInput, WheelError
 from envkit.index.session import IndexSession
 from envkit.profiles.profile import Profile
 from envkit.releases.serveflags import FlagReader, ServeFlags
+from envkit.results import Result, Severity
 
 CODES = (
     "unknown-flag",
@@ -40,22 +41,10 @@ MAX_WORD = 64 * 1024  # characters of one word (a JSON config is a few KB)
 MAX_DATED = 8  # subjects dated by bisection in one check (each may read a few wheels)
 
 
-@dataclass(frozen=True)
-class LintFinding:
-    code: str  # one of CODES
-    severity: str  # "error" | "warning" | "info"
-    subject: str  # the flag or variable, e.g. "--enable-reasoning"
-    message: str
-    fix: str  # names the replacement / the last release that had it, the profile, the values
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "subject": self.subject,
-            "message": self.message,
-            "fix": self.fix,
-        }
+# a finding of lint is a result (code one of CODES; subject the flag or variable, e.g.
+# "--enable-reasoning"; evidence the release whose parser said it; fix names the
+# replacement, the last release that had it, the profile, the values)
+LintFinding = Result
 
 
 @dataclass(frozen=True)
@@ -68,11 +57,11 @@ class LintReport:
     @property
     def ok(self) -> bool:
         """No error (warnings and notes may remain)."""
-        return not any(f.severity == "error" for f in self.findings)
+        return not any(f.failed for f in self.findings)
 
     @property
     def errors(self) -> tuple[LintFinding, ...]:
-        return tuple(f for f in self.findings if f.severity == "error")
+        return tuple(f for f in self.findings if f.failed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -161,7 +150,8 @@ class _Check:
         self.where = f"profile {profile.name} pins vLLM {version}"
 
     def add(self, code: str, severity: str, subject: str, message: str, fix: str) -> None:
-        finding = LintFinding(code, severity, subject, message, fix)
+        finding = Result(code=code, severity=Severity(severity), subject=subject,
+                         message=message, evidence=(self.where,), fix=fix)  # fmt: skip
         if finding not in self.findings:
             self.findings.append(finding)
 

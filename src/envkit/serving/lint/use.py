@@ -30,7 +30,7 @@ def lint_notes(
     except NetworkError as exc:
         return None, [f"lint: {what} not checked against vLLM's parser ({exc.message})"]
     return report, [
-        f"lint: {f.severity} {f.code} {f.subject}: {f.message} (fix: {f.fix})"
+        f"lint: {f.severity.value} {f.code} {f.subject}: {f.message} (fix: {f.fix})"
         for f in report.findings
     ]
 

@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import BadInput
-from envkit.findings import Finding, Severity
 from envkit.gpu.cards import BF16_MIN, GIB, MAX_SIZE
 from envkit.io.files import present
+from envkit.results import Result, Severity, ok
 from envkit.serving.command import (
     KEY_VALUE_UNTIL,
     MmKwargs,
@@ -79,7 +79,7 @@ class PlanInput:
     kv_cache_dtype: str = "auto"
     reserve: int = GIB
     compute_capability: tuple[int, int] | None = None  # None: not said (bfloat16 assumed)
-    load_problems: tuple[Finding, ...] = ()  # why the profile cannot load the model
+    load_problems: tuple[Result, ...] = ()  # why the profile cannot load the model
     mm_limits: MmLimits | None = None  # --limit-mm-per-prompt
     mm_kwargs: MmKwargs | None = None  # --mm-processor-kwargs
     vllm: str = ""  # the profile's vLLM (which forms of the flags it takes)
@@ -134,7 +134,7 @@ def _fields(obj: Any) -> dict[str, Any]:
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     ok: bool
-    problems: tuple[Finding, ...]
+    problems: tuple[Result, ...]
     memory: Memory
     numbers: Numbers
     recommended: Recommendation
@@ -145,7 +145,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "problems": [p.to_dict() for p in self.problems],
+            "problems": [{**p.to_dict(), "where": p.subject} for p in self.problems],
             "memory": self.memory.to_dict(),
             **self.numbers.to_dict(),
             "recommended": self.recommended.to_dict(),
@@ -157,7 +157,7 @@ class Plan:
 
 def _serve_dtype(
     asked: str, config_dtype: str, capability: tuple[int, int] | None
-) -> tuple[str, list[Finding]]:
+) -> tuple[str, list[Result]]:
     """The dtype vLLM serves in, and a problem when the card cannot run the one asked."""
     old_card = capability is not None and capability < BF16_MIN
     if asked != "auto":
@@ -165,13 +165,10 @@ def _serve_dtype(
             raise BadInput(f"--dtype {asked!r} is not one of auto, float16, bfloat16, float32.")
         if old_card and asked == "bfloat16" and capability is not None:
             return "half", [
-                Finding(
-                    code="bfloat16-unsupported",
-                    message=f"compute capability {capability[0]}.{capability[1]} has no "
-                    "bfloat16: vLLM refuses --dtype bfloat16 below 8.0",
-                    fix="--dtype half",
-                )
-            ]
+                Result(severity=Severity.ERROR, code="bfloat16-unsupported", fix="--dtype half",
+                       message=f"compute capability {capability[0]}.{capability[1]} has no "
+                       "bfloat16: vLLM refuses --dtype bfloat16 below 8.0")
+            ]  # fmt: skip
         return asked, []
     # vLLM's "auto": the checkpoint's dtype, except that float32 checkpoints are served in 16
     # bits; a card without bfloat16 gets half (field report 2: an RTX 2070, compute 7.5)
@@ -218,7 +215,7 @@ class _Budget:
     shorter_first: bool  # a roomy card: a shorter context at the utilisation asked comes first
 
 
-def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
+def _kv_problems(b: _Budget, inp: PlanInput) -> list[Result]:
     """What the KV cache lacks at the asked utilisation: no room at all, or too little for
     the context; each fix names the value: a utilisation that fits, else a context that
     fits, else how much GPU memory (or how small a model) it takes."""
@@ -241,10 +238,11 @@ def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
     else:
         fix = raise_to if b.need <= b.safe else shorter
     fix = f"{b.pixels} and {fix}" if b.pixels else fix
-    out: list[Finding] = []
+    out: list[Result] = []
     if b.kv_room <= 0:
         out.append(
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="no-room-for-kv-cache",
                 message=(
                     f"weights {b.weights / GIB:.2f} GiB + reserve {inp.reserve / GIB:.2f} GiB"
@@ -261,7 +259,8 @@ def _kv_problems(b: _Budget, inp: PlanInput) -> list[Finding]:
             f"({b.length_source.split('default, ', 1)[-1]}),"
         )
         out.append(
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="max-model-len-too-long",
                 message=(
                     f"{context} needs {need_bytes / GIB:.2f} GiB of KV cache; "
@@ -300,12 +299,13 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
             f"Give a context length from 1 to {MAX_COUNT:,} tokens.",
         )
     # what the profile cannot load comes first: no memory setting fixes it
-    problems: list[Finding] = [*inp.load_problems, *dtype_problems]
+    problems: list[Result] = [*inp.load_problems, *dtype_problems]
     requested = int(inp.utilization * inp.gpu_memory)
     safe = safe_utilization(free, inp.gpu_memory)
     if requested > free:
         problems.append(
-            Finding(
+            Result(
+                severity=Severity.ERROR,
                 code="exceeds-free-memory",
                 message=(
                     f"{inp.utilization} x {inp.gpu_memory / GIB:.2f} GiB = "
@@ -389,7 +389,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
             f"hybrid model: {s.full_attention_layers} of {s.layers} layers hold a KV "
             "cache; linear-attention layers keep a fixed-size state"
         )
-    loadable = not any(p.severity is Severity.ERROR for p in inp.load_problems)
+    loadable = ok(inp.load_problems)
     command = (
         serve_command(model_arg, recommended, inp.kv_cache_dtype) if rec_len and loadable else ""
     )
@@ -398,7 +398,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
     elif not rec_len:
         notes.append("no setting fits this model on this GPU: no command to recommend")
     return Plan(
-        ok=not any(p.severity is Severity.ERROR for p in problems),  # warnings say, not refuse
+        ok=ok(problems),  # warnings say, not refuse
         problems=tuple(problems),
         memory=memory,
         numbers=numbers,

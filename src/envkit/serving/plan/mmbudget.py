@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from envkit.findings import Finding, Severity
+from envkit.results import Result, Severity
 from envkit.serving.command import MmKwargs, MmLimits
 from envkit.serving.plan.shapes import Vision, whole
 
@@ -166,7 +166,7 @@ def images(
     )
 
 
-def mm_problems(mm: Images, length: int) -> list[Finding]:
+def mm_problems(mm: Images, length: int) -> list[Result]:
     """A prompt with every image it may hold must fit the context."""
     if not mm.items_per_prompt:
         return []
@@ -174,7 +174,7 @@ def mm_problems(mm: Images, length: int) -> list[Finding]:
     if tokens <= length:
         return []
     return [
-        Finding(
+        Result(
             code="images-exceed-context",
             severity=Severity.WARNING,
             message=f"{mm.items_per_prompt} images per prompt at {mm.asked_max_pixels} pixels "
