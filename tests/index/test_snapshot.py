@@ -83,7 +83,7 @@ def test_in_use_the_session_lists_from_it_and_sends_nothing(tmp_path: Path) -> N
         assert session.index == snap.index  # the snapshot's index: its cache keys
         assert session.releases("vllm") == [Version("0.8.5")]
         assert list(session.sdists("vllm")) == [Version("0.8.5")]
-        with pytest.raises(KnowledgeMissing, match="torch's files.*knowledge export"):
+        with pytest.raises(KnowledgeMissing, match=r"torch's files.*knowledge export"):
             session.files("torch")
         with pytest.raises(KnowledgeMissing, match=r"vllm-0\.8\.5-py3-none-any\.whl"):
             session.http.get_range(WHEEL.url, 0, 10)
@@ -210,7 +210,7 @@ def test_what_is_not_a_snapshot_is_refused(tmp_path: Path, content: bytes, said:
     path.write_bytes(content)
     with pytest.raises(BadSnapshot, match=said):
         snapshot.read(path)
-    with pytest.raises(BadSnapshot, match="missing|does not exist|No such"):
+    with pytest.raises(BadSnapshot, match=r"missing|does not exist|No such"):
         snapshot.read(tmp_path / "nowhere.zip")
 
 

@@ -8,8 +8,10 @@ test-registry bounds, the pair's compat report, transformers' model types, the f
 torch. ``history`` adds every vLLM release's registry (history, and check-model's "first
 and newest release listing it" for a model no profile loads). The cache entries the fill
 read or wrote, and the lists it read, are what the snapshot holds: nothing else of the cache.
-A step that fails is a note and leaves its knowledge out (a later command needing it says
-so); it never stops the others.
+A step the index does not answer is "missing" and leaves its knowledge out (a later command
+needing it says so; the export ends with exit 2); what a release itself does not hold (a
+wheel with no registry) is a note, as the same command online would find. Neither stops
+the other steps.
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ class Exported:
     profiles: tuple[str, ...]
     kinds: tuple[tuple[str, int], ...]  # cache kind -> entries held
     bytes: int
-    notes: tuple[str, ...]
+    missing: tuple[str, ...]  # what the index did not give: a command needing it says so
+    notes: tuple[str, ...]  # what a release does not hold: online, the same answer
 
     @property
     def complete(self) -> bool:
-        return not self.notes
+        return not self.missing
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class Exported:
             "kinds": dict(self.kinds),
             "bytes": self.bytes,
             "complete": self.complete,
+            "missing": list(self.missing),
             "notes": list(self.notes),
         }
 
@@ -64,15 +68,18 @@ class Exported:
 class _Fill:
     def __init__(self, checker: Checker, progress: Callable[[str], None]) -> None:
         self.checker, self.progress = checker, progress
-        self.notes: list[str] = []
+        self.missing: list[str] = []  # not read: the index did not answer
+        self.notes: list[str] = []  # read, and the release does not hold it
         self.flags = FlagReader(checker)
 
     def step(self, what: str, work: Callable[[], object]) -> None:
         self.progress(f"knowledge: {what}")
         try:
             work()
-        except EnvkitError as exc:
-            self.notes.append(f"{what}: not in the snapshot ({exc.message})")
+        except NetworkError as exc:
+            self.missing.append(f"{what}: not in the snapshot ({exc.message})")
+        except EnvkitError as exc:  # the release itself: online, the same answer
+            self.notes.append(f"{what}: the release does not hold it ({exc.message})")
 
     def profile(self, profile: Profile) -> None:
         pins = profile.expected_versions()
@@ -83,11 +90,6 @@ class _Fill:
             self.notes.append(f"{profile.name}: its pins are not versions ({exc})")
             return
         c = self.checker
-        if vllm is None or transformers is None:
-            self.notes.append(
-                f"{profile.name}: pins no exact vllm and transformers, so only the index's "
-                "file lists are kept for it"
-            )
         if vllm is not None:
             self.step(f"vllm {vllm}'s registry", lambda: c.scan("vllm", vllm))
             self.step(f"vllm {vllm}'s test-registry bounds", lambda: transformers_bounds(c, vllm))
@@ -166,5 +168,6 @@ def export(
         tuple(p.name for p in profiles),
         tuple(sorted(kinds.items())),
         path.stat().st_size,
+        tuple(fill.missing),
         tuple(fill.notes),
     )

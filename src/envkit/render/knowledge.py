@@ -64,13 +64,15 @@ def exported_knowledge(result: Exported, as_json: bool) -> None:
     echo(wrap(f"  {len(snap.pages)} index lists; cache entries: {kinds}", "", "    "))
     echo(wrap(f"  {snap.age()}, from {snap.index}; digest {snap.digest[:16]}", "", "    "))
     for text in result.notes:
-        echo(wrap(f"note: {text}", "", "  "), fg="yellow")
+        echo(wrap(f"note: {text}", "", "  "))
+    for text in result.missing:
+        echo(wrap(f"missing: {text}", "", "  "), fg="yellow")
     if result.complete:
         echo(f"ok: use it with envkit --knowledge {snap.path} COMMAND ...", fg="green")
     else:
         echo(
             wrap(
-                f"incomplete: {len(result.notes)} thing(s) above are not in it; commands that "
+                f"incomplete: {len(result.missing)} thing(s) above are not in it; commands that "
                 "need them will say so",
                 "",
                 "  ",
