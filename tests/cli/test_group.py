@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "envkit.cli.lint",
     "envkit.cli.fleet",
     "envkit.cli.site",
+    "envkit.cli.knowledge",
 )
 MODEL = str(FIXTURES / "models" / "Qwen2-VL-2B-Instruct")
 
