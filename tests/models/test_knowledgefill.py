@@ -140,7 +140,7 @@ def test_what_it_does_not_hold_is_exit_2_naming_knowledge_export(exported: Expor
     assert res.code == 2
     data = json.loads(res.out)
     assert data["ok"] is False and data["exit_code"] == 2
-    assert "does not hold vllm-0.8.5-py3-none-any.whl" in data["message"]
+    assert "does not hold what envkit reads from vllm-0.8.5-py3-none-any.whl" in data["message"]
     assert "envkit knowledge export FILE --for PROFILE" in data["hint"]
     text = _offline(exported, "lint", "v0.2.1", "--", "m", "--max-model-len", "8")
     assert text.code == 0  # what it holds still answers

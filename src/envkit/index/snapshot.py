@@ -151,7 +151,7 @@ class NoNetwork(Http):
     def request(self, method: str, url: str, **_: Any) -> Response:
         assert self.snapshot is not None
         name = unquote(urlsplit(url).path.rstrip("/").rpartition("/")[2]) or url
-        missing(self.snapshot, f"{redact(name)} (envkit would read it from the index)", url)
+        missing(self.snapshot, f"what envkit reads from {redact(name)} on the index", url)
 
     def client(self) -> NoReturn:
         assert self.snapshot is not None
