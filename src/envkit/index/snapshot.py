@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.version import InvalidVersion, Version
 
 from envkit import __version__
-from envkit.errors import BadSnapshot, KnowledgeMissing, UnreadableFile, WheelError
+from envkit.errors import BadInput, BadSnapshot, KnowledgeMissing, UnreadableFile, WheelError
 from envkit.index.archives import count_entries, zip_directory
 from envkit.index.pages import WheelFile
 from envkit.io import cache
@@ -258,7 +258,10 @@ def read(path: Path) -> Snapshot:
         listed = _listed(path, doc, members)
         created = dt.datetime.strptime(doc.text("created"), "%Y-%m-%dT%H:%M:%SZ")
         index = doc.text("index")
-        parse_url(index, MANIFEST)
+        try:
+            parse_url(index, MANIFEST)
+        except BadInput as exc:
+            _bad(path, f"names an index that is not a URL ({exc.message})")
         pages = {m[1]: _listing(members[m[0]], m[1]) for m in listed if m[1]}
         entries = {n.removeprefix("cache/"): members[n].decode("utf-8") for n, p in listed if not p}
         made_for, made_by = doc.texts("made_for"), doc.text("envkit")
