@@ -86,7 +86,7 @@ def test_without_out_the_users_table_is_written_and_read(
     assert kerneltable.vllm_build("9.0.0") is None
     with indexserver.serve(folder) as server:
         server.hashes = True
-        res = envkit("refresh", "--index-url", indexserver.url(server), cwd=tmp_path)
+        res = envkit("--wide", "refresh", "--index-url", indexserver.url(server), cwd=tmp_path)
     assert res.code == 0, res.err
     assert "new: vLLM 9.0.0 (linux-x86_64) in the kernel table" in res.out
     written = tmp_path / "data" / "envkit" / "gpu-kernels.json"
