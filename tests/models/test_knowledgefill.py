@@ -57,7 +57,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exported]:
     for wheel in [*compat_world.wheels(), *lint_world.wheels()]:
         wheel.write(folder)
     online: dict[str, dict[str, Any]] = {}
-    env = {"ENVKIT_CACHE_DIR": str(root / "cache-online")}
+    env = {"ENVKIT_CACHE_DIR": str(root / "cache")}  # the export takes what they read from it
     with indexserver.serve(folder) as server:
         uploads = compat_world.UPLOADS  # lint_world's wheels: long before
         releases = {p.name: "-".join(p.name.split("-")[:2]) for p in folder.glob("*.whl")}
@@ -71,7 +71,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exported]:
             online[name] = done.json()
         res = _run(
             root, "knowledge", "export", str(root / "k.zip"), "--for", "p085", "--for", "v0.2.1",
-            "--json", "--index-url", url, env={"ENVKIT_CACHE_DIR": str(root / "cache-export")},
+            "--json", "--index-url", url, env=env,
         )  # fmt: skip
         assert res.code == 0, res.out
         assert "knowledge: compat vllm 0.8.5 x transformers 4.51.3" in res.err  # progress
