@@ -136,7 +136,8 @@ def missing(snapshot: Snapshot, what: str, url: str = "") -> NoReturn:
         f"{redact(snapshot.index)}) does not hold {what}, and with --knowledge envkit uses "
         "no network.",
         "Make a snapshot that holds it where the index is reachable (envkit knowledge export "
-        "FILE --for PROFILE, or --all), then run again with --knowledge FILE.",
+        "FILE --for PROFILE, or --all; add --history for envkit history and for models no "
+        "profile loads), then run again with --knowledge FILE.",
         url=redact(url),
         kind="not-in-snapshot",
     )
