@@ -175,8 +175,8 @@ def refresh(
 def _cache_registries(
     index: str, http: Http, new: list[Version], progress: Callable[[str], None]
 ) -> tuple[tuple[str, ...], list[str]]:
-    """Each new release's registry and test-registry bounds, read into the cache (those
-    already there are not read again)."""
+    """Each new release's registry and test-registry bounds, read into the cache; those
+    already there are not read again, nor said."""
     scanner = Scanner(index, http=http, progress=progress)
     cached: list[str] = []
     notes: list[str] = []
@@ -185,10 +185,12 @@ def _cache_registries(
             ("registry", lambda v=version: scanner.scan("vllm", v)),
             ("test-registry bounds", lambda v=version: transformers_bounds(scanner, v)),
         ):
+            before = http.traffic.requests
             try:
                 work()
             except EnvkitError as exc:
                 notes.append(f"vllm {version}: its {what} not read: {exc.message}")
                 continue
-            cached.append(f"vllm {version} {what}")
+            if http.traffic.requests != before:  # read now, not found in the cache
+                cached.append(f"vllm {version} {what}")
     return tuple(cached), notes
