@@ -177,3 +177,11 @@ def test_names_and_all_are_not_both_given(exported: Exported, tmp_path: Path) ->
     )
     assert res.code == 2 and "not both" in res.err
     assert not (tmp_path / "x.zip").exists()
+
+
+def test_a_model_id_is_read_from_the_hubs_cache_alone(exported: Exported) -> None:
+    from envkit.io import hub
+
+    res = _offline(exported, "check-model", "p085", "example-org/never-cached")
+    assert res.code == 2 and "pass its path" in res.err
+    assert hub._offline is False  # the run's alone

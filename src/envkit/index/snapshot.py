@@ -14,7 +14,8 @@ used whole or not at all. The digests prove a snapshot unchanged since it was wr
 who wrote it: take snapshots from where you take envkit.
 
 While one is in use (:func:`use`), every :class:`~envkit.index.session.IndexSession` lists
-files from it and its index is the snapshot's, the cache answers from it first, and the
+files from it and its index is the snapshot's, the cache answers from it first, a model id
+is read from the Hub's local cache alone (as with ``HF_HUB_OFFLINE=1``), and the
 session's client is :class:`NoNetwork`: whatever else a command would fetch is
 :class:`~envkit.errors.KnowledgeMissing` (exit 2), naming what is missing and how to make a
 snapshot that holds it.
@@ -40,7 +41,7 @@ from envkit import __version__
 from envkit.errors import BadInput, BadSnapshot, KnowledgeMissing, UnreadableFile, WheelError
 from envkit.index.archives import count_entries, zip_directory
 from envkit.index.pages import WheelFile
-from envkit.io import cache
+from envkit.io import cache, hub
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import BadEntry, Fields
 from envkit.io.files import MiB, read_small
@@ -123,6 +124,7 @@ def use(snapshot: Snapshot | None) -> None:
     global _active
     _active = snapshot
     cache.use_overlay(snapshot.entries if snapshot is not None else None)
+    hub.stay_offline(snapshot is not None)  # a model id: the Hub's own cache, or a clear no
 
 
 def active() -> Snapshot | None:
