@@ -215,7 +215,7 @@ def test_what_is_not_a_snapshot_is_refused(tmp_path: Path, content: bytes, said:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     members=st.dictionaries(
