@@ -326,14 +326,19 @@ def _envkit_lines(path: Path) -> list[str]:
     ending in a backslash continues the one above) and its inline code."""
     text = _read(path)
     lines: list[str] = []
-    for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+    for kind, block in re.findall(r"```([a-z]*)\n(.*?)```", text, flags=re.S):
+        # in a shell block a command may sit anywhere on a line; elsewhere (usage, output) a
+        # command starts its line, and an output line's prose ("where envkit looks") is none
+        command = (
+            r"\benvkit [a-z-]" if kind in ("sh", "bash", "console") else r"^(\$ )?envkit [a-z-]"
+        )
         for line in block.split("\n"):
             above = lines[-1] if lines else ""
             options = line.startswith(" ") and line.lstrip().startswith(("[", "(", "--"))
             if above and (options or above.endswith("\\")):
                 lines[-1] = above.rstrip("\\") + " " + line.strip()
                 continue
-            lines.append(line if re.search(r"\benvkit [a-z-]", line) else "")
+            lines.append(line if re.search(command, line) else "")
     lines += re.findall(r"`(envkit [^`]*)`", re.sub(r"```.*?```", "", text, flags=re.S))
     return [line for line in lines if line]
 

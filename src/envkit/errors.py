@@ -195,6 +195,16 @@ class TooLarge(NetworkError):
     """A server's answer is larger than envkit reads for that request."""
 
 
+class KnowledgeMissing(NetworkError):
+    """What a command needs from the index is not in the knowledge snapshot in use
+    (``--knowledge``): with one, envkit uses no network at all. Never a verdict."""
+
+
+class BadSnapshot(BadInput):
+    """A knowledge snapshot that envkit cannot use: not one it writes, of another format,
+    or changed since it was written (a digest or an entry's sha256 differs)."""
+
+
 class WheelError(EnvkitError):
     """A wheel or source file is not one envkit can read (broken zip, missing member, too
     large once inflated, source it cannot parse)."""

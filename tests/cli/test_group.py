@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "envkit.cli.upgrade",
     "envkit.cli.fleet",
     "envkit.cli.site",
+    "envkit.cli.knowledge",
 )
 MODEL = str(FIXTURES / "models" / "Qwen2-VL-2B-Instruct")
 

@@ -25,7 +25,10 @@ _OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 
 
 def _options(command: click.Command) -> set[str]:
-    return {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+    """A command's options; a group's, those of its subcommands too (``knowledge export``)."""
+    subs = command.commands.values() if isinstance(command, click.Group) else ()
+    own = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+    return own.union(*(_options(sub) for sub in subs))
 
 
 def commands() -> dict[str, set[str]]:

@@ -406,3 +406,49 @@ def test_fields_refuse_what_their_kind_does_not_hold() -> None:
         with pytest.raises(BadEntry):
             read()
     assert f.text("missing", "default") == "default" and f.text_map("absent") == {}
+
+
+# --- a knowledge snapshot's entries (index.snapshot), and the entries a run touched ---------
+
+
+def _flags(f: Fields) -> str:
+    return f.text("v")
+
+
+def test_a_snapshots_entries_answer_first_and_are_never_deleted(scan_cache: Path) -> None:
+    kind = cache.SERVE_FLAGS
+    kind.store("k", {"v": "disk"})
+    name = kind.name("k")
+    assert name == "serve-flags/k.v1.json"
+    cache.use_overlay({name: '{"v": "snapshot"}', kind.name("bad"): "[1]"})
+    try:
+        assert kind.load("k", _flags) == "snapshot"
+        assert kind.load("bad", _flags) is None  # a bad one reads as absent...
+        assert cache.entry_text(kind.name("bad")) == "[1]"  # ...and stays what it was
+    finally:
+        cache.use_overlay(None)
+    assert kind.load("k", _flags) == "disk"
+
+
+def test_the_entries_a_run_reads_or_writes_are_recorded_while_asked(scan_cache: Path) -> None:
+    kind = cache.SERVE_FLAGS
+    kind.store("before", {"v": "1"})
+    cache.record_touched(True)
+    try:
+        kind.load("before", _flags)
+        kind.store("new", {"v": "2"})
+        kind.load("absent", _flags)
+        assert cache.touched() == {kind.name("before"), kind.name("new")}
+    finally:
+        cache.record_touched(False)
+    assert cache.touched() == frozenset()
+    assert cache.entry_text(kind.name("new")) == '{"v": "2"}'
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../x.json", "scans/../../etc/passwd.json", "/etc/x.json", "nothing/x.json", "scans/x", ""],
+)
+def test_only_names_of_kinds_envkit_keeps_are_entries(scan_cache: Path, name: str) -> None:
+    assert not cache.entry_name_ok(name)
+    assert cache.entry_text(name) is None

@@ -79,6 +79,8 @@ def main(args: list[str], *, last: bool = False) -> int:
         render.finish()
         if "envkit.io.http" in sys.modules:  # loaded only by commands that use the network
             sys.modules["envkit.io.http"].close_all()
+        if "envkit.index.snapshot" in sys.modules:  # a --knowledge snapshot: this run's alone
+            sys.modules["envkit.index.snapshot"].use(None)
         if last:  # the result is out: nothing is left to interrupt, and no traceback at exit
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)

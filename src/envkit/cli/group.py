@@ -48,6 +48,8 @@ COMMAND_MODULES = {
     "fingerprint": "envkit.cli.fleet",
     "fleet": "envkit.cli.fleet",
     "site": "envkit.cli.site",
+    "refresh": "envkit.cli.knowledge",
+    "knowledge": "envkit.cli.knowledge",
 }
 
 ENVS_HELP = (
@@ -55,6 +57,10 @@ ENVS_HELP = (
     "envkit's own; env: ENVKIT_ENVS]."
 )
 WIDE_HELP = "Never shorten or fold text to the terminal's width (for logs and wide screens)."
+KNOWLEDGE_HELP = (
+    "Answer from this snapshot (envkit knowledge export) alone, with no network "
+    "[env: ENVKIT_KNOWLEDGE]."
+)
 
 
 def _envs(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -69,11 +75,36 @@ def _wide(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     return value
 
 
+def _knowledge(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Use the snapshot ``value`` names, verified whole (exit 2 when it is not usable)."""
+    if value is not None and not ctx.resilient_parsing:
+        use_knowledge(value)
+    return value
+
+
+def use_knowledge(value: str) -> None:
+    from pathlib import Path
+
+    from envkit.index import snapshot
+    from envkit.render.knowledge import knowledge_in_use
+
+    found = snapshot.read(Path(value))
+    snapshot.use(found)
+    knowledge_in_use(found)
+
+
 def add_group_options(command: click.Command) -> None:
     """Give ``command`` the group's options, so they may follow the subcommand's name."""
     command.params += [
         click.Option(["--envs"], metavar="DIR", expose_value=False, callback=_envs, help=ENVS_HELP),
         click.Option(["--wide"], is_flag=True, expose_value=False, callback=_wide, help=WIDE_HELP),
+        click.Option(
+            ["--knowledge"],
+            metavar="FILE",
+            expose_value=False,
+            callback=_knowledge,
+            help=KNOWLEDGE_HELP,
+        ),
     ]
     click.version_option(__version__, prog_name="envkit")(command)
     if command.help and not command.short_help:  # `envkit --help` lists it whole, not cut
@@ -135,14 +166,18 @@ def load(name: str) -> click.Command:
 @click.version_option(__version__, prog_name="envkit")
 @click.option("--envs", metavar="DIR", envvar="ENVKIT_ENVS", help=ENVS_HELP)
 @click.option("--wide", is_flag=True, help=WIDE_HELP)
+@click.option("--knowledge", metavar="FILE", envvar="ENVKIT_KNOWLEDGE", help=KNOWLEDGE_HELP)
 @click.pass_obj
-def cli(state: State, envs: str | None, wide: bool) -> None:
+def cli(state: State, envs: str | None, wide: bool, knowledge: str | None) -> None:
     """envkit: declarative, verified vLLM environments built with uv.
 
-    Options of envkit itself (--envs, --wide) may come before or after the command.
+    Options of envkit itself (--envs, --wide, --knowledge) may come before or after the
+    command.
     Shell completion (commands, options, profile names): add
     `eval "$(_ENVKIT_COMPLETE=bash_source envkit)"` to ~/.bashrc (zsh_source, fish_source
     for zsh and fish).
     """
     state.envs = envs
     term.set_wide(wide)
+    if knowledge:
+        use_knowledge(knowledge)

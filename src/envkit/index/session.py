@@ -3,6 +3,8 @@
 Every reader of the index (scans, compat, vLLM's test registry, torch builds, history, the
 solver and the site) shares one session, so an index page is fetched once per run however many
 of them ask. What a release holds is read by ``releases.registry.Scanner``, which is a session.
+With a knowledge snapshot in use (``--knowledge``, :mod:`envkit.index.snapshot`), a session
+lists files from it, its index is the snapshot's and its client sends nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from packaging.version import Version
 
 from envkit.errors import NetworkError
+from envkit.index import snapshot
 from envkit.index.pages import WheelFile, list_files, list_sdists
 from envkit.io.http import Http
 from envkit.io.redaction import redact
@@ -30,9 +33,12 @@ class IndexSession:
         http: Http | None = None,
         progress: Callable[[str], None] = lambda _m: None,
     ) -> None:
-        self.index = index
+        known = snapshot.active()
+        self.snapshot = known
+        self.index = known.index if known is not None else index
         self.use_cache = use_cache  # False: every reader goes to the index, not envkit's cache
-        self.http = http or Http()
+        offline = snapshot.NoNetwork(snapshot=known) if known is not None else None
+        self.http: Http = offline or http or Http()
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
         self._sdists: dict[str, dict[Version, WheelFile]] = {}
@@ -41,14 +47,31 @@ class IndexSession:
     def files(self, project: str) -> list[WheelFile]:
         """The project's wheels on the index."""
         if project not in self._files:
-            self._files[project] = list_files(project, self.index, self.http)
+            if self.snapshot is not None:
+                self._files[project] = list(self.snapshot.listing(project).wheels)
+            else:
+                self._files[project] = list_files(project, self.index, self.http)
         return self._files[project]
 
     def sdists(self, project: str) -> dict[Version, WheelFile]:
         """The project's source distributions on the index, by version."""
         if project not in self._sdists:
-            self._sdists[project] = list_sdists(project, self.index, self.http)
+            if self.snapshot is not None:
+                held = self.snapshot.listing(project).sdists
+                self._sdists[project] = {f.version: f for f in held}
+            else:
+                self._sdists[project] = list_sdists(project, self.index, self.http)
         return self._sdists[project]
+
+    def listings(self) -> dict[str, snapshot.Listing]:
+        """The file lists this session read, per project (what a snapshot keeps)."""
+        return {
+            project: snapshot.Listing(
+                tuple(self._files.get(project, ())),
+                tuple(self._sdists.get(project, {}).values()),
+            )
+            for project in sorted({*self._files, *self._sdists})
+        }
 
     def wheels(self, project: str, version: Version) -> list[WheelFile]:
         """The wheels of one release (looked up, not searched: a page may list thousands)."""

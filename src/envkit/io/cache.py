@@ -63,11 +63,25 @@ class Kind:
         numbered = self.numbered or self.format != 1
         return root() / self.folder / (f"{key}.v{self.format}.json" if numbered else f"{key}.json")
 
+    def name(self, key: str) -> str:
+        """The entry's name inside the cache folder (``scans/vllm-0.8.5.abc.v2.json``)."""
+        return self.path(key).relative_to(root()).as_posix()
+
     def load(self, key: str, parse: Callable[[Fields], T]) -> T | None:
         """The entry stored under ``key``, as ``parse`` reads it; None when there is none,
-        or when it is not a valid entry of this kind (it is then deleted)."""
+        or when it is not a valid entry of this kind (it is then deleted). A knowledge
+        snapshot in use (:func:`use_overlay`) answers first; what it holds is never deleted."""
         if not _KEY.fullmatch(key):
             return None
+        name = self.name(key)
+        if _overlay is not None and name in _overlay:
+            try:
+                found = parse(Fields(_json(_overlay[name]), self.folder))
+            except (ValueError, TypeError, KeyError, RecursionError):
+                found = None
+            if found is not None:
+                _touch(name)
+                return found
         path = self.path(key)
         try:
             text = read_small_text(path, self.max_bytes, what="cache entry", follow=False)
@@ -76,10 +90,12 @@ class Kind:
                 discard(path)  # a link, a FIFO, a huge file: never read, gone
             return None
         try:
-            return parse(Fields(_json(text), self.folder))
+            found = parse(Fields(_json(text), self.folder))
         except (ValueError, TypeError, KeyError, RecursionError):  # BadEntry is a ValueError
             discard(path)
             return None
+        _touch(name)
+        return found
 
     def store(self, key: str, data: Any) -> None:
         """Write the entry ``data`` (JSON values) under ``key``, atomically; nothing when it
@@ -96,7 +112,57 @@ class Kind:
                 discard(path)  # write the entry, never whatever the link points at
             write_atomic(path, text, own=True)
         except (OSError, EnvkitError, ValueError, TypeError, RecursionError):
-            pass  # a cache entry that cannot be written only costs time
+            return  # a cache entry that cannot be written only costs time
+        _touch(self.name(key))
+
+
+# A knowledge snapshot in use: entry name -> its text, read before the folder (set by
+# index.snapshot, which has checked every entry's sha256); and the names of the entries a
+# run read or wrote, kept while a snapshot is being filled (knowledge export).
+_overlay: Mapping[str, str] | None = None
+_touched: set[str] | None = None
+
+
+def use_overlay(entries: Mapping[str, str] | None) -> None:
+    """Answer from ``entries`` (names as :meth:`Kind.name` gives them) before the folder;
+    None: from the folder alone."""
+    global _overlay
+    _overlay = entries
+
+
+def record_touched(on: bool) -> None:
+    """Start (or stop) keeping the names of the entries read or written."""
+    global _touched
+    _touched = set() if on else None
+
+
+def touched() -> frozenset[str]:
+    """The names of the entries read or written since :func:`record_touched`."""
+    return frozenset(_touched or ())
+
+
+def entry_name_ok(name: str) -> bool:
+    """Whether ``name`` is an entry's name (``scans/...json``), of a kind envkit keeps."""
+    return name.partition("/")[0] in KINDS and _NAME.fullmatch(name) is not None
+
+
+def _touch(name: str) -> None:
+    if _touched is not None:
+        _touched.add(name)
+
+
+def entry_text(name: str) -> str | None:
+    """The stored text of the entry ``name`` (the snapshot's first), within its kind's cap;
+    None when there is none or ``name`` is not an entry of a kind envkit keeps."""
+    kind = KINDS.get(name.partition("/")[0])
+    if kind is None or not entry_name_ok(name):
+        return None
+    if _overlay is not None and name in _overlay:
+        return _overlay[name]
+    try:
+        return read_small_text(root() / name, kind.max_bytes, what="cache entry", follow=False)
+    except UnreadableFile:
+        return None
 
 
 def discard(path: Path) -> None:
@@ -224,3 +290,10 @@ TORCH_NEEDS = Kind("torch-needs", 1, 16 * MiB)  # torch symbols a wheel needs (w
 TORCH_DEFINES = Kind("torch-defines", 1, 32 * MiB)  # which asked symbols a torch wheel defines
 PROFILES = Kind("profiles", 1, 4 * MiB)  # a valid profile's TOML, parsed (profiles.tomldoc)
 SERVE_FLAGS = Kind("serve-flags", 1, 4 * MiB)  # vllm serve's flags and VLLM_* names (serveflags)
+
+KINDS = {
+    k.folder: k
+    for k in (SCANS, BOUNDS, COMPAT, MODEL_TYPES, TORCH_BUILDS, GPU_KERNELS, PROFILES, SERVE_FLAGS)
+}
+# an entry's name: its kind's folder, one file (a key and its format)
+_NAME = re.compile(r"[a-z][a-z-]{0,39}/[A-Za-z0-9][A-Za-z0-9._+!-]{0,219}\.json")

@@ -23,6 +23,14 @@ from envkit.io.redaction import redact, remember_secret
 from envkit.io.urls import parse_url
 
 MAX_BYTES = 8 * 1024 * 1024  # a config.json is a few KB
+_offline = False  # a knowledge snapshot is in use (index.snapshot): the Hub's cache alone
+
+
+def stay_offline(on: bool) -> None:
+    """Answer from the Hub's local cache alone, as ``HF_HUB_OFFLINE=1`` does (while a
+    knowledge snapshot is in use, envkit sends nothing anywhere)."""
+    global _offline
+    _offline = on
 
 
 def fetch(repo: str, filename: str, revision: str | None = None) -> str:
@@ -62,7 +70,7 @@ def _download(repo: str, filename: str, revision: str | None) -> str:
     token = get_token()
     if token:
         remember_secret(token)  # masked wherever it would appear
-    cached_only = bool(constants.HF_HUB_OFFLINE)
+    cached_only = bool(constants.HF_HUB_OFFLINE) or _offline
     if not cached_only:
         try:
             meta = get_hf_file_metadata(hf_hub_url(repo, filename, revision=revision))

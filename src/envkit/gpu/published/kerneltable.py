@@ -30,10 +30,12 @@ import functools
 import json
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envkit.errors import UnreadableFile
 from envkit.gpu.arch import Capability
 from envkit.gpu.published import kernelgen
 from envkit.gpu.published.kernelverdict import (
@@ -47,7 +49,7 @@ from envkit.gpu.published.kernelverdict import (
 )
 from envkit.gpu.published.wheelkernels import WheelKernels
 from envkit.io.cache import BadEntry, Fields
-from envkit.io.files import MiB
+from envkit.io.files import MiB, read_small_text
 
 __all__ = [
     "BuildVerdict",
@@ -328,7 +330,7 @@ def _no_wheel(doc: Fields, where: str, problems: list[str]) -> tuple[tuple[str, 
 
 
 @functools.cache
-def shipped() -> KernelTable:
+def packaged() -> KernelTable:
     """The table shipped with envkit; an empty one (every lookup unknown) naming the problem
     when it cannot be read."""
     try:
@@ -336,6 +338,35 @@ def shipped() -> KernelTable:
         return load(text)
     except (OSError, BadEntry, UnicodeError) as exc:
         return KernelTable("", "", "", (), (), (f"envkit's gpu-kernels.json: {exc}",))
+
+
+def refreshed_path() -> Path:
+    """Where ``envkit refresh`` writes the table it brings up to date: the user's data
+    folder (``gpu-kernels.json`` beside the user's profiles)."""
+    from platformdirs import user_data_path
+
+    return user_data_path("envkit") / "gpu-kernels.json"
+
+
+def shipped() -> KernelTable:
+    """The table every lookup reads: the one ``envkit refresh`` wrote to the user's data
+    folder when it is valid and not older than envkit's own, else envkit's own."""
+    path = refreshed_path()
+    try:
+        info = path.stat()
+    except OSError:
+        return packaged()
+    return _refreshed(str(path), info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _refreshed(path: str, _mtime: int, _size: int) -> KernelTable:
+    own = packaged()
+    try:
+        table = load(read_small_text(path, MAX_TABLE, what="kernel table", follow=False))
+    except (UnreadableFile, BadEntry, UnicodeError):
+        return own
+    return table if table.generated >= own.generated and not table.problems else own
 
 
 def vllm_build(version: str, platform: str = X86) -> VllmBuild | None:

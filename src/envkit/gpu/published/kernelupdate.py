@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     except (EnvkitError, BadEntry) as exc:
         say(f"error: {exc.message if isinstance(exc, EnvkitError) else exc}")
         return 2
-    table = _merged(
+    table = merged(
         old, found, versions, index, others=not args.pytorch_index, platform=args.platform
     )
     try:
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _merged(
+def merged(
     old: KernelTable | None,
     found: kernelgen.Harvest,
     versions: list[str] | None,
