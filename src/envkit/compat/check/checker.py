@@ -137,7 +137,8 @@ class Checker(Scanner):
         """The pair's report, from the cache when it has it."""
         report = load_cached(vllm, transformers, self.index) if self.use_cache else None
         if report is None:
-            report = self._check(vllm, transformers)
+            with apisurface.collector_paused():  # the trees of a check held to its end
+                report = self._check(vllm, transformers)
             store(report, self.index)
         return report
 
