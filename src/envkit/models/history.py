@@ -11,6 +11,7 @@ it are named beside.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -137,10 +138,8 @@ def prefetch(scanner: Scanner, project: str, versions: list[Version]) -> None:
     cannot be read is left to that reading, which says so."""
 
     def one(version: Version) -> None:
-        try:
+        with contextlib.suppress(WheelError):
             scanner.scan(project, version)
-        except WheelError:
-            pass
 
     with ThreadPoolExecutor(max_workers=SCAN_WORKERS) as pool:
         list(pool.map(one, versions))
