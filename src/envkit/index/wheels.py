@@ -24,7 +24,6 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from envkit.errors import NetworkError, UnreadableFile, WheelError
 from envkit.index.archives import count_entries, zip_directory
@@ -270,6 +269,8 @@ def read_members(url: str, http: Http, names: Iterable[str]) -> dict[str, bytes]
     URL (a local index, as uv takes one), within the same limits either way."""
     if not url.lower().startswith("file://"):
         return RemoteZip(url, http).read(names)
+    from urllib.request import url2pathname  # (http.client and email with it: file:// only)
+
     path = url2pathname(urlsplit(url).path)
     try:
         with open_regular(path, what="wheel") as handle:
