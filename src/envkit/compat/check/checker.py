@@ -185,7 +185,7 @@ class Checker(Scanner):
                 use
                 for path, data in texts.items()
                 if apisurface.IMPORTS_TRANSFORMERS.search(data)
-                for use in _imports(sources.tree(path), path)
+                for use in _imports(sources.passing(path), path)
             ]
             starts = _classes(uses)
             against = None

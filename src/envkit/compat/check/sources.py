@@ -64,6 +64,15 @@ class Sources:
         self._callers: Callers | None = None
         self.paths = {p[:-3].removesuffix("/__init__").replace("/", "."): p for p in texts}
 
+    def passing(self, path: str) -> ast.Module | None:
+        """The file's tree for one look, not kept (a tree takes some thirty times its
+        source's bytes: compat reads the imports of every file that uses transformers, and
+        keeps only the trees a later step asks for again)."""
+        if path in self._trees:
+            return self._trees[path]
+        data = self.texts.get(path)
+        return apisurface.parse(data, path) if data is not None else None
+
     def tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:
             data = self.texts.get(path)
