@@ -84,7 +84,7 @@ class Sources:
         if module not in self._flags:
             self._flags[module] = {}  # a cycle of imports sees nothing
             path = self.paths.get(module, "")
-            tree = self.tree(path) if _VERSIONED.search(self.texts.get(path, b"")) else None
+            tree = self.passing(path) if _VERSIONED.search(self.texts.get(path, b"")) else None
             if tree is not None and self.probe is not None:
                 values = Guards(tree, self.probe, self.flags).module_values()
                 self._flags[module] = {
@@ -107,7 +107,7 @@ class Sources:
 
     def _guard(self, path: str) -> None:
         if path not in self._dead:
-            tree = self.tree(path)
+            tree = self.passing(path)  # what the guards found is kept, not the tree
             guards = Guards(tree, self.probe, self.flags) if tree and self.probe else None
             self._dead[path] = guards.dead_lines() if guards else []
             self._only[path] = guards.only if guards else []
