@@ -6,7 +6,7 @@ processes, best of N, beside the machine (``machine.py``) and the targets.
   ``explain`` of a small synthetic log; envkit and its libraries compiled from source in
   each run, the standard library from its bytecode (``startup.py --bytecode source``'s
   condition), the shipped profiles read once beforehand (an envkit cache of the script's own);
-- ``compat vllm==0.8.5 transformers==5.0.0``: cold (an empty ``ENVKIT_CACHE_DIR`` each run)
+- ``compat vllm==0.8.5 transformers==5.0.0`` (compiled from source as above): cold (an empty ``ENVKIT_CACHE_DIR`` each run)
   and cached (needs the package index);
 - with ``--history MODEL_TYPE``: ``history MODEL_TYPE`` cold, over every vLLM release
   (needs the index; minutes).
@@ -104,7 +104,14 @@ def startup_rows(runs: int, work: Path) -> dict[str, dict[str, float | int]]:
 
 
 def network_rows(runs: int, work: Path, history: str | None) -> dict[str, dict[str, float | int]]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    """Compat and history in the start-up rows' condition (their pycache prefix: the
+    standard library's bytecode alone), after them."""
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPYCACHEPREFIX": str(work / "pycache"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     env.pop("ENVKIT_FAULT", None)
     compat = [*envkit_argv(), "compat", *PAIR, "--json"]
     cold, cached = [], []
