@@ -6,8 +6,8 @@ processes, best of N, beside the machine (``machine.py``) and the targets.
   ``explain`` of a small synthetic log; envkit and its libraries compiled from source in
   each run, the standard library from its bytecode (``startup.py --bytecode source``'s
   condition), the shipped profiles read once beforehand (an envkit cache of the script's own);
-- ``compat vllm==0.8.5 transformers==5.0.0`` (compiled from source as above): cold (an empty ``ENVKIT_CACHE_DIR`` each run)
-  and cached (needs the package index);
+- ``compat vllm==0.8.5 transformers==5.0.0``, compiled from source as above: cold (an
+  empty ``ENVKIT_CACHE_DIR`` each run) and cached (needs the package index);
 - with ``--history MODEL_TYPE``: ``history MODEL_TYPE`` cold, over every vLLM release
   (needs the index; minutes).
 
