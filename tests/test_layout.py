@@ -422,13 +422,24 @@ def _resolves(known: dict[str, ast.Module], dotted: str) -> bool:
 
 
 def _defines(tree: ast.Module, path: list[str]) -> bool:
-    body: list[ast.stmt] = tree.body
+    body: list[ast.stmt] = _with_type_checking(tree.body)
     for part in path:
         found = next((node for node in body if part in _bound_names(node)), None)
         if found is None:
             return False
         body = getattr(found, "body", [])
     return True
+
+
+def _with_type_checking(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A module's statements with those of its ``if TYPE_CHECKING:`` block: the names a
+    package resolves on first use (``envkit.render``'s ``__getattr__``) are imported there
+    for the type checker."""
+    out = list(body)
+    for node in body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            out.extend(node.body)
+    return out
 
 
 def _bound_names(node: ast.stmt) -> list[str]:

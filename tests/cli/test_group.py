@@ -100,6 +100,8 @@ HEAVY = {"httpx", "tomlkit", "elftools", "resolvelib", "filelock", "huggingface_
 def test_version_loads_no_command_module(tmp_path: Path) -> None:
     held = loaded_by(["--version"], tmp_path)
     assert not held & {*COMMAND_MODULES, *HEAVY, "packaging", "platformdirs"}
+    # said without click, the group or any result's formatting (the quickest call of all)
+    assert not held & {"click", "envkit.cli.app", "envkit.cli.group", "envkit.render.models"}
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,8 @@ def _guarded(args: list[str], *, last: bool) -> int:
     raising inside the interpreter's shutdown."""
     try:
         _startup_fault()
+        if args == ["--version"] and _version():
+            return 0
         from envkit.cli import app
 
         return app.main(args, last=last)
@@ -47,6 +49,23 @@ def _startup_fault() -> None:
 
     with contextlib.suppress(BadInput):  # a malformed ENVKIT_FAULT: app.main says so
         faults.fault_point("startup")
+
+
+def _version() -> bool:
+    """``envkit --version`` alone, said as click's version option says it, without loading
+    click or the command group (the most common quick call). False when ENVKIT_FAULT is
+    malformed: the full run says so."""
+    from envkit import __version__
+    from envkit.errors import BadInput
+    from envkit.io import faults
+    from envkit.render import term
+
+    try:
+        faults.check_faults()
+    except BadInput:
+        return False
+    term.echo(f"envkit, version {__version__}")
+    return True
 
 
 def _interrupted(as_json: bool, *, last: bool) -> int:

@@ -349,11 +349,18 @@ def compat(
     the pair stays usable for the others. Give the two pins, or a PROFILE to check its pins.
     Exit 0 compatible, 1 not, 2 bad input.
     """
-    from envkit.compat.check.checker import Checker
+    from envkit.compat.report import load_cached
     from envkit.index.pages import index_url
 
     vllm, transformers = _pair(state, targets)
-    checker = Checker(index_url(index), use_cache=not no_cache, progress=render.progress)
+    url = index_url(index)
+    cached = None if no_cache or removed_in else load_cached(vllm, transformers, url)
+    if cached is not None:  # the checker's own first look, without loading the checker
+        render.compat(cached, as_json)
+        return EXIT_OK if cached.compatible else EXIT_CHECK_FAILED
+    from envkit.compat.check.checker import Checker
+
+    checker = Checker(url, use_cache=not no_cache, progress=render.progress)
     report = checker.check(vllm, transformers)
     if removed_in:
         from envkit.compat.check.removed_in import date

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import click.shell_completion
 from click.core import ParameterSource
 
 from envkit import render
@@ -16,6 +15,8 @@ from envkit.errors import EXIT_BAD_INPUT
 from envkit.io.escaping import visible
 
 if TYPE_CHECKING:
+    import click.shell_completion  # (loaded by click itself when a shell completes)
+
     from envkit.env.checks import CompatLookup
     from envkit.gpu.arch import Capability
     from envkit.gpu.cards import Card
@@ -123,6 +124,8 @@ def complete_profiles(
     ctx: click.Context, _param: click.Parameter, incomplete: str
 ) -> list[click.shell_completion.CompletionItem]:
     """Profile names for shell completion, from the same folders the commands search."""
+    import click.shell_completion
+
     from envkit.profiles.catalog import Catalog
 
     state = ctx.find_object(State)

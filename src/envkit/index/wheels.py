@@ -25,7 +25,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from envkit.errors import NetworkError, UnreadableFile, WheelError
 from envkit.index.archives import count_entries, zip_directory
@@ -271,6 +270,8 @@ def read_members(url: str, http: Http, names: Iterable[str]) -> dict[str, bytes]
     URL (a local index, as uv takes one), within the same limits either way."""
     if not url.lower().startswith("file://"):
         return RemoteZip(url, http).read(names)
+    from urllib.request import url2pathname  # (http.client and email with it: file:// only)
+
     path = url2pathname(urlsplit(url).path)
     try:
         with open_regular(path, what="wheel") as handle:
@@ -290,6 +291,8 @@ class LocalZip:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        from urllib.request import url2pathname  # urllib.request is slow to import
+
         path = url2pathname(urlsplit(url).path)
         try:
             self._handle = open_regular(path, what="wheel")

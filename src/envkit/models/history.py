@@ -11,7 +11,9 @@ it are named beside.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -127,10 +129,27 @@ def _same(a: str, b: str) -> bool:
         return a == b
 
 
+SCAN_WORKERS = 4  # releases read side by side (each a few range requests of its wheel)
+
+
+def prefetch(scanner: Scanner, project: str, versions: list[Version]) -> None:
+    """The scans of ``versions`` read a few at a time (each kept by the scanner for the
+    run), so that reading them in order after waits on no network. A release whose wheel
+    cannot be read is left to that reading, which says so."""
+
+    def one(version: Version) -> None:
+        with contextlib.suppress(WheelError):
+            scanner.scan(project, version)
+
+    with ThreadPoolExecutor(max_workers=SCAN_WORKERS) as pool:
+        list(pool.map(one, versions))
+
+
 def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> History:
     """Every published vLLM release's word on ``architecture`` (each scan cached), with the
     transformers bound each listing release's test registry gives it (its sdist, cached)."""
     entries = []
+    prefetch(scanner, "vllm", scanner.releases("vllm"))
     for version in scanner.releases("vllm"):
         try:
             scan = scanner.scan("vllm", version)
@@ -183,6 +202,7 @@ def of_model_type(model_type: str, scanner: Scanner, shipped: list[Profile]) -> 
     release lists are shown, unless none is. Raises NetworkError when vLLM's releases
     cannot be listed; transformers' tables that cannot be read are said in ``note``."""
     names: set[str] = set()
+    prefetch(scanner, "vllm", scanner.releases("vllm"))
     for version in scanner.releases("vllm"):
         try:
             names |= set(scanner.scan("vllm", version).architectures)

@@ -19,7 +19,6 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from email.parser import Parser
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -29,7 +28,6 @@ from packaging.version import InvalidVersion, Version
 from envkit.errors import BadInput, WheelError
 from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
-from envkit.index.wheels import RemoteZip
 from envkit.io.cache import SCANS, BadEntry, Fields
 from envkit.io.http import Http
 from envkit.io.urls import parse_url
@@ -182,6 +180,8 @@ class Scanner(IndexSession):
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         wheel = pick_wheel(self.wheels(project, version), version)
+        from envkit.index.wheels import RemoteZip  # a scan from the cache reads no wheel
+
         archive = RemoteZip(wheel.url, self.http)
         meta = next(
             (n for n in archive.members if n.endswith(".dist-info/METADATA") and n.count("/") == 1),
@@ -282,6 +282,8 @@ def _str_table(value: Any) -> dict[str, str]:
 def requirements(metadata: str) -> tuple[dict[str, str], str]:
     if not metadata:
         return {}, ""
+    from email.parser import Parser  # where METADATA is read, not where a scan is cached
+
     message = Parser().parsestr(metadata, headersonly=True)
     out: dict[str, str] = {}
     for line in message.get_all("Requires-Dist") or []:

@@ -29,8 +29,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from envkit.errors import EXIT_CODES, EnvkitError
 from envkit.io.escaping import visible
 from envkit.io.redaction import redact, redact_data
@@ -110,6 +108,16 @@ def echo_encoded(text: str, *, err: bool = False, nl: bool = True) -> None:
 
 def _write(text: str, *, err: bool, nl: bool, **style: Any) -> None:
     _steps.settle()  # output ends the step on the live line (a note goes aside)
+    if not style and text.isascii():
+        # what click.echo writes for escaped ASCII text without colour, without loading
+        # click (`envkit --version` needs nothing else)
+        stream = sys.stderr if err else sys.stdout
+        if stream is not None:
+            stream.write(text + "\n" if nl else text)
+            stream.flush()
+        return
+    import click  # here, not at the top: see above
+
     click.echo(click.style(text, **style) if style else text, err=err, nl=nl, color=_colour())
 
 
@@ -125,6 +133,8 @@ def live_line(text: str, *, err: bool = False) -> bool:
     room = shutil.get_terminal_size((100, 24)).columns - 1
     if len(shown) > room:
         shown = shown[: max(1, room - 1)] + "…"
+    import click
+
     click.echo("\r\x1b[K" + shown, err=err, nl=False, color=_colour())
     return True
 
@@ -295,11 +305,15 @@ class _Steps:
         if len(head) > room:  # the seconds stay in sight; the step's line is whole later
             head = head[: max(1, room - 1)] + "…"
         line = "".join(c if c.isprintable() else "?" for c in head) + tail
+        import click
+
         click.echo("\r\x1b[K" + click.style(line, dim=True), err=True, nl=False, color=_colour())
         self.drawn = True
 
     def _wipe(self) -> None:
         if self.drawn:
+            import click
+
             click.echo("\r\x1b[K", err=True, nl=False)
             self.drawn = False
 

@@ -137,7 +137,8 @@ class Checker(Scanner):
         """The pair's report, from the cache when it has it."""
         report = load_cached(vllm, transformers, self.index) if self.use_cache else None
         if report is None:
-            report = self._check(vllm, transformers)
+            with apisurface.collector_paused():  # the trees of a check held to its end
+                report = self._check(vllm, transformers)
             store(report, self.index)
         return report
 
@@ -184,7 +185,7 @@ class Checker(Scanner):
                 use
                 for path, data in texts.items()
                 if apisurface.IMPORTS_TRANSFORMERS.search(data)
-                for use in _imports(sources.tree(path), path)
+                for use in _imports(sources.passing(path), path)
             ]
             starts = _classes(uses)
             against = None

@@ -64,6 +64,15 @@ class Sources:
         self._callers: Callers | None = None
         self.paths = {p[:-3].removesuffix("/__init__").replace("/", "."): p for p in texts}
 
+    def passing(self, path: str) -> ast.Module | None:
+        """The file's tree for one look, not kept (a tree takes some thirty times its
+        source's bytes: compat reads the imports of every file that uses transformers, and
+        keeps only the trees a later step asks for again)."""
+        if path in self._trees:
+            return self._trees[path]
+        data = self.texts.get(path)
+        return apisurface.parse(data, path) if data is not None else None
+
     def tree(self, path: str) -> ast.Module | None:
         if path not in self._trees:
             data = self.texts.get(path)
@@ -75,7 +84,7 @@ class Sources:
         if module not in self._flags:
             self._flags[module] = {}  # a cycle of imports sees nothing
             path = self.paths.get(module, "")
-            tree = self.tree(path) if _VERSIONED.search(self.texts.get(path, b"")) else None
+            tree = self.passing(path) if _VERSIONED.search(self.texts.get(path, b"")) else None
             if tree is not None and self.probe is not None:
                 values = Guards(tree, self.probe, self.flags).module_values()
                 self._flags[module] = {
@@ -98,7 +107,7 @@ class Sources:
 
     def _guard(self, path: str) -> None:
         if path not in self._dead:
-            tree = self.tree(path)
+            tree = self.passing(path)  # what the guards found is kept, not the tree
             guards = Guards(tree, self.probe, self.flags) if tree and self.probe else None
             self._dead[path] = guards.dead_lines() if guards else []
             self._only[path] = guards.only if guards else []

@@ -76,8 +76,11 @@ def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
 class _Collector:
     """What :func:`module_facts` gathers, one kind of top-level statement at a time."""
 
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, text: bytes | None = None) -> None:
         self.module, self.is_package = module, is_package
+        # the source's lines, to look for ``setattr`` in a class's own lines before walking
+        # its tree for the call (None: walk every class)
+        self.lines = text.split(b"\n") if text is not None and b"\r" not in text else None
         self.names: set[str] = set()
         self.stars: list[str] = []
         self.aliases: list[tuple[str, str]] = []
@@ -92,7 +95,7 @@ class _Collector:
             self.dynamic = self.dynamic or node.name == "__getattr__"
         elif isinstance(node, ast.ClassDef):
             self.names.add(node.name)
-            self.classes[node.name] = _class_facts(node)
+            self.classes[node.name] = _class_facts(node, self._names_setattr(node))
         elif isinstance(node, ast.ImportFrom):
             self.import_from(node)
         elif isinstance(node, ast.Import):
@@ -104,6 +107,14 @@ class _Collector:
         self.scans = self.scans or _scans_folder(node)
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             self.lazy_module = self.lazy_module or _called(node.value) == "_LazyModule"
+
+    def _names_setattr(self, node: ast.ClassDef) -> bool:
+        """Whether the class's lines (its decorators' included) hold ``setattr``."""
+        if self.lines is None:
+            return True
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        last = node.end_lineno or len(self.lines)
+        return any(b"setattr" in line for line in self.lines[first - 1 : last])
 
     def import_from(self, node: ast.ImportFrom) -> None:
         source = node.module or ""
@@ -160,27 +171,29 @@ class _Collector:
         )
 
 
-def module_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
-    """What ``module`` (parsed as ``tree``) provides; see :class:`ModuleFacts`."""
-    collector = _Collector(module, is_package)
+def module_facts(
+    tree: ast.Module, module: str, is_package: bool, text: bytes | None = None
+) -> ModuleFacts:
+    """What ``module`` (parsed as ``tree``) provides; see :class:`ModuleFacts`. ``text``,
+    the source parsed, spares walking each class for a ``setattr`` call it cannot hold."""
+    collector = _Collector(module, is_package, text)
     for node in _module_level(tree):
         collector.statement(node)
     return collector.facts()
 
 
-def _class_facts(node: ast.ClassDef) -> ClassFacts:
+def _class_facts(node: ast.ClassDef, setattr_possible: bool = True) -> ClassFacts:
+    """``setattr_possible``: the class's source names ``setattr`` (else it calls none, and
+    its tree is not walked for one)."""
     bases = tuple(_dotted(b) for b in node.bases if _dotted(b))
     body = class_body(node)
-    answers = frozenset(
-        f"{text}{suffix}" for text in _strings(node) for suffix in ("", "_id", "_ids")
-    )
-    dynamic = "__getattr__" in body or _sets_named_attributes(node)
-    return ClassFacts(
-        bases,
-        frozenset(body),
-        frozenset(instance_attributes(node)),
-        answers if dynamic else frozenset(),
-    )
+    dynamic = "__getattr__" in body or (setattr_possible and _sets_named_attributes(node))
+    answers = (
+        frozenset(f"{text}{suffix}" for text in _strings(node) for suffix in ("", "_id", "_ids"))
+        if dynamic
+        else frozenset()
+    )  # the strings of a class with no __getattr__ nor computed setattr: never needed
+    return ClassFacts(bases, frozenset(body), frozenset(instance_attributes(node)), answers)
 
 
 def _sets_named_attributes(node: ast.ClassDef) -> bool:

@@ -104,7 +104,7 @@ class TransformersRelease:
                 if tree is None or path is None:
                     self.facts[module] = None
                     continue
-                facts = module_facts(tree, module, path.endswith("__init__.py"))
+                facts = module_facts(tree, module, path.endswith("__init__.py"), texts[path])
                 if facts.scans_folder and path.endswith("__init__.py"):
                     facts = dataclasses.replace(facts, stars=(*facts.stars, *self._siblings(path)))
                 self.facts[module] = facts

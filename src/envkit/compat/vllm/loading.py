@@ -148,9 +148,10 @@ class Loaders:
         for module in STARTUP:
             if module in self.paths:
                 seeds[self.paths[module]].add("*")
+        files = set(self.paths.values())
         for path in texts:
             loaded_by_name = path in imported or path in seeds or path in lazy_targets
-            if path in self.lines and not loaded_by_name:
+            if path in files and not loaded_by_name:
                 seeds[path].add("*")
         self.scopes = _propagate(seeds, edges, self.deferred)
 
@@ -193,9 +194,11 @@ class Loaders:
         ``on_demand`` files inside a function are noted in ``self.deferred``."""
         edges: dict[str, set[str]] = defaultdict(set)
         for module, path in self.paths.items():
-            lines = self._text(path)
             if b"import" not in self.texts[path]:
                 continue
+            # split here, not kept: the lines of every file are some 20 MB of strings, and
+            # only the few files a finding is in are split again (scope)
+            lines = self.texts[path].decode("utf-8", "replace").split("\n")
             typing = b"TYPE_CHECKING" in self.texts[path]
             is_package = path.endswith("__init__.py")
             for number, line in enumerate(lines):

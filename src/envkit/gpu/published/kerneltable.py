@@ -37,7 +37,6 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import UnreadableFile
 from envkit.gpu.arch import Capability
-from envkit.gpu.published import kernelgen
 from envkit.gpu.published.kernelverdict import (
     BuildVerdict,
     ReleaseVerdict,
@@ -101,6 +100,8 @@ class VllmBuild:
     @property
     def torch(self) -> str:
         """The torch release it pins ('2.6.0'); '' when its metadata gives a range or none."""
+        from envkit.gpu.published import kernelgen  # the index readers: not for a lookup
+
         return kernelgen.pinned_torch(self.wheel.requires_torch)
 
     @property

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -42,14 +42,16 @@ from envkit.gpu.arch import Target, target
 from envkit.gpu.binaries import cudalibs, fatbin
 from envkit.gpu.binaries.images import Images, from_groups, images
 from envkit.gpu.roles import Role
-from envkit.index.pages import WheelFile
-from envkit.index.wheels import RemoteZip
 from envkit.io.atomicfile import create_binary, temporary_folder
 from envkit.io.cache import GPU_KERNELS, BadEntry, Fields
-from envkit.io.http import Http, MiB
+from envkit.io.files import MiB
 from envkit.io.redaction import redact
-from envkit.releases.registry import requirements
-from envkit.releases.torchbuilds import version_cuda
+
+if TYPE_CHECKING:  # the readers of the index, imported where a wheel is read: the shipped
+    # table's entries are made of WheelKernels (check-model, plan) without them
+    from envkit.index.pages import WheelFile
+    from envkit.index.wheels import RemoteZip
+    from envkit.io.http import Http
 
 PROJECTS = ("vllm", "torch")
 TORCH_OPTIONAL = ("libtorch_cuda_linalg.so",)
@@ -256,6 +258,9 @@ def read_wheel(
             return known
     if not wheel.url.lower().startswith(("http://", "https://")):
         raise WheelError(f"{redact(wheel.url)}: envkit reads kernels from wheels over HTTP(S).")
+    from envkit.index.wheels import RemoteZip
+    from envkit.releases.registry import requirements
+
     before = http.traffic.bytes
     archive = RemoteZip(wheel.url, http)
     names = sorted(archive.members)
@@ -356,4 +361,6 @@ def _facts(member: str, role: Role, size: int, path: Path) -> ModuleKernels:
 
 def _torch_cuda(small: dict[str, bytes], filename: str) -> str:
     """torch.version.cuda from ``torch/version.py`` ('' for a CPU build)."""
+    from envkit.releases.torchbuilds import version_cuda
+
     return version_cuda(small, filename)

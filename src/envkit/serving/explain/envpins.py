@@ -8,11 +8,10 @@ not a mixed one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from packaging.utils import canonicalize_name
 
 from envkit.errors import BadInput
 
@@ -34,6 +33,12 @@ class Installed:
 
     def get(self, name: str) -> str:
         return self.versions.get(name, "")
+
+
+def _canonical(name: str) -> str:
+    """A distribution's name as PEP 503 normalises it (packaging's ``canonicalize_name``,
+    whose module loads packaging's platform tags: not worth it for three names)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _identity(path: Path) -> tuple[int, int] | str:
@@ -93,15 +98,15 @@ def from_venv(venv: Path) -> Installed:
             count += 1
             if count > MAX_DIST_INFOS:
                 break
-            stem = canonicalize_name(info.name.split("-", 1)[0])
+            stem = _canonical(info.name.split("-", 1)[0])
             if stem not in WANTED or not (info / "METADATA").is_file():
                 continue
             if (key := _identity(info)) in infos:
                 continue
             infos.add(key)
             name, version = _headers(info / "METADATA")
-            if canonicalize_name(name or stem) in WANTED and version:
-                seen.setdefault(canonicalize_name(name or stem), []).append(version)
+            if _canonical(name or stem) in WANTED and version:
+                seen.setdefault(_canonical(name or stem), []).append(version)
     return Installed(
         source=f"venv {venv}",
         versions={k: v[0] for k, v in seen.items()},
