@@ -367,14 +367,7 @@ def _pair(state: State, targets: tuple[str, ...]) -> tuple[Version, Version]:
     from envkit.releases.registry import parse_target
 
     if len(targets) == 1 and "==" not in targets[0]:
-        profile = Catalog.from_option(state.envs).resolve(targets[0])
-        pins = profile.expected_versions()
-        if not pins.get("vllm") or not pins.get("transformers"):
-            raise BadInput(
-                f"{profile.name} does not pin both vllm and transformers.",
-                "Give the pair instead: envkit compat vllm==X transformers==Y.",
-            )
-        return Version(pins["vllm"]), Version(pins["transformers"])
+        return Catalog.from_option(state.envs).resolve(targets[0]).require_pair()
     found = dict(parse_target(t) for t in targets)
     if len(targets) != 2 or set(found) != {"vllm", "transformers"}:
         raise BadInput(
