@@ -255,7 +255,8 @@ KEYS: tuple[Key, ...] = (
 )
 BY_PATH: dict[str, Key] = {k.path: k for k in KEYS}
 # table path ('' the top) -> its keys by name ('*' for any)
-CHILDREN: dict[str, dict[str, Key]] = {"": {}} | {k.path: {} for k in KEYS if k.kind is TB}
+CHILDREN: dict[str, dict[str, Key]] = {k.path: {} for k in KEYS if k.kind is TB}
+CHILDREN[""] = {}
 for _key in KEYS:
     CHILDREN[_key.parent][_key.name] = _key
 
