@@ -19,7 +19,6 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from email.parser import Parser
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -27,6 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, WheelError
+from envkit.index.metadata import parse as parse_metadata
 from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
 from envkit.index.wheels import RemoteZip
@@ -280,11 +280,13 @@ def _str_table(value: Any) -> dict[str, str]:
 
 
 def requirements(metadata: str) -> tuple[dict[str, str], str]:
+    """The torch, transformers, tokenizers, torchvision and torchaudio a wheel's METADATA
+    text requires (name -> specifier), and its Requires-Python (``index.metadata``)."""
     if not metadata:
         return {}, ""
-    message = Parser().parsestr(metadata, headersonly=True)
+    headers = parse_metadata(metadata)
     out: dict[str, str] = {}
-    for line in message.get_all("Requires-Dist") or []:
+    for line in headers.requires_dist:
         try:
             req = Requirement(line)
         except InvalidRequirement:
@@ -295,7 +297,7 @@ def requirements(metadata: str) -> tuple[dict[str, str], str]:
         if name in ("torch", "transformers", "tokenizers", "torchvision", "torchaudio"):
             spec = str(req.specifier)
             out[name] = f"{out[name]},{spec}" if name in out and spec else spec or out.get(name, "")
-    return out, str(message.get("Requires-Python") or "")
+    return out, headers.requires_python
 
 
 @dataclass(frozen=True)
