@@ -47,33 +47,12 @@ def _model_report(
     revision: str | None,
     target: Choice,
 ) -> int:
-    from envkit.gpu.published import profilefit
-    from envkit.index.pages import index_url
-    from envkit.models import check_model
-    from envkit.models.drafts import current_models
-    from envkit.releases.registry import Scanner, releases_listing
+    from envkit.models.checking import check
 
-    config = check_model.load_model_config(model, revision=revision)
-    scanner = Scanner(index_url(index), progress=render.progress)
-    stale: dict[str, str] = {}
-
-    def current(p: Profile) -> Profile:  # a [models] table true to the profile's pins
-        fresh, note = current_models(p, scanner)
-        if note:
-            stale[p.name] = note
-        return fresh
-
-    report = check_model.report(
-        config,
-        current(profile) if profile is not None else None,
-        [current(p) for p in _shipped(state)],
-        lambda arch: releases_listing(scanner, arch),
-        stale,
-        gpu=profilefit.checker(target.target),
-        gpu_source=f"compute capability {target.target}, from {target.source}"
-        if target.target is not None
-        else "",
-    )
+    report = check(
+        model, profile, lambda: _shipped(state), index=index, revision=revision, target=target,
+        progress=render.progress,
+    )  # fmt: skip
     render.model_report(report, state.json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
