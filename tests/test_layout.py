@@ -5,6 +5,7 @@ long a module may grow. A change that breaks one fails here, not in review."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -454,3 +455,44 @@ def _bound_names(node: ast.stmt) -> list[str]:
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         return [node.target.id]
     return [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+
+
+# dotted names in the source's docstrings and comments: a Sphinx role (:mod:`x.y`,
+# :func:`~envkit.x.y`) or a double-backticked ``package.module[.name]``, whose first part is
+# envkit or one of its packages; each is looked up as written, under envkit, and beside the
+# module that names it (``logread.normalise`` in serving.explain.watch)
+_ROLE_REF = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`~?([A-Za-z_][\w.]*)`")
+_TICKED_REF = re.compile(r"``((?:envkit\.)?[a-z_]+(?:\.[A-Za-z_]\w*)+)``")
+_FILE_NAMES = (".json", ".md", ".py", ".toml", ".txt", ".NAME")
+
+
+def _stale_references(known: dict[str, ast.Module], sources: dict[str, str]) -> list[str]:
+    packages = {n.split(".")[1] for n in known if n.count(".") >= 1}  # envkit's own names
+    stale = []
+    for module, text in sources.items():
+        refs = [m.group(1) for m in _ROLE_REF.finditer(text)]
+        refs += [m.group(1) for m in _TICKED_REF.finditer(text)]
+        for ref in refs:
+            head = ref.removeprefix("envkit.").split(".")[0]
+            if "." not in ref or head not in packages or ref.endswith(_FILE_NAMES):
+                continue
+            here = module.rpartition(".")[0]
+            tries = [ref] if ref.startswith("envkit.") else [f"envkit.{ref}", f"{here}.{ref}"]
+            if not any(t in known or _resolves(known, t) for t in tries):
+                stale.append(f"{module}: {ref}")
+    return stale
+
+
+def test_every_module_named_in_a_docstring_exists() -> None:
+    """Stale names (a module moved into a wing, renamed, removed) do not stay in the source."""
+    sources = {_name(p): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+    assert _stale_references(modules(), sources) == []
+
+
+def test_the_docstring_rule_catches_a_moved_module() -> None:
+    text = '"""See :func:`gpu.kerneltable.lookup`, ``serving.mmbudget`` and ``lock.json``."""'
+    found = _stale_references(modules(), {"envkit.lock.cells": text})
+    assert found == [
+        "envkit.lock.cells: gpu.kerneltable.lookup",
+        "envkit.lock.cells: serving.mmbudget",
+    ]
