@@ -54,7 +54,7 @@ def test_a_launch_without_a_plan_runs_the_venvs_vllm_and_says_why(tmp_path: Path
         "--port",
         str(request.port),
     )
-    assert "k-1234567890abcdef" not in " ".join(launch.shown)  # a key after -- is masked where shown
+    assert "k-1234567890abcdef" not in " ".join(launch.shown)  # a key after -- is masked
     assert any(n.startswith("--no-plan") for n in launch.notes)
     assert any("no envkit marker" in w for w in launch.warnings)
     assert any("--api-key-env VAR" in w for w in launch.warnings)
