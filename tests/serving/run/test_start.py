@@ -3,6 +3,7 @@ what is said about it, and what is refused before anything starts."""
 
 from __future__ import annotations
 
+import shlex
 import socket
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from envkit.profiles.profile import Profile, parse_profile
 from envkit.serving.plan.planning import Settings
 from envkit.serving.run.start import ServeRequest, prepare
 
-from helpers import profile_text
+from helpers import ROOT, profile_text
+from registry_world import MODELS
 
 
 def _free_port() -> int:
@@ -65,3 +67,33 @@ def test_an_argument_envkit_sets_itself_is_refused(tmp_path: Path, arg: str) -> 
     with pytest.raises(BadInput) as info:
         prepare(_request(tmp_path, arg))
     assert f"{arg!r} after --" in info.value.message
+
+
+def test_serves_plan_note_is_quoted_like_the_command(tmp_path: Path) -> None:
+    """serve's 'plan (...): ARGS' line pastes as the arguments it starts vLLM with."""
+    from envkit.gpu.cards import GIB
+    from envkit.profiles.catalog import Catalog
+    from envkit.serving.command import MmLimits
+    from envkit.serving.plan.planning import Gpu, asked_args
+    from envkit.serving.run.start import _planned_args
+
+    profile = Catalog.from_option(str(ROOT / "envs")).resolve("vllm-0.8.5+qwen2-vl")
+    settings = Settings(mm_limits=MmLimits.parse("image=2"))
+    request = ServeRequest(
+        profile=profile,
+        model=str(MODELS / "Qwen2-VL-2B-Instruct"),
+        vllm_args=(),
+        venv=tmp_path,
+        host="127.0.0.1",
+        port=8000,
+        settings=settings,
+        given=frozenset({"mm_limits"}),
+        gpu=Gpu(memory=8 * GIB, source="--gpu-memory 8GiB"),
+    )
+    args, notes = _planned_args(request, lambda *_a, **_k: None)
+    shown = notes[0].split("): ", 1)[1]
+    assert shlex.split(shown) == args
+    assert "--mm-processor-kwargs '{\"max_pixels\": 401408}'" in shown
+    assert args[args.index("--limit-mm-per-prompt") + 1] == '{"image": 2}'
+    # without a plan, the settings named still go to vLLM, in its JSON
+    assert asked_args(settings, request.given) == ["--limit-mm-per-prompt", '{"image": 2}']
