@@ -5,6 +5,7 @@ long a module may grow. A change that breaks one fails here, not in review."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -325,20 +326,29 @@ def test_json_is_written_with_every_character_that_is_not_ascii_escaped() -> Non
 
 # files envkit is handed are read through envkit.io.files (a regular file under a cap, checked
 # before reading); writes go through io.atomicfile; env.inside_venv runs inside the checked
-# venv; gpu.linkage streams ELF files through pyelftools. Package data (resources ...
+# venv. Package data (resources ...
 # .joinpath(...).read_text()) is envkit's own.
 MAY_OPEN = {
     "envkit.io.files",
     "envkit.io.atomicfile",
     "envkit.env.inside_venv",
-    "envkit.gpu.installed.linkage",
     # ELF files opened non-blocking, checked regular, read by their layout
     "envkit.gpu.binaries.elf",
 }
 _READS = {"read_text", "read_bytes"}
+# every way to open a file: open(), os.open, io.open, Path.open (any receiver: the AST does
+# not know a Path from another object, so every .open() counts), os.fdopen, io.open_code
+_OPENS = {"open", "fdopen", "open_code"}
+# a member of a zip archive inflated within a cap: the archive was opened through io.files
+# or is read by range over HTTP (module, the receiver's name)
+ARCHIVE_MEMBERS = {
+    ("envkit.index.wheels", "archive"),
+    ("envkit.index.wheels", "self._zip"),  # a wheel on disk: opened by io.files.open_regular
+    ("envkit.index.snapshot", "archive"),  # the snapshot read by io.files.read_small
+}
 
 
-def _reads(tree: ast.Module) -> Iterator[str]:
+def _reads(tree: ast.Module, module: str = "") -> Iterator[str]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -347,18 +357,28 @@ def _reads(tree: ast.Module) -> Iterator[str]:
             yield f"open() at line {node.lineno}"
         elif isinstance(func, ast.Attribute):
             package_data = "joinpath" in ast.dump(func.value)
+            receiver = ast.unparse(func.value)
             if func.attr in _READS and not package_data:
                 yield f".{func.attr}() at line {node.lineno}"
-            elif func.attr == "open" and ast.unparse(func.value) in ("os", "io", "path"):
-                yield f"{ast.unparse(func)}() at line {node.lineno}"
-            elif func.attr == "open" and any(k.arg == "encoding" for k in node.keywords):
-                yield f"Path.open() at line {node.lineno}"
+            elif func.attr in _OPENS and (module, receiver) not in ARCHIVE_MEMBERS:
+                yield f"{receiver}.{func.attr}() at line {node.lineno}"
 
 
 def test_files_are_read_only_through_io_files() -> None:
-    offenders = {n: list(_reads(t)) for n, t in modules().items() if n not in MAY_OPEN}
+    offenders = {n: list(_reads(t, n)) for n, t in modules().items() if n not in MAY_OPEN}
     assert {n: r for n, r in offenders.items() if r} == {}, "read files with envkit.io.files"
-    assert len(list(_reads(ast.parse("p.read_text()\nopen(x)\nos.open(x, 0)\n")))) == 3
+    tree = modules()
+    assert [n for n in sorted(MAY_OPEN) if not list(_reads(tree[n], n))] == []  # each does
+
+
+def test_the_file_read_rule_catches_every_way_to_open_a_file() -> None:
+    source = (
+        "p.read_text()\nopen(x)\nos.open(x, 0)\n(site / 'torch' / 'version.py').open('rb')\n"
+        "path.open(encoding='utf-8')\nos.fdopen(3)\nio.open(x)\nio.open_code(x)\n"
+        "archive.open(info)\n"
+    )
+    assert len(list(_reads(ast.parse(source)))) == 9
+    assert len(list(_reads(ast.parse(source), "envkit.index.wheels"))) == 8
 
 
 ARCHITECTURE = PACKAGE.parent.parent / "docs" / "architecture.md"
@@ -450,3 +470,44 @@ def _bound_names(node: ast.stmt) -> list[str]:
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         return [node.target.id]
     return [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+
+
+# dotted names in the source's docstrings and comments: a Sphinx role (:mod:`x.y`,
+# :func:`~envkit.x.y`) or a double-backticked ``package.module[.name]``, whose first part is
+# envkit or one of its packages; each is looked up as written, under envkit, and beside the
+# module that names it (``logread.normalise`` in serving.explain.watch)
+_ROLE_REF = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`~?([A-Za-z_][\w.]*)`")
+_TICKED_REF = re.compile(r"``((?:envkit\.)?[a-z_]+(?:\.[A-Za-z_]\w*)+)``")
+_FILE_NAMES = (".json", ".md", ".py", ".toml", ".txt", ".NAME")
+
+
+def _stale_references(known: dict[str, ast.Module], sources: dict[str, str]) -> list[str]:
+    packages = {n.split(".")[1] for n in known if n.count(".") >= 1}  # envkit's own names
+    stale = []
+    for module, text in sources.items():
+        refs = [m.group(1) for m in _ROLE_REF.finditer(text)]
+        refs += [m.group(1) for m in _TICKED_REF.finditer(text)]
+        for ref in refs:
+            head = ref.removeprefix("envkit.").split(".")[0]
+            if "." not in ref or head not in packages or ref.endswith(_FILE_NAMES):
+                continue
+            here = module.rpartition(".")[0]
+            tries = [ref] if ref.startswith("envkit.") else [f"envkit.{ref}", f"{here}.{ref}"]
+            if not any(t in known or _resolves(known, t) for t in tries):
+                stale.append(f"{module}: {ref}")
+    return stale
+
+
+def test_every_module_named_in_a_docstring_exists() -> None:
+    """Stale names (a module moved into a wing, renamed, removed) do not stay in the source."""
+    sources = {_name(p): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+    assert _stale_references(modules(), sources) == []
+
+
+def test_the_docstring_rule_catches_a_moved_module() -> None:
+    text = '"""See :func:`gpu.kerneltable.lookup`, ``serving.mmbudget`` and ``lock.json``."""'
+    found = _stale_references(modules(), {"envkit.lock.cells": text})
+    assert found == [
+        "envkit.lock.cells: gpu.kerneltable.lookup",
+        "envkit.lock.cells: serving.mmbudget",
+    ]

@@ -90,10 +90,15 @@ def test_broken_import_is_reported(project: Path) -> None:
     assert "RuntimeError: CUDA driver too old" in imp["detail"]
 
 
-def test_verify_without_a_venv(tmp_path: Path) -> None:
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / "good.toml").write_text(profile_text())
-    res = envkit("verify", "good", "--venv", "nowhere", cwd=tmp_path)
-    assert res.code == 2
-    assert "no environment to check" in res.err and "envkit build" in res.err
-    assert not (tmp_path / ".envkit").exists()  # nothing created beside a venv that is not there
+def test_verify_existing_refuses_a_venv_that_is_not_there(tmp_path: Path) -> None:
+    """The flow ``envkit verify`` runs: the venv's lock is taken only on a venv that exists."""
+    from envkit.env.verify import verify_existing
+    from envkit.errors import BadInput
+    from envkit.profiles.profile import parse_profile
+
+    profile = parse_profile(profile_text(), path=tmp_path / "good.toml", name="good")
+    said: list[str] = []
+    with pytest.raises(BadInput) as info:
+        verify_existing(profile, tmp_path / "nowhere", note=said.append)
+    assert "no environment to check" in info.value.message
+    assert said == [] and not (tmp_path / ".envkit").exists()

@@ -12,7 +12,7 @@ import pytest
 from envkit.profiles.profile import load_profile
 
 import indexserver
-from helpers import ROOT, envkit
+from helpers import envkit
 from indexserver import url
 from registry_world import MODELS
 
@@ -267,27 +267,6 @@ def test_new_profile_drafts_a_loadable_profile(
         cwd=tmp_path,
     )
     assert wrong.code == 2 and "does not list" in wrong.err
-
-
-def test_shipped_profiles_answer_report_1_offline(tmp_path: Path) -> None:
-    shipped = ROOT / "envs"
-    res = envkit(
-        "--envs",
-        str(shipped),
-        "which",
-        str(QWEN35),
-        "--json",
-        cwd=tmp_path,
-        env={"UV_DEFAULT_INDEX": "http://127.0.0.1:9/simple"},
-    )
-    data = res.json()
-    assert res.code == 0
-    assert "vllm-0.8.5+qwen2-vl" not in data["supported_by"]
-    assert {"vllm-0.17.1+qwen3.5", "vllm-0.33.0"} <= set(data["supported_by"])
-    res = envkit(
-        "--envs", str(shipped), "check-model", "vllm-0.8.5+qwen2-vl", str(QWEN2VL), cwd=tmp_path
-    )
-    assert res.code == 0
 
 
 def test_scan_update_keeps_the_models_table_where_it_is_with_its_comments(

@@ -124,7 +124,7 @@ def test_bad_specifiers_are_rejected_with_their_line(tmp_path: Path) -> None:
         (
             'python = "3.12"\nrequirements = ["a"]\n[verify.versions]\ntorch = "two"\n',
             "verify.versions.torch",
-            "not a valid version",
+            "'two' is not a version such as '0.8.5'",
         ),
         ('python = "3.12"\nrequirements = ["a"]\ntorch = "cu124"\n', "torch", "must be a table"),
     ],

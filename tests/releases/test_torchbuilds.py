@@ -4,6 +4,7 @@ index cannot be reached, and the table regenerated from such an index."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import loopback
@@ -138,3 +139,33 @@ def test_a_torch_version_file_that_names_no_cuda_version_is_refused(
     wheel = wheelhouse.torch("2.6.0", cuda=said).write(tmp_path)
     with pytest.raises(WheelError, match="not a version"):
         wheel_cuda(wheel.as_uri(), Http())
+
+
+def test_torch_version_py_has_one_reader_for_a_wheel_and_an_installed_torch(
+    tmp_path: Path,
+) -> None:
+    """``torch/version.py`` is read with ast by releases.torchbuilds.read_version_file, for a
+    wheel's member and for the file an installed torch holds (gpu.installed.modules)."""
+    from envkit.errors import WheelError
+    from envkit.gpu.installed.modules import TorchRelease, torch_release
+    from envkit.releases.torchbuilds import VersionFile, read_version_file, version_cuda
+
+    text = (
+        "from typing import Optional\n\n__all__ = ['__version__', 'cuda']\n"
+        "__version__ = '2.6.0+cu124'\ndebug = False\ncuda: Optional[str] = '12.4'\n"
+        "hip: Optional[str] = None\n"
+    )
+    assert read_version_file(text, "w") == VersionFile("2.6.0+cu124", "12.4")
+    assert read_version_file("cuda = None\n", "w") == VersionFile("", "")
+    assert version_cuda({"torch/version.py": text.encode()}, "w") == "12.4"
+    for bad in ("cuda = '12.x'\n", "cuda = (\n"):
+        with pytest.raises(WheelError):
+            read_version_file(bad, "w")
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(text)
+    assert torch_release(tmp_path) == TorchRelease("2.6.0+cu124", "12.4")
+    (tmp_path / "torch" / "version.py").write_text("cuda = '12.x'\n")
+    assert torch_release(tmp_path) == TorchRelease("", "")
+    (tmp_path / "torch" / "version.py").unlink()
+    os.mkfifo(tmp_path / "torch" / "version.py")  # refused at once, never waited on
+    assert torch_release(tmp_path) == TorchRelease("", "")

@@ -21,7 +21,7 @@ from envkit.cli.options import (
     torch_index_option,
     venv_option,
 )
-from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, Interrupted
+from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.catalog import Catalog
 
@@ -130,22 +130,14 @@ def verify(state: State, /, profile: str, venv: Path, as_json: bool, **target: A
     """Check an existing venv against PROFILE: versions, imports, probes, torch CUDA, and
     the GPU layer: kernels for the GPU (--gpu, --compute-capability, else nvidia-smi's; with
     none, which GPUs it runs on), torch symbols, CUDA libraries, the driver."""
-    from envkit.env.venvslot import VenvSlot
-    from envkit.env.verify import verify as run_verify
+    from envkit.env.verify import verify_existing
 
     loaded = Catalog.from_option(state.envs).resolve(profile)
     chosen = gpu_choice(target)
-    slot = VenvSlot(venv)
-    try:
-        with slot.locked(render.note, existing=True) as recovered:
-            for done in recovered:
-                render.note(f"recovered: {done}")
-            report = run_verify(
-                loaded, slot.venv, compat=compat_lookup(None), gpu=chosen,
-                progress=render.progress,
-            )  # fmt: skip
-    except KeyboardInterrupt:
-        raise Interrupted(slot.describe()) from None  # the last line says what is there
+    report = verify_existing(
+        loaded, venv, compat=compat_lookup(None), gpu=chosen, progress=render.progress,
+        note=render.note,
+    )  # fmt: skip
     from envkit.lock.cells import place
 
     render.report(report, as_json, place(loaded))

@@ -47,33 +47,12 @@ def _model_report(
     revision: str | None,
     target: Choice,
 ) -> int:
-    from envkit.gpu.published import profilefit
-    from envkit.index.pages import index_url
-    from envkit.models import check_model
-    from envkit.models.drafts import current_models
-    from envkit.releases.registry import Scanner, releases_listing
+    from envkit.models.checking import check
 
-    config = check_model.load_model_config(model, revision=revision)
-    scanner = Scanner(index_url(index), progress=render.progress)
-    stale: dict[str, str] = {}
-
-    def current(p: Profile) -> Profile:  # a [models] table true to the profile's pins
-        fresh, note = current_models(p, scanner)
-        if note:
-            stale[p.name] = note
-        return fresh
-
-    report = check_model.report(
-        config,
-        current(profile) if profile is not None else None,
-        [current(p) for p in _shipped(state)],
-        lambda arch: releases_listing(scanner, arch),
-        stale,
-        gpu=profilefit.checker(target.target),
-        gpu_source=f"compute capability {target.target}, from {target.source}"
-        if target.target is not None
-        else "",
-    )
+    report = check(
+        model, profile, lambda: _shipped(state), index=index, revision=revision, target=target,
+        progress=render.progress,
+    )  # fmt: skip
     render.model_report(report, state.json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
@@ -374,14 +353,7 @@ def _pair(state: State, targets: tuple[str, ...]) -> tuple[Version, Version]:
     from envkit.releases.registry import parse_target
 
     if len(targets) == 1 and "==" not in targets[0]:
-        profile = Catalog.from_option(state.envs).resolve(targets[0])
-        pins = profile.expected_versions()
-        if not pins.get("vllm") or not pins.get("transformers"):
-            raise BadInput(
-                f"{profile.name} does not pin both vllm and transformers.",
-                "Give the pair instead: envkit compat vllm==X transformers==Y.",
-            )
-        return Version(pins["vllm"]), Version(pins["transformers"])
+        return Catalog.from_option(state.envs).resolve(targets[0]).require_pair()
     found = dict(parse_target(t) for t in targets)
     if len(targets) != 2 or set(found) != {"vllm", "transformers"}:
         raise BadInput(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +9,6 @@ import click
 
 from envkit import render
 from envkit.cli.options import (
-    PlanOptions,
     State,
     compat_lookup,
     complete_profiles,
@@ -21,12 +19,11 @@ from envkit.cli.options import (
     plan_options,
     plan_values,
 )
-from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput, ServeRefused
+from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from envkit.profiles.catalog import Catalog
 
 if TYPE_CHECKING:
     from envkit.profiles.profile import Profile
-    from envkit.serving.explain.envpins import Installed
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -195,7 +192,7 @@ def explain(
     acknowledged each, and whether the failure changed. Exit 0 for a healthy start (and for
     --diff), 1 for a failure, 2 for bad input.
     """
-    from envkit.serving.explain import causes as core
+    from envkit.serving.explain.explaining import explain_log
     from envkit.serving.explain.knowledge import ShippedKnowledge
 
     knowledge = ShippedKnowledge(Catalog.from_option(state.envs))
@@ -208,35 +205,12 @@ def explain(
         return EXIT_OK
     if len(logs) > 1:
         raise BadInput("explain reads one log (or - for standard input); --diff compares two.")
-    installed = None
     loaded = Catalog.from_option(state.envs).resolve(profile) if profile else None
-    if venv is not None:
-        from envkit.serving.explain.envpins import from_venv
-
-        installed = from_venv(venv)
-    elif loaded is not None:
-        from envkit.serving.explain.envpins import from_profile
-
-        installed = from_profile(loaded)
-    with core.open_log(logs[0] if logs else "-") as (stream, name):
-        scan, stats = core.scan_stream(stream, name)
-    result = core.explain(
-        scan,
-        stats,
-        knowledge,
-        source=name,
-        installed=installed,
-        profile=loaded.name if loaded else "",
-        venv=str(venv) if venv is not None else "",
-    )
-    if loaded is not None and (scan.facts.args or scan.facts.env):  # envkit lint's check
-        from envkit.serving.lint.use import args_from_log, lint_notes
-
-        recorded = args_from_log(scan.facts.args)
-        for line in lint_notes(loaded, recorded, scan.facts.env, what="the log's arguments")[1]:
-            render.note(line)
-    render.explanation(result, as_json)
-    return EXIT_OK if result.exit_ok else EXIT_CHECK_FAILED
+    done = explain_log(logs[0] if logs else "-", knowledge, profile=loaded, venv=venv)
+    for line in done.notes:
+        render.note(line)
+    render.explanation(done.explanation, as_json)
+    return EXIT_OK if done.explanation.exit_ok else EXIT_CHECK_FAILED
 
 
 @click.command()
@@ -319,112 +293,36 @@ def serve(
     nvidia-smi; with none known, vLLM keeps its own defaults.
     """
     from envkit.serving.explain.knowledge import ShippedKnowledge
-    from envkit.serving.run import launch as start
-    from envkit.serving.run import serve as core
+    from envkit.serving.run.serve import Hooks, Options
+    from envkit.serving.run.start import ServeRequest, run
 
     state: State = ctx.obj
     asked = plan_values(ctx, values)
     catalog = Catalog.from_option(state.envs)
-    loaded = catalog.resolve(profile)
-    venv = Path(os.path.abspath(venv))
-    program = start.vllm_program(venv)
-    _refuse_owned_args(vllm_args)
-    given_keys = start.arg_keys(vllm_args)  # remembered: masked from here on
-    key = start.api_key(api_key_env)
-    host = start.checked_host(host)
-    start.refuse_busy_port(host, port)
-    planned, notes = _planned_args(loaded, model, asked, no_plan)
-    env, probe_key = start.child_env(key, given_keys[0] if given_keys else "")
-    argv = start.command(program, model, host, port, planned, vllm_args)
-    warnings = [w for w in (start.marker_warning(venv, loaded.name),) if w]
-    from envkit.serving.lint.use import lint_notes, refuse_on_error  # envkit lint's check
-
-    variables = {k: v for k, v in {**os.environ, **env}.items() if k.startswith("VLLM_")}
-    lint_report, lint_lines = lint_notes(loaded, argv[2:], variables)
-    refuse_on_error(lint_report, loaded)
-    (warnings if lint_report is not None else notes).extend(lint_lines)
-    if any(a.split("=")[0] == "--api-key" for a in vllm_args):
-        warnings.append(
-            "a key after -- (vLLM's --api-key) is on the command line every user's ps "
-            "shows; --api-key-env VAR hands it over in the environment instead"
-        )
-    launch = start.Launch(
-        profile=loaded.name,
+    request = ServeRequest(
+        profile=catalog.resolve(profile),
         model=model,
+        vllm_args=vllm_args,
         venv=venv,
-        argv=argv,
-        shown=start.masked(argv),
-        env=env,
-        key=probe_key,
         host=host,
         port=port,
-        notes=tuple(notes),
-        warnings=tuple(warnings),
-        gpu=asked.target.target.name if asked.target.target is not None else "",
+        settings=asked.settings,
+        given=asked.given,
+        gpu=asked.gpu,
+        target=asked.target.target.name if asked.target.target is not None else "",
+        no_plan=no_plan,
+        api_key_env=api_key_env,
+        options=Options(stall_timeout=stall_timeout, check=check, stop_grace=stop_grace),
     )
-    render.serve_start(launch)
     shown = render.ServeLog(as_json)
-    hooks = core.Hooks(
+    hooks = Hooks(
         output=shown.output, note=render.note, ready=render.serve_ready, progress=shown.progress
     )
-    options = core.Options(stall_timeout=stall_timeout, check=check, stop_grace=stop_grace)
-    result = core.serve(
-        launch, options, hooks, ShippedKnowledge(catalog), installed=_installed(venv)
+    result = run(
+        request, ShippedKnowledge(catalog), hooks, render.serve_start, progress=render.progress
     )
     render.serve_result(result, as_json)
     return result.exit_code
-
-
-def _refuse_owned_args(vllm_args: tuple[str, ...]) -> None:
-    for arg in vllm_args:
-        name = arg.split("=")[0]
-        if name in ("--host", "--port", "--model") or arg == "serve":
-            raise BadInput(
-                f"{arg!r} after --: envkit serve sets vLLM's host, port and model itself "
-                "(the probe asks there).",
-                "Give --host, --port and MODEL to envkit serve instead.",
-            )
-
-
-def _planned_args(
-    loaded: Profile, model: str, asked: PlanOptions, no_plan: bool
-) -> tuple[list[str], list[str]]:
-    """The plan's vllm serve arguments and what to say about them."""
-    from envkit.serving.command import serve_args, shell_words
-    from envkit.serving.plan.planning import asked_args, gpu_from_nvidia_smi, plan_for
-
-    if no_plan:
-        return asked_args(asked.settings, asked.given), [
-            "--no-plan: vLLM's own defaults, but for the settings named"
-        ]
-    gpu = asked.gpu or gpu_from_nvidia_smi()
-    if gpu is None:
-        return asked_args(asked.settings, asked.given), [
-            "no GPU memory known (no --gpu, --gpu-memory, or nvidia-smi): vLLM's own "
-            "defaults (utilisation 0.9, the model's whole context), but for the settings named"
-        ]
-    result, _profile, _verdict = plan_for(loaded, model, gpu, asked.settings, render.progress)
-    if not result.command:
-        problems = "; ".join(f"{p.code}: {p.message}" for p in result.problems)
-        raise ServeRefused(
-            f"envkit plan has no command for {model} with {loaded.name} on this GPU "
-            f"({gpu.source}): {problems or 'no setting fits'}.",
-            "envkit plan PROFILE MODEL shows the numbers; --no-plan starts vLLM with its own "
-            "defaults anyway.",
-        )
-    args = serve_args(result.recommended, asked.settings.kv_cache_dtype)
-    notes = [f"plan ({gpu.source}): {shell_words(args)}"]
-    notes += [f"plan: {p.code}: {p.message} (so: {p.fix})" for p in result.problems if p.fix]
-    return args, notes
-
-
-def _installed(venv: Path) -> Installed | None:
-    from envkit.serving.explain.envpins import from_venv
-
-    try:
-        return from_venv(venv)
-    except BadInput:  # not a venv envkit can read: the fixes go without its versions
-        return None
 
 
 COMMANDS = (plan, probe, doctor, explain, serve)

@@ -342,3 +342,28 @@ def verify(
         progress=progress,
         built=built,
     )
+
+
+def verify_existing(
+    profile: Profile,
+    venv: Path,
+    *,
+    compat: CompatLookup | None = None,
+    gpu: Choice | None = NO_TARGET,
+    progress: Progress = quiet,
+    note: Callable[[str], None] = lambda _line: None,
+) -> Report:
+    """``envkit verify``: an existing venv checked against ``profile`` while its lock is
+    held (what a killed envkit left repaired first, each repair said through ``note``).
+    An interrupt raises Interrupted saying what is on disk (``VenvSlot.describe``)."""
+    from envkit.env.venvslot import VenvSlot
+    from envkit.errors import Interrupted
+
+    slot = VenvSlot(venv)
+    try:
+        with slot.locked(note, existing=True) as recovered:
+            for done in recovered:
+                note(f"recovered: {done}")
+            return verify(profile, slot.venv, compat=compat, gpu=gpu, progress=progress)
+    except KeyboardInterrupt:
+        raise Interrupted(slot.describe()) from None  # the last line says what is there

@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 
 from envkit.errors import UnreadableFile
 from envkit.fleet.fingerprint import MAX_NAMES, Distribution, Files
+from envkit.index.metadata import read_installed
 from envkit.io.files import open_regular
 
 MAX_RECORD_ENTRIES = 200_000  # files of one distribution (torch has ~15,000)
@@ -34,10 +35,14 @@ def installed(
     with its files judged against its RECORD when ``hashes`` (else ``unchecked``)."""
     found: dict[str, metadata.Distribution] = {}
     if hashes:
-        for dist in metadata.distributions(path=[p for p in site_packages if p]):
-            found.setdefault(
-                canonicalize_name(dist.metadata["Name"] or ""), dist
-            )  # the first on the path is the one imported
+        for folder in (Path(p) for p in site_packages if p):
+            for info in sorted(folder.glob("*.dist-info")):
+                try:  # the name as METADATA says it, read by the one reader of that file
+                    name = read_installed(info / "METADATA").name
+                except UnreadableFile:
+                    continue
+                # the first on the path is the one imported
+                found.setdefault(canonicalize_name(name), metadata.PathDistribution(info))
     for name in sorted(versions):
         seen = found.get(name)
         if not hashes:

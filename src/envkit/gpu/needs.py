@@ -97,7 +97,7 @@ def for_profile(profile: Profile) -> DriverNeed | None:
     if backend and not cuda_for_backend(backend):
         return None  # cpu, rocm, xpu: whatever cuda says, the build is not CUDA's
     if not cuda or not _CUDA.fullmatch(cuda):
-        return None  # no CUDA named (a profile's CUDA_RE also lets 123.4 through)
+        return None  # no CUDA named (a profile's CUDA form also lets 123.4 through)
     return for_cuda(cuda)
 
 

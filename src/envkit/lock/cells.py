@@ -11,7 +11,6 @@ disk and publishes, env/build.py installs a published lock.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -33,7 +32,7 @@ from envkit.errors import (
 from envkit.gpu.needs import for_backend
 from envkit.io.atomicfile import held, write_atomic
 from envkit.io.files import MiB, present, read_small, read_small_text
-from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile
+from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile, content_digest
 
 MAX_LOCK_BYTES = 32 * MiB  # a cell's constraints or pylock: real ones are a few hundred KB
 MAX_MANIFEST_BYTES = 4 * MiB  # lock.json
@@ -196,10 +195,12 @@ class CellState:
 
 
 def digest(profile: Profile) -> str:
-    """The profile's content digest: any edit of the file makes its locks stale."""
-    raw = read_small(profile.path, MAX_PROFILE_BYTES, what="profile")
-    data = raw.replace(b"\r\n", b"\n")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    """The profile's content digest (``Profile.digest``, computed once when its text was
+    read: ``profiles.profile.content_digest``): any edit of the file makes its locks stale.
+    A profile made by hand, without a text, is read for it."""
+    if profile.digest:
+        return profile.digest
+    return content_digest(read_small_text(profile.path, MAX_PROFILE_BYTES, what="profile"))
 
 
 def constraints_root(profile: Profile, option: str | None = None) -> Path:

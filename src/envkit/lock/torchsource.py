@@ -21,7 +21,8 @@ from envkit.errors import BadInput
 from envkit.io.redaction import redact
 from envkit.io.urls import check_torch_index
 from envkit.lock.cells import TorchOrigin
-from envkit.profiles.profile import BACKEND_RE, Profile, Torch, cuda_for_backend
+from envkit.profiles.forms import BACKEND
+from envkit.profiles.profile import Profile, Torch, cuda_for_backend
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class TorchSource:
 
 def for_build(profile: Profile, backend_option: str | None, index: TorchIndex) -> TorchSource:
     """The source a fresh build asks; ``backend_option`` overrides the profile's backend."""
-    if backend_option and not BACKEND_RE.fullmatch(backend_option):
+    if backend_option and not BACKEND.fits(backend_option):
         raise BadInput(
             f"--torch-backend {backend_option!r} is not a torch backend.",
             "Use cpu, a CUDA one such as cu124, rocm6.2 or xpu.",

@@ -214,15 +214,9 @@ def write_new_profile(path: Path, text: str, *, force: bool) -> None:
 def rescan(profile: Profile, scanner: Scanner) -> tuple[Scan, Scan]:
     """``scan --update``: scan the profile's pinned vLLM and transformers and rewrite its
     ``[models]`` table from them. BadInput when either is not pinned exactly."""
-    pins = profile.expected_versions()
-    missing = [n for n in ("vllm", "transformers") if n not in pins]
-    if missing:
-        raise BadInput(
-            f"Profile {profile.name} pins no exact {' or '.join(missing)} version.",
-            "Pin vllm==X in requirements and transformers==Y in constraints.",
-        )
-    vllm = scanner.scan("vllm", Version(pins["vllm"]))
-    transformers = scanner.scan("transformers", Version(pins["transformers"]))
+    vllm_pin, transformers_pin = profile.require_pair()
+    vllm = scanner.scan("vllm", vllm_pin)
+    transformers = scanner.scan("transformers", transformers_pin)
     bounds = transformers_bounds(scanner, Version(vllm.version))
     update_models(profile.path, vllm, transformers, bounds)
     return with_bounds(vllm, bounds), transformers
@@ -284,12 +278,12 @@ def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
     """The profile with a ``[models]`` table true to its pins: as written when it names the
     pinned vLLM and transformers; else scanned from those releases (NetworkError when they
     cannot be read: never a verdict), with a note saying the table is stale."""
-    pins = profile.expected_versions()
-    vllm, transformers = pins.get("vllm", ""), pins.get("transformers", "")
+    pair = profile.pair()
     table = profile.models
     unscanned = not table.vllm  # judged as "profile-not-scanned", not rescanned behind its back
-    if unscanned or not vllm or not transformers:
+    if unscanned or pair is None:
         return profile, ""
+    vllm, transformers = pair
     if (table.vllm, table.transformers) == (vllm, transformers):
         return profile, ""
     v = scanner.scan("vllm", Version(vllm))

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkit.profiles.tomlfields import Report, sub_table
+from envkit.profiles.keys import Report
+from envkit.profiles.tomlfields import sub_table
 
 MAX_ARGS = 512
 MAX_WORD = 4_096
 MAX_VARIABLES = 256
 VARIABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-SCHEMA: dict[str, type | tuple[type, ...]] = {"args": list, "env": dict}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

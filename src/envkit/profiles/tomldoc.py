@@ -28,10 +28,11 @@ from envkit.io.cache import PROFILES, BadEntry, Fields
 MAX_DEPTH = 8  # a profile nests four tables deep (models.transformers_bounds.ARCH.min)
 
 
-def parse(text: str, shown: str) -> tuple[dict[str, Any], bool]:
+def parse(text: str, shown: str, sha256: str = "") -> tuple[dict[str, Any], bool]:
     """The document of ``text``, and whether it was parsed now (False: from the cache).
-    Raises ProfileError for TOML tomlkit refuses, with tomlkit's reason and line."""
-    cached = PROFILES.load(_key(text), lambda fields: _entry(fields, text))
+    ``sha256``: the text's hex digest, when the caller has it. Raises ProfileError for TOML
+    tomlkit refuses, with tomlkit's reason and line."""
+    cached = PROFILES.load(sha256 or _key(text), lambda fields: _entry(fields, text))
     if cached is not None:
         return cached, False
     import tomlkit  # only for a text not met before
@@ -50,7 +51,7 @@ def parse(text: str, shown: str) -> tuple[dict[str, Any], bool]:
     return doc, True
 
 
-def store(text: str, doc: dict[str, Any]) -> None:
+def store(text: str, doc: dict[str, Any], sha256: str = "") -> None:
     """Keep the document of a text that made a valid profile; nothing when it holds other
     than tables, arrays and strings or a string the text does not spell out (an escape)."""
     try:
@@ -58,7 +59,7 @@ def store(text: str, doc: dict[str, Any]) -> None:
         _check_spelled(doc, text)
     except BadEntry:
         return
-    PROFILES.store(_key(text), {"doc": encoded})
+    PROFILES.store(sha256 or _key(text), {"doc": encoded})
 
 
 def _key(text: str) -> str:

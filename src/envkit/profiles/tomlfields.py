@@ -1,57 +1,22 @@
-"""Values read out of a TOML document where they enter: each key's shape against a schema,
-strings, lists of names, requirements, time stamps, and the line a dotted key sits on, so
-every problem can name its key path and line. Problems are reported, never raised: the
-caller collects them all (see ``profile.parse_profile``)."""
+"""Values read out of a TOML document the declaration (``keys.check``) has checked: strings,
+lists of strings, name = string tables, requirements, and the line a dotted key sits on, so
+every problem can name its key path and line. A reader here takes what has the declared
+type and skips the rest (``keys.check`` has said why); requirements are parsed here, and
+their problems reported, never raised: the caller collects them all
+(see ``profile.parse_profile``)."""
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+
+from envkit.profiles.keys import Report
 
 if TYPE_CHECKING:  # imported only where a text is parsed (tomldoc)
     import tomlkit.exceptions
-
-Report = Callable[[str, str], None]  # (key path, message): one problem found
-# table path -> key -> expected Python type of the value
-Schemas = Mapping[str, Mapping[str, type | tuple[type, ...]]]
-
-
-def is_timestamp(text: str) -> bool:
-    """An RFC 3339 time stamp or a plain date, as uv's --exclude-newer takes them."""
-    if not text.isascii() or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ].+)?", text):
-        return False
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return False
-    return True
-
-
-def check_shape(table: Mapping[str, Any], schemas: Schemas, prefix: str, problem: Report) -> None:
-    """Unknown keys (with the closest known one) and values of the wrong type, recursively."""
-    schema = schemas[prefix]
-    for key, value in table.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if key not in schema:
-            close = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.6)
-            hint = (
-                f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(schema)}"
-            )
-            problem(path, f"unknown key '{key}'{hint}")
-            continue
-        expected = schema[key]
-        if not isinstance(value, expected):
-            want = expected.__name__ if isinstance(expected, type) else "value"
-            kind = {"str": "a string", "list": "an array", "dict": "a table"}.get(want, want)
-            problem(path, f"must be {kind}, not {type(value).__name__}")
-        elif isinstance(value, dict) and path in schemas:
-            check_shape(value, schemas, path, problem)
 
 
 def sub_table(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -64,47 +29,22 @@ def text_value(doc: Mapping[str, Any], key: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def version_value(doc: Mapping[str, Any], path: str, problem: Report) -> str:
-    """A version string (PEP 440, ASCII) at ``path``; '' when absent. Versions end up in
-    image tags, URLs and commands, so anything else is a problem here."""
-    text = text_value(doc, path.rpartition(".")[2])
-    if text and not (text.isascii() and is_version(text)):
-        problem(path, f"{text!r} is not a version such as '0.8.5'")
-    return text
-
-
-def name_list(
-    doc: Mapping[str, Any],
-    path: str,
-    problem: Report,
-    pattern: re.Pattern[str] | None = None,
-    what: str = "",
-) -> tuple[str, ...]:
-    values = doc.get(path.rpartition(".")[2], [])
+def strings(doc: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The non-empty strings of the array at ``key`` (none when it is not an array)."""
+    values = doc.get(key, [])
     if not isinstance(values, list):
         return ()
-    out: list[str] = []
-    for value in values:
-        if not isinstance(value, str) or not value.strip():
-            problem(path, f"entries must be non-empty strings, found {value!r}")
-        elif pattern is not None and not pattern.fullmatch(value):
-            problem(path, f"{value!r} is not {what}")
-        else:
-            out.append(value)
-    return tuple(out)
+    return tuple(v for v in values if isinstance(v, str) and v.strip())
 
 
-def text_map(doc: Mapping[str, Any], path: str, problem: Report) -> dict[str, str]:
-    table = sub_table(doc, path.rpartition(".")[2])
-    for key, value in table.items():
-        if not isinstance(value, str):
-            problem(f"{path}.{key}", "must be a string")
-    return {str(k): v for k, v in table.items() if isinstance(v, str)}
+def text_map(doc: Mapping[str, Any], key: str) -> dict[str, str]:
+    """The name = string pairs of the table at ``key``."""
+    return {str(k): v for k, v in sub_table(doc, key).items() if isinstance(v, str)}
 
 
 def requirement_list(doc: Mapping[str, Any], key: str, problem: Report) -> tuple[str, ...]:
     out: list[str] = []
-    for text in name_list(doc, key, problem):
+    for text in strings(doc, key):
         if not text.isprintable():  # packaging lets a URL requirement hold ESC, U+202E...
             problem(key, f"{text!r} holds a character that is not printable")
             continue
@@ -168,11 +108,3 @@ class KeyLines:
                 return self._lines[key]
             key = key.rpartition(".")[0]
         return None
-
-
-def is_version(text: str) -> bool:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return False
-    return True

@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, WheelError
+from envkit.index.metadata import parse as parse_metadata
 from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
 from envkit.io.cache import SCANS, BadEntry, Fields
@@ -280,13 +281,13 @@ def _str_table(value: Any) -> dict[str, str]:
 
 
 def requirements(metadata: str) -> tuple[dict[str, str], str]:
+    """The torch, transformers, tokenizers, torchvision and torchaudio a wheel's METADATA
+    text requires (name -> specifier), and its Requires-Python (``index.metadata``)."""
     if not metadata:
         return {}, ""
-    from email.parser import Parser  # where METADATA is read, not where a scan is cached
-
-    message = Parser().parsestr(metadata, headersonly=True)
+    headers = parse_metadata(metadata)
     out: dict[str, str] = {}
-    for line in message.get_all("Requires-Dist") or []:
+    for line in headers.requires_dist:
         try:
             req = Requirement(line)
         except InvalidRequirement:
@@ -297,7 +298,7 @@ def requirements(metadata: str) -> tuple[dict[str, str], str]:
         if name in ("torch", "transformers", "tokenizers", "torchvision", "torchaudio"):
             spec = str(req.specifier)
             out[name] = f"{out[name]},{spec}" if name in out and spec else spec or out.get(name, "")
-    return out, str(message.get("Requires-Python") or "")
+    return out, headers.requires_python
 
 
 @dataclass(frozen=True)

@@ -155,21 +155,36 @@ def torch_cuda(scanner: Scanner, version: Version) -> str:
     return wheel_cuda(pick_wheel(scanner.files("torch"), version).url, scanner.http)
 
 
+@dataclass(frozen=True, slots=True)
+class VersionFile:
+    """What a torch's ``torch/version.py`` says: ``__version__`` ('' when it names none a
+    version could be) and ``cuda`` ('' for a CPU build, which says None)."""
+
+    version: str
+    cuda: str
+
+
+def read_version_file(text: str, where: str) -> VersionFile:
+    """``torch/version.py`` read with ``ast``, never imported: the one reader of that file,
+    for a wheel's (``version_cuda``) and an installed torch's (``gpu.installed.modules``).
+    WheelError naming ``where`` when it is not Python or its cuda is not a version."""
+    try:
+        tables = module_tables(text, filename="torch/version.py")
+    except SourceError as exc:
+        raise WheelError(f"{where}: {exc}") from None
+    found, version = tables.get("cuda"), tables.get("__version__")
+    if found is not None and (not isinstance(found, str) or not _CUDA.fullmatch(found)):
+        raise WheelError(f"torch/version.py in {where} says cuda = {found!r:.40}, not a version.")
+    fits = isinstance(version, str) and _TORCH_VERSION.fullmatch(version)
+    return VersionFile(version if fits and isinstance(version, str) else "", found or "")
+
+
 def version_cuda(members: dict[str, bytes], wheel: str) -> str:
     """torch.version.cuda as a torch wheel's ``torch/version.py`` (among ``members``) sets
     it ('' for a CPU build, which says None); WheelError naming ``wheel`` otherwise."""
     if "torch/version.py" not in members:
         raise WheelError(f"{wheel} has no torch/version.py.")
-    try:
-        text = members["torch/version.py"].decode("utf-8", "replace")
-        found = module_tables(text, filename="torch/version.py").get("cuda")
-    except SourceError as exc:
-        raise WheelError(str(exc)) from None
-    if found is None:
-        return ""
-    if not isinstance(found, str) or not _CUDA.fullmatch(found):
-        raise WheelError(f"torch/version.py in {wheel} says cuda = {found!r:.40}, not a version.")
-    return found
+    return read_version_file(members["torch/version.py"].decode("utf-8", "replace"), wheel).cuda
 
 
 def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
@@ -197,6 +212,7 @@ def _cuda_entry(f: Fields) -> str:
 
 
 _CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
+_TORCH_VERSION = re.compile(r"[0-9][0-9a-z.+]{0,40}")  # 2.6.0+cu124: printed, so plain
 _torch_cache = threading.Lock()
 
 

@@ -188,11 +188,11 @@ def _page(profile: Profile, constraints: str | None, checker: Checker) -> Profil
     cells = tuple(states(profile, constraints))
     folder = cell_folder(profile, constraints)
     files = tuple(sorted(p for p in folder.glob("*") if p.suffix in (".txt", ".toml")))
-    pins = profile.expected_versions()
+    pair = profile.pair()
     report, error = None, ""
-    if pins.get("vllm") and pins.get("transformers"):
+    if pair is not None:
         try:
-            report = checker.check(Version(pins["vllm"]), Version(pins["transformers"]))
+            report = checker.check(Version(pair[0]), Version(pair[1]))
         except EnvkitError as exc:
             error = exc.message
     need = for_profile(profile)

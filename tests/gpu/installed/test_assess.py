@@ -1,4 +1,4 @@
-"""gpu.assess on a site-packages laid out as real ones are, from g++-built stubs given
+"""gpu.installed.assess on a site-packages laid out as real ones are, from g++-built stubs given
 fatbins: torch's libraries, vLLM's core and backend modules, a top-level flash-attn module
 built for another CUDA runtime, NVIDIA's runtime library."""
 

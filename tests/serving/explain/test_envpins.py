@@ -1,5 +1,5 @@
-"""serving.envpins: the vLLM, transformers and torch a venv holds, read from its dist-info files,
-each install counted once however many paths lead to it."""
+"""serving.explain.envpins: the vLLM, transformers and torch a venv holds, read from its
+dist-info files, each install counted once however many paths lead to it."""
 
 from __future__ import annotations
 

@@ -83,26 +83,3 @@ def test_the_json_flags_are_quoted_in_the_plan_line(tmp_path: Path) -> None:
         str(MODELS / "Qwen2-VL-2B-Instruct"), "--gpu", "rtx-4060", cwd=tmp_path,
     )  # fmt: skip
     assert "--mm-processor-kwargs '{\"max_pixels\": 401408}'" in _recommended_line(res.out)
-
-
-def test_serves_plan_note_is_quoted_like_the_command() -> None:
-    """serve's 'plan (...): ARGS' line pastes as the arguments it starts vLLM with."""
-    from envkit.cli.options import PlanOptions
-    from envkit.cli.serving import _planned_args
-    from envkit.gpu.cards import GIB
-    from envkit.gpu.installed.detect import Choice
-    from envkit.profiles.catalog import Catalog
-    from envkit.serving.command import MmLimits
-    from envkit.serving.plan.planning import Gpu, Settings, asked_args
-
-    profile = Catalog.from_option(str(ROOT / "envs")).resolve("vllm-0.8.5+qwen2-vl")
-    settings = Settings(mm_limits=MmLimits.parse("image=2"))
-    asked = PlanOptions(Gpu(memory=8 * GIB, source="--gpu-memory 8GiB"), settings,
-                        frozenset({"mm_limits"}), Choice(None, ""))  # fmt: skip
-    args, notes = _planned_args(profile, str(MODELS / "Qwen2-VL-2B-Instruct"), asked, False)
-    shown = notes[0].split("): ", 1)[1]
-    assert shlex.split(shown) == args
-    assert "--mm-processor-kwargs '{\"max_pixels\": 401408}'" in shown
-    assert args[args.index("--limit-mm-per-prompt") + 1] == '{"image": 2}'
-    # without a plan, the settings named still go to vLLM, in its JSON
-    assert asked_args(settings, asked.given) == ["--limit-mm-per-prompt", '{"image": 2}']

@@ -1,4 +1,4 @@
-"""envkit plan's image budget (serving.mmbudget): the images vLLM's profiling run puts through
+"""envkit plan's image budget (serving.plan.mmbudget): the images vLLM's profiling run puts through
 the vision tower, as vLLM counts them, at the pixels asked (--mm-processor-kwargs) and with
 the items per prompt asked (--limit-mm-per-prompt), ahead of the KV cache (report 3); and what
 plan says when it had to assume the whole card free (report 2)."""

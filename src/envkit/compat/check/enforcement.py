@@ -22,11 +22,11 @@ def lock_refusals(
     through ``note`` and not refused: a network failure is never a verdict."""
     refused: dict[str, str] = {}
     for profile in profiles:
-        pins = profile.expected_versions()
-        if not pins.get("vllm") or not pins.get("transformers"):
+        pair = profile.pair()
+        if pair is None:
             continue
         try:
-            report = checker.check(Version(pins["vllm"]), Version(pins["transformers"]))
+            report = checker.check(Version(pair[0]), Version(pair[1]))
         except EnvkitError as exc:
             note(f"compat of {profile.name}'s pins not checked: {exc.message}")
             continue

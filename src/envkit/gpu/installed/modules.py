@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.errors import UnreadableFile
+from envkit.errors import UnreadableFile, WheelError
 from envkit.gpu.binaries import elf
 from envkit.gpu.binaries.filecache import FileCache
 from envkit.gpu.binaries.torchabi import TORCH_LIBRARIES
@@ -161,18 +161,18 @@ class TorchRelease:
 
 
 def torch_release(site_packages: Path) -> TorchRelease:
-    """torch's version and CUDA from ``torch/version.py``'s text (never imported)."""
+    """torch's version and CUDA from ``torch/version.py``'s text (never imported), read by
+    the one reader of that file (``releases.torchbuilds.read_version_file``); '' for each
+    when the file is missing, too large or not what torch writes."""
+    from envkit.releases.torchbuilds import read_version_file  # the index readers: only here
+
+    path = site_packages / "torch" / "version.py"
     try:
-        with (site_packages / "torch" / "version.py").open("rb") as handle:
-            text = handle.read(MAX_VERSION_FILE).decode("utf-8", "replace")
-    except OSError:
+        text = read_small(path, MAX_VERSION_FILE, what="torch/version.py")
+        found = read_version_file(text.decode("utf-8", "replace"), str(path))
+    except (UnreadableFile, WheelError):
         return TorchRelease("", "")
-    found = [
-        re.search(rf"^{key}(?:\s*:[^=\n]*)?\s*=\s*['\"]([0-9][0-9a-z.+]{{0,40}})['\"]", text, re.M)
-        for key in ("__version__", "cuda")
-    ]
-    version, cuda = (m.group(1) if m else "" for m in found)
-    return TorchRelease(version, cuda if re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,2}", cuda) else "")
+    return TorchRelease(found.version, found.cuda)
 
 
 def for_other_torch(name: str, installed: TorchRelease) -> str:

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envkit.errors import BadInput
+from envkit.errors import BadInput, UnreadableFile
+from envkit.index.metadata import read_installed
 
 if TYPE_CHECKING:
     from envkit.profiles.profile import Profile
 
 WANTED = ("vllm", "transformers", "torch")
-MAX_METADATA = 64 * 1024  # the headers come first; descriptions can be long
 MAX_DIST_INFOS = 5000
 
 
@@ -68,18 +68,13 @@ def _site_packages(venv: Path) -> list[Path]:
 
 
 def _headers(metadata: Path) -> tuple[str, str]:
-    name = version = ""
-    with metadata.open("rb") as f:
-        head = f.read(MAX_METADATA).decode("utf-8", "replace")
-    for line in head.splitlines():
-        if not line.strip():
-            break  # the body starts
-        key, _, value = line.partition(":")
-        if key.lower() == "name":
-            name = value.strip()
-        elif key.lower() == "version":
-            version = value.strip()
-    return name, version
+    """Name and Version of an installed METADATA (``index.metadata``); '' for a file that
+    is not a regular one."""
+    try:
+        found = read_installed(metadata)
+    except UnreadableFile:
+        return "", ""
+    return found.name, found.version
 
 
 def from_venv(venv: Path) -> Installed:
