@@ -42,6 +42,13 @@ def hermetic_uv(
     # to it); tests of folding set their own
     os.environ["COLUMNS"] = "100"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
+    if sys.dont_write_bytecode:
+        # PYTHONDONTWRITEBYTECODE=1 (no __pycache__ in the checkout) would have every child
+        # Python (an envkit process, a venv's interpreter) compile envkit and what it imports
+        # again, about half of its start-up: the children write their bytecode to this
+        # worker's own folder instead, outside the checkout and gone with the session
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
     if "not network" in str(pytestconfig.getoption("markexpr")):
         # the offline suite: an index lookup nobody pointed at a local index fails at once,
         # here and on a machine that reaches the real one (network tests use the real one)
@@ -173,3 +180,28 @@ def startup_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     folder = tmp_path_factory.mktemp("startup-world")
     with _published(folder, sw.wheels(), sw.upload_times) as server:
         yield server
+
+
+# ENVKIT_TEST_CPU=FOLDER: each test's CPU seconds (this process and the children it waited
+# for: the uv runs, the envkit processes) and wall seconds, setup and teardown included, one
+# JSON line per test in FOLDER/<worker>.jsonl (benchmarks/suite_time.py --per-test reads them).
+# The first test to use a session fixture pays for building it.
+_CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU")
+if _CPU_FOLDER:
+    import json as _json
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        before = os.times()
+        yield
+        after = os.times()
+        spent = [b - a for a, b in zip(before, after, strict=True)]
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        line = {
+            "test": item.nodeid,
+            "cpu": round(spent[0] + spent[1], 3),
+            "children": round(spent[2] + spent[3], 3),
+            "wall": round(spent[4], 3),
+        }
+        with open(Path(_CPU_FOLDER) / f"{worker}.jsonl", "a") as sink:
+            sink.write(_json.dumps(line) + "\n")
