@@ -186,7 +186,7 @@ def startup_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 # for: the uv runs, the envkit processes) and wall seconds, setup and teardown included, one
 # JSON line per test in FOLDER/<worker>.jsonl (benchmarks/suite_time.py --per-test reads them).
 # The first test to use a session fixture pays for building it.
-_CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU")
+_CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU", "")
 if _CPU_FOLDER:
     import json as _json
 
