@@ -10,6 +10,20 @@ from pathlib import Path
 
 import pytest
 
+# PYTHONDONTWRITEBYTECODE=1 keeps __pycache__ out of the checkout, and would have every
+# process of a run compile what it imports again: each worker its test modules (pytest's
+# assertion rewriting, 7 of its 10 s of collection), each child Python (an envkit process, a
+# venv's interpreter) envkit and its libraries (half its start-up). The bytecode goes to the
+# user's cache folder instead, outside the checkout, where Python checks each file against
+# its source as it would in __pycache__ (a test never depends on it: only time does).
+_PYCACHE = ""
+if sys.dont_write_bytecode and not sys.pycache_prefix:
+    import platformdirs
+
+    _PYCACHE = str(Path(platformdirs.user_cache_dir("envkit-tests")) / "pycache")
+    sys.pycache_prefix = _PYCACHE
+    sys.dont_write_bytecode = False
+
 # the fixture modules of a package's tests (tests/gpu/elfbuild.py, tests/serving/bootlogs.py...)
 # are imported by the tests in its wings (tests/gpu/binaries/...): their folders are on the path
 for _folder in ("gpu", "serving", "compat"):
@@ -42,13 +56,9 @@ def hermetic_uv(
     # to it); tests of folding set their own
     os.environ["COLUMNS"] = "100"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
-    if sys.dont_write_bytecode:
-        # PYTHONDONTWRITEBYTECODE=1 (no __pycache__ in the checkout) would have every child
-        # Python (an envkit process, a venv's interpreter) compile envkit and what it imports
-        # again, about half of its start-up: the children write their bytecode to this
-        # worker's own folder instead, outside the checkout and gone with the session
+    if _PYCACHE:  # the children too (see _PYCACHE)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-        os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
+        os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
     if "not network" in str(pytestconfig.getoption("markexpr")):
         # the offline suite: an index lookup nobody pointed at a local index fails at once,
         # here and on a machine that reaches the real one (network tests use the real one)
