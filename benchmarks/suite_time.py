@@ -7,7 +7,7 @@ says what the suite costs. Run by hand from the repository's root:
 
     python benchmarks/suite_time.py [--runs 1] [--network | --heavy] [--per-test 20]
 
-``--heavy`` runs the tests marked ``container`` or ``cluster`` instead (a real container
+``--heavy`` runs the offline tests marked ``container`` or ``cluster`` instead (a real container
 builder, a local Ray cluster: at most 3 minutes together, skipped without their tools);
 ``--per-test N`` also prints the N tests that took the most CPU (recorded by the tests'
 conftest under ``ENVKIT_TEST_CPU``), with what each file took in all.
@@ -71,7 +71,7 @@ def main() -> int:
     if args.network:
         command += ["-m", "network"]
     elif args.heavy:
-        command += ["-m", "container or cluster"]
+        command += ["-m", "(container or cluster) and not network"]
     runs = []
     machine = describe()
     for _ in range(args.runs):

@@ -59,7 +59,8 @@ def hermetic_uv(
     if _PYCACHE:  # the children too (see _PYCACHE)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
-    if "not network" in str(pytestconfig.getoption("markexpr")):
+    selected = str(pytestconfig.getoption("markexpr"))
+    if "not network" in selected or "network" not in selected:
         # the offline suite: an index lookup nobody pointed at a local index fails at once,
         # here and on a machine that reaches the real one (network tests use the real one)
         os.environ["UV_DEFAULT_INDEX"] = "http://127.0.0.1:9/simple"
