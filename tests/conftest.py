@@ -10,6 +10,20 @@ from pathlib import Path
 
 import pytest
 
+# PYTHONDONTWRITEBYTECODE=1 keeps __pycache__ out of the checkout, and would have every
+# process of a run compile what it imports again: each worker its test modules (pytest's
+# assertion rewriting, 7 of its 10 s of collection), each child Python (an envkit process, a
+# venv's interpreter) envkit and its libraries (half its start-up). The bytecode goes to the
+# user's cache folder instead, outside the checkout, where Python checks each file against
+# its source as it would in __pycache__ (a test never depends on it: only time does).
+_PYCACHE = ""
+if sys.dont_write_bytecode and not sys.pycache_prefix:
+    import platformdirs
+
+    _PYCACHE = str(Path(platformdirs.user_cache_dir("envkit-tests")) / "pycache")
+    sys.pycache_prefix = _PYCACHE
+    sys.dont_write_bytecode = False
+
 # the fixture modules of a package's tests (tests/gpu/elfbuild.py, tests/serving/bootlogs.py...)
 # are imported by the tests in its wings (tests/gpu/binaries/...): their folders are on the path
 for _folder in ("gpu", "serving", "compat"):
@@ -42,7 +56,11 @@ def hermetic_uv(
     # to it); tests of folding set their own
     os.environ["COLUMNS"] = "100"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
-    if "not network" in str(pytestconfig.getoption("markexpr")):
+    if _PYCACHE:  # the children too (see _PYCACHE)
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
+    selected = str(pytestconfig.getoption("markexpr"))
+    if "not network" in selected or "network" not in selected:
         # the offline suite: an index lookup nobody pointed at a local index fails at once,
         # here and on a machine that reaches the real one (network tests use the real one)
         os.environ["UV_DEFAULT_INDEX"] = "http://127.0.0.1:9/simple"
@@ -184,3 +202,28 @@ def upgrade_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     folder = tmp_path_factory.mktemp("upgrade-world")
     with _published(folder, uw.wheels(), uw.upload_times) as server:
         yield server
+
+
+# ENVKIT_TEST_CPU=FOLDER: each test's CPU seconds (this process and the children it waited
+# for: the uv runs, the envkit processes) and wall seconds, setup and teardown included, one
+# JSON line per test in FOLDER/<worker>.jsonl (benchmarks/suite_time.py --per-test reads them).
+# The first test to use a session fixture pays for building it.
+_CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU", "")
+if _CPU_FOLDER:
+    import json as _json
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        before = os.times()
+        yield
+        after = os.times()
+        spent = [b - a for a, b in zip(before, after, strict=True)]
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        line = {
+            "test": item.nodeid,
+            "cpu": round(spent[0] + spent[1], 3),
+            "children": round(spent[2] + spent[3], 3),
+            "wall": round(spent[4], 3),
+        }
+        with open(Path(_CPU_FOLDER) / f"{worker}.jsonl", "a") as sink:
+            sink.write(_json.dumps(line) + "\n")

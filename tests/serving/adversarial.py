@@ -167,14 +167,17 @@ def exercise(pattern: re.Pattern[str], line: str) -> None:
     pattern.fullmatch(line)
 
 
-def hardest(pattern: re.Pattern[str], top: int = 5) -> tuple[int, Iterator[str]]:
-    """Every line shape of ``pattern`` tried at 16 KiB, where a quadratic pattern is already
-    a thousand times slower than a linear one; the ``top`` slowest made again at 1 MiB (the
-    same shapes, 64 times longer), lazily: (how many shapes were tried, those long lines)."""
+def hardest(
+    pattern: re.Pattern[str], top: int = 5, *, sweep: int = 16 << 10, long: int = 1 << 20
+) -> tuple[int, Iterator[str]]:
+    """Every line shape of ``pattern`` tried at ``sweep`` characters (16 KiB, where a
+    quadratic pattern is already a thousand times slower than a linear one); the ``top``
+    slowest made again at ``long`` (1 MiB: the same shapes, 64 times longer), lazily: (how
+    many shapes were tried, those long lines)."""
     timed = []
-    for i, line in enumerate(lines(pattern, 16 << 10)):
+    for i, line in enumerate(lines(pattern, sweep)):
         start = time.perf_counter()
         exercise(pattern, line)
         timed.append((time.perf_counter() - start, i))
     slowest = {i for _, i in sorted(timed, reverse=True)[:top]}
-    return len(timed), (line for i, line in enumerate(lines(pattern, 1 << 20)) if i in slowest)
+    return len(timed), (line for i, line in enumerate(lines(pattern, long)) if i in slowest)
