@@ -249,3 +249,31 @@ def test_all_moves_every_profile_of_the_folder(
     assert moves["q"]["to"]["vllm"] == "0.18.0" and moves["q"]["moves"]
     assert not moves["newest"]["moves"] and moves["newest"]["rows"]
     assert not [r for r in moves["newest"]["rows"] if r["kind"] in ("flags", "variables")]
+
+
+def test_a_snapshot_made_with_upgrade_answers_upgrade_with_the_index_gone(
+    upgrade_world: indexserver.Server, tmp_path: Path
+) -> None:
+    """knowledge export --upgrade records what upgrade's search reads; with the snapshot, an
+    empty cache and the index a closed port, upgrade chooses and shows what it did online."""
+    folder = project(tmp_path)
+    env = {"ENVKIT_CACHE_DIR": str(tmp_path / "cache")}
+    upgrade_world.hashes = True  # as the real index: a torch wheel's CUDA is kept by its sha256
+    try:
+        online = output("upgrade", upgrade(folder, upgrade_world, "--json", **env).assert_ok().out)
+        snap = tmp_path / "k.zip"
+        made = envkit(
+            "knowledge", "export", str(snap), "--for", "q", "--upgrade", "--json",
+            "--index-url", url(upgrade_world), cwd=folder, env=env,
+        )  # fmt: skip
+    finally:
+        upgrade_world.hashes = False
+    assert output("knowledge-export", made.assert_ok().out)["complete"] is True
+    assert "knowledge: q's upgrade search" in made.err
+    offline = {"ENVKIT_CACHE_DIR": str(tmp_path / "cache-offline"), "ENVKIT_KNOWLEDGE": str(snap)}
+    closed = "http://127.0.0.1:9/simple"  # nothing listens: any request would fail
+    res = envkit("upgrade", "q", "--index-url", closed, "--json", cwd=folder, env=offline)
+    data = output("upgrade", res.assert_ok().out)
+    assert data["upgrades"][0]["to"] == online["upgrades"][0]["to"]
+    assert data["upgrades"][0]["rows"] == online["upgrades"][0]["rows"]
+    assert "uses no network" in res.err

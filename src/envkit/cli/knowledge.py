@@ -79,6 +79,12 @@ def knowledge() -> None:
     help="Also every vLLM release's registry (for envkit history, and check-model of a "
     "model no profile loads).",
 )
+@click.option(
+    "--upgrade",
+    is_flag=True,
+    help="Also what `envkit upgrade PROFILE` reads (its default search: newer releases, "
+    "their registries, compat reports and serve flags).",
+)
 @index_url_option
 @json_option
 @click.pass_obj
@@ -89,11 +95,13 @@ def export(
     names: tuple[str, ...],
     every: bool,
     history: bool,
+    upgrade: bool,
     index: str | None,
     as_json: bool,
 ) -> int:
-    """Write FILE: everything check-model, compat and lint read from the index for the
-    profiles, so that `envkit --knowledge FILE COMMAND` answers with no network.
+    """Write FILE: everything check-model, compat and lint (and with --upgrade, upgrade)
+    read from the index for the profiles, so that `envkit --knowledge FILE COMMAND`
+    answers with no network.
 
     What is missing is read first (from the cache when it holds it), with progress; FILE
     is written at once when complete. Exit 0 when it holds everything, 2 when something
@@ -113,7 +121,16 @@ def export(
         state.broken = len(listing.errors)
         render.broken_profiles(listing.errors)  # named, then the others go on
         profiles = list(listing.profiles)
-    result = run(file, profiles, index_url(index), history=history, progress=render.progress)
+    from envkit.upgrades.upgrade import search
+
+    result = run(
+        file,
+        profiles,
+        index_url(index),
+        history=history,
+        also=search if upgrade else None,
+        progress=render.progress,
+    )
     exported_knowledge(result, as_json)
     return state.worst(EXIT_OK if result.complete else EXIT_BAD_INPUT)
 

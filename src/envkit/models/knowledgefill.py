@@ -134,11 +134,13 @@ def export(
     index: str,
     *,
     history: bool = False,
+    also: Callable[[Checker, Profile], object] | None = None,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> Exported:
     """Fill what ``profiles`` need from ``index`` (the cache first), then write the snapshot
     to ``path`` atomically; the snapshot in use, if any, answers first (an export of an
-    export holds the same)."""
+    export holds the same). ``also`` is run for each profile with the same checker while
+    what is read is recorded (``envkit upgrade``'s search, which sits above this package)."""
     checker = Checker(index, progress=progress)
     fill = _Fill(checker, progress)
     cache.record_touched(True)
@@ -149,6 +151,10 @@ def export(
             )
         for profile in profiles:
             fill.profile(profile)
+            if also is not None:
+                fill.step(
+                    f"{profile.name}'s upgrade search", functools.partial(also, checker, profile)
+                )
         if history:
             fill.history()
         entries = {n: t for n in sorted(cache.touched()) if (t := cache.entry_text(n)) is not None}

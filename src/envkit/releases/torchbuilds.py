@@ -151,8 +151,11 @@ def table_from_index(pages: dict[str, set[str]]) -> dict[str, list[str]]:
 
 
 def torch_cuda(scanner: Scanner, version: Version) -> str:
-    """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU)."""
-    return wheel_cuda(pick_wheel(scanner.files("torch"), version).url, scanner.http)
+    """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU),
+    kept in the cache under the wheel's sha256 when the index gives one (so a knowledge
+    snapshot holds it too)."""
+    wheel = pick_wheel(scanner.files("torch"), version)
+    return wheel_cuda(wheel.url, scanner.http, wheel.sha256)
 
 
 @dataclass(frozen=True, slots=True)

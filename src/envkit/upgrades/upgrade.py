@@ -104,6 +104,14 @@ def plan(profile: Profile, checker: Checker, table: KernelTable, asked: Asked) -
     return Upgrade(move, rows(move, table, lints(profile, move, checker)))
 
 
+def search(checker: Checker, profile: Profile) -> Upgrade:
+    """What ``envkit upgrade PROFILE`` asks with no option, for ``knowledge export --upgrade``
+    to record: the default target search against the shipped kernel table."""
+    from envkit.gpu.published import kerneltable
+
+    return plan(profile, checker, kerneltable.shipped(), Asked())
+
+
 def lints(profile: Profile, move: Move, checker: Checker) -> Lints:
     serve = profile.serve
     if not serve.args and not serve.env:
