@@ -32,7 +32,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from envkit.errors import FileSystemError, WheelError
 from envkit.gpu.binaries import elf
 from envkit.gpu.binaries.torchabi import TORCH_LIBRARIES, is_torch_symbol
-from envkit.gpu.published.wheelkernels import LIMITS, Limits
+from envkit.gpu.published.wheelkernels import LIMITS, Limits, shared_object
 from envkit.index.wheels import LocalZip, RemoteZip, open_wheel
 from envkit.io.atomicfile import create_binary, temporary_folder
 from envkit.io.cache import TORCH_DEFINES, TORCH_NEEDS, BadEntry, Fields
@@ -45,7 +45,6 @@ MAX_LIBRARIES = 64  # torch/lib of torch 2.6.0 has 16 files
 # libraries are bounded per library, and read only until every symbol asked is found)
 MAX_WHEEL_MODULES = 4096 * 1024**2
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_SHARED = re.compile(r"[A-Za-z0-9_.+-]+\.so(\.[0-9]+)*")
 # the torch release in a wheel's local version: flash-attn's +cu12torch2.6cxx11abiFALSE
 _BUILT_FOR = re.compile(r"torch([0-9]{1,2})\.?([0-9]{1,2})(?![0-9])")
 _defines_lock = threading.Lock()  # one merge of a torch wheel's answers at a time
@@ -104,7 +103,7 @@ class WheelNeeds:
             raise BadEntry(f"{f.where}.modules lists more than {LIMITS.modules}")
         found = []
         for m in modules:
-            if not _member_name(m.text("member")):
+            if not shared_object(m.text("member")):
                 raise BadEntry(f"{m.where}.member is not a wheel's shared object")
             symbols = m.texts("symbols")
             if len(symbols) > MAX_SYMBOLS or not all(map(is_torch_symbol, symbols)):
@@ -171,7 +170,7 @@ def wheel_needs(
         requires = "torch" in wanted
         modules: list[ModuleNeeds] = []
         if requires:
-            chosen = [n for n in names if _member_name(n)]
+            chosen = [n for n in names if shared_object(n)]
             if len(chosen) > limits.modules:
                 raise WheelError(
                     f"{filename} holds {len(chosen)} compiled modules; envkit reads at most "
@@ -256,25 +255,15 @@ def _defines_entry(f: Fields) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return defined, absent
 
 
-def _member_name(name: str) -> bool:
-    path = PurePosixPath(name)
-    return (
-        0 < len(name) <= 300
-        and not path.is_absolute()
-        and ".." not in path.parts
-        and _SHARED.fullmatch(path.name) is not None
-    )
-
-
 def _torch_library(name: str) -> bool:
-    return name.startswith("torch/lib/") and name.count("/") == 2 and _member_name(name)
+    return name.startswith("torch/lib/") and name.count("/") == 2 and shared_object(name)
 
 
 def _inflated(
     archive: RemoteZip | LocalZip, member: str, folder: Path, limits: Limits
 ) -> Path | str:
     """``member`` streamed into a file in ``folder``, or why it could not be."""
-    path = folder / PurePosixPath(member).name  # a plain name: _SHARED matched it
+    path = folder / PurePosixPath(member).name  # a plain name: shared_object matched it
     try:
         out = create_binary(path)
         if out is None:

@@ -153,15 +153,20 @@ def _group(f: Fields) -> tuple[frozenset[Target], int]:
     return found, count
 
 
-def _member_name(name: str) -> bool:
+def shared_object(name: str) -> bool:
+    """Whether a wheel's member ``name`` is a shared object envkit may stream into a scratch
+    file by its plain name: short, relative, no ``..``, its name a library's."""
     path = PurePosixPath(name)
     return (
         0 < len(name) <= 300
         and not path.is_absolute()
         and ".." not in path.parts
-        and path.parts[0] in ("vllm", "torch")
         and _SHARED.fullmatch(path.name) is not None
     )
+
+
+def _member_name(name: str) -> bool:
+    return shared_object(name) and PurePosixPath(name).parts[0] in ("vllm", "torch")
 
 
 @dataclass(frozen=True)
