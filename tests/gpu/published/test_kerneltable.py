@@ -4,8 +4,10 @@ verdicts: runs, no-kernel-image, or unknown for what it does not hold, never a g
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +172,39 @@ def test_duplicates_are_left_out() -> None:
     doc["torch"].append(dict(doc["torch"][0], torch_cuda="12.6"))  # a second default build
     loaded = kerneltable.load(json.dumps(doc))
     assert len(loaded.vllm) == 3 and len(loaded.torch) == 1 and len(loaded.problems) == 2
+
+
+def _same_lookups(text: str) -> None:
+    """The shipped table's lazy reading answers every lookup as load's whole reading does,
+    asked before and after its whole vLLM section is read."""
+    whole = kerneltable.load(text)
+    asked = [(b.version, b.platform) for b in whole.vllm] + [("0.0.1", "linux-x86_64")]
+    lazy = kerneltable.LazyTable(text)
+    assert "_whole" not in lazy.__dict__  # nothing but the torch builds checked yet
+    for version, platform in asked:
+        assert lazy.vllm_build(version, platform) == whole.vllm_build(version, platform)
+        assert lazy.release_verdict(version, cap("8.0"), platform) == (
+            whole.release_verdict(version, cap("8.0"), platform)
+        )
+    assert lazy.torch == whole.torch and lazy.no_wheel == whole.no_wheel
+    names = [f.name for f in dataclasses.fields(KernelTable)]
+    assert KernelTable(*(getattr(lazy, n) for n in names)) == whole  # every field, read whole
+    assert lazy.vllm_build("0.8.5.0") == whole.vllm_build("0.8.5")  # the same release
+
+
+def test_the_lazy_table_answers_as_the_whole_one() -> None:
+    _same_lookups(resources.files("envkit").joinpath("data", "gpu-kernels.json").read_text())
+    assert isinstance(kerneltable.packaged(), kerneltable.LazyTable)
+
+
+def test_the_lazy_table_leaves_out_the_entries_load_leaves_out() -> None:
+    doc = _document()
+    bad = json.loads(json.dumps(doc["vllm"][0]))
+    bad["sha256"] = "not hex"  # a bad entry of a release before its good one: the good kept
+    doc["vllm"].insert(0, bad)
+    doc["vllm"].append(dict(doc["vllm"][1], source="a second copy"))  # the first one kept
+    doc["vllm"].append(dict(doc["vllm"][2], version=7))  # no version: left out
+    _same_lookups(json.dumps(doc))
 
 
 @pytest.mark.parametrize("text", ["[]", "{", '{"vllm": 1}', '{"vllm": [], "torch": NaN}', "7"])

@@ -28,29 +28,31 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envkit.errors import UnreadableFile
 from envkit.gpu.arch import Capability
-from envkit.gpu.published.kernelverdict import (
-    BuildVerdict,
-    ReleaseVerdict,
-    Verdict,
-    build_verdict,
-    has,
-    release,
-    unknown,
+from envkit.gpu.published.kernelbuilds import (
+    PLATFORMS,
+    X86,
+    KernelTable,
+    TorchBuild,
+    VllmBuild,
+    version_of,
+    wheel_platform,
 )
+from envkit.gpu.published.kernelverdict import BuildVerdict, ReleaseVerdict, Verdict
 from envkit.gpu.published.wheelkernels import WheelKernels
 from envkit.io.cache import BadEntry, Fields
 from envkit.io.files import MiB, read_small_text
 
 __all__ = [
+    "PLATFORMS",
+    "X86",
     "BuildVerdict",
     "KernelTable",
     "ReleaseVerdict",
@@ -66,15 +68,6 @@ __all__ = [
     "vllm_release_verdict",
 ]
 MAX_TABLE = 32 * MiB
-PLATFORMS = ("linux-x86_64", "linux-aarch64")
-X86 = PLATFORMS[0]
-
-
-def wheel_platform(filename: str) -> str:
-    """The matrix platform a Linux wheel's file name is for: linux-aarch64 or linux-x86_64."""
-    return "linux-aarch64" if filename.endswith("aarch64.whl") else X86
-
-
 ABOUT = (
     "What the compiled modules of each vLLM release's default Linux x86_64 wheel on the "
     "package index carry (fatbin containers grouped by SASS/PTX targets, NEEDED CUDA "
@@ -83,150 +76,6 @@ ABOUT = (
     "never installed. Regenerate: python -m envkit.gpu.published.kernelupdate --out "
     "src/envkit/data/gpu-kernels.json"
 )
-
-
-@dataclass(frozen=True)
-class VllmBuild:
-    """A vLLM release's default wheel, as read."""
-
-    version: str
-    wheel: WheelKernels
-    source: str  # where it was read ('the package index')
-
-    @property
-    def platform(self) -> str:
-        return wheel_platform(self.wheel.filename)
-
-    @property
-    def torch(self) -> str:
-        """The torch release it pins ('2.6.0'); '' when its metadata gives a range or none."""
-        from envkit.gpu.published import kernelgen  # the index readers: not for a lookup
-
-        return kernelgen.pinned_torch(self.wheel.requires_torch)
-
-    @property
-    def cuda_majors(self) -> tuple[int, ...]:
-        """The CUDA runtime majors its core modules need (libcudart.so.N), lowest first."""
-        return tuple(sorted({n for m in self.wheel.core for n in m.cuda_majors()}))
-
-    @property
-    def cuda_major(self) -> int | None:
-        """The lowest CUDA runtime major the release needs: a machine must provide libcudart
-        of that major (12 for vLLM 0.8.5); None when its core modules name none."""
-        majors = self.cuda_majors
-        return max(majors) if majors else None
-
-    def targets(self) -> str:
-        """What its core modules' main containers carry, in one line."""
-        return has(self.wheel.core)
-
-    def on(self, capability: Capability) -> BuildVerdict:
-        return build_verdict(f"vLLM {self.version}", self.wheel, capability)
-
-
-@dataclass(frozen=True)
-class TorchBuild:
-    """One torch build (version, CUDA), as read."""
-
-    version: str  # '2.6.0' (without the local '+cu124')
-    cuda: str  # torch.version.cuda: '12.4'; '' for a CPU build
-    default: bool  # the package index's default build of the release
-    wheel: WheelKernels
-    source: str
-
-    @property
-    def platform(self) -> str:
-        return wheel_platform(self.wheel.filename)
-
-    @property
-    def label(self) -> str:
-        arm = ", aarch64" if self.platform != X86 else ""
-        return f"torch {self.version} (CUDA {self.cuda or 'none'}{arm})"
-
-    def targets(self) -> str:
-        return has(self.wheel.core)
-
-    def on(self, capability: Capability) -> BuildVerdict:
-        if not self.cuda and not self.wheel.core:
-            # torch.version.cuda is None and no libtorch_cuda: a CPU-only build (the package
-            # index's default aarch64 wheels of torch 2.8-2.10), which runs on no GPU at all
-            why = f"{self.label} is a CPU-only build ({self.wheel.filename}): no GPU kernels"
-            return BuildVerdict(self.label, capability, Verdict.NO_KERNEL_IMAGE, "", why)
-        return build_verdict(self.label, self.wheel, capability)
-
-
-@dataclass(frozen=True)
-class KernelTable:
-    about: str
-    generated: str
-    source: str
-    vllm: tuple[VllmBuild, ...]
-    torch: tuple[TorchBuild, ...]
-    problems: tuple[str, ...] = ()  # entries left out on loading, and why
-    notes: tuple[str, ...] = ()  # what the generator could not read, and why
-    no_wheel: tuple[tuple[str, str], ...] = ()  # (platform, vLLM version): publishes none
-
-    def vllm_build(self, version: str, platform: str = X86) -> VllmBuild | None:
-        wanted = _version(version)
-        return next(
-            (b for b in self.vllm if _version(b.version) == wanted and b.platform == platform),
-            None,
-        )
-
-    def publishes_no_wheel(self, version: str, platform: str) -> bool:
-        """Whether the index was read and vLLM ``version`` has no wheel for ``platform``."""
-        wanted = _version(version)
-        return any(p == platform and _version(v) == wanted for p, v in self.no_wheel)
-
-    def torch_build(
-        self, version: str, cuda: str | None = None, platform: str = X86
-    ) -> TorchBuild | None:
-        """The default build of torch ``version``, or its build for ``cuda`` ('12.4'), for
-        ``platform``."""
-        wanted = _version(version.split("+")[0])
-        for build in self.torch:
-            if _version(build.version) != wanted or build.platform != platform:
-                continue
-            if (cuda is None and build.default) or (cuda is not None and _same_cuda(build, cuda)):
-                return build
-        return None
-
-    def release_verdict(
-        self, version: str, capability: Capability, platform: str = X86
-    ) -> ReleaseVerdict:
-        """:func:`vllm_release_verdict` on this table."""
-        label = f"vLLM {version}"
-        build = self.vllm_build(version, platform)
-        if build is None and self.publishes_no_wheel(version, platform):
-            vllm = unknown(label, capability, f"publishes no {platform} wheel")
-            torch = unknown("its torch", capability, f"not read (no {platform} wheel of vLLM)")
-        elif build is None:
-            vllm = unknown(label, capability, "not in envkit's kernel table")
-            torch = unknown("its torch", capability, "not known (vLLM not in the table)")
-        else:
-            vllm = build.on(capability)
-            tb = self.torch_build(build.torch, None, platform) if build.torch else None
-            if tb is not None:
-                torch = tb.on(capability)
-            elif build.torch:
-                torch = unknown(f"torch {build.torch}", capability, "not in envkit's table")
-            else:
-                pin = build.wheel.requires_torch or "nothing"
-                torch = unknown("its torch", capability, f"not pinned (it asks {pin})")
-        return release(version, capability, vllm, torch)
-
-    def to_document(self) -> dict[str, Any]:
-        return {
-            "about": self.about,
-            "generated": self.generated,
-            "source": self.source,
-            "notes": list(self.notes),
-            "no_wheel": [{"platform": p, "vllm": v} for p, v in self.no_wheel],
-            "vllm": [{**b.wheel.to_entry(), "source": b.source} for b in self.vllm],
-            "torch": [
-                {**b.wheel.to_entry(), "default": b.default, "source": b.source} for b in self.torch
-            ],
-        }
 
 
 def dumps(table: KernelTable) -> str:
@@ -247,20 +96,13 @@ def dumps(table: KernelTable) -> str:
     return "\n".join(line for line in lines if line) + "\n}\n"
 
 
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
-def _same_cuda(build: TorchBuild, cuda: str) -> bool:
-    return build.cuda.split(".")[:2] == cuda.strip().split(".")[:2]
-
-
 def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
     """The table in ``text``, every entry checked: one that fails is left out (its reason in
     ``problems``). BadEntry when the document itself is not a table."""
+    return _assemble(_document(text, where), where)
+
+
+def _document(text: str, where: str) -> Fields:
     if len(text) > MAX_TABLE:
         raise BadEntry(f"{where} is larger than {MAX_TABLE:,} characters")
 
@@ -268,12 +110,17 @@ def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
         raise BadEntry(f"{name} is not JSON")
 
     try:
-        doc = Fields(json.loads(text, parse_constant=no_constant), where)
+        return Fields(json.loads(text, parse_constant=no_constant), where)
     except (ValueError, RecursionError) as exc:
         raise BadEntry(f"{where} is not a JSON table ({exc})") from None
-    problems: list[str] = []
+
+
+def _vllm_builds(
+    entries: tuple[Fields, ...], where: str, problems: list[str]
+) -> dict[tuple[str, str], VllmBuild]:
+    """The vLLM entries that pass, by (version, platform): the first of a key wins."""
     vllm: dict[tuple[str, str], VllmBuild] = {}
-    for entry in doc.tables("vllm"):
+    for entry in entries:
         try:
             read = WheelKernels.from_entry(entry)
             key = (read.version, wheel_platform(read.filename))
@@ -282,6 +129,10 @@ def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
             vllm[key] = VllmBuild(read.version, read, entry.text("source"))
         except (BadEntry, TypeError, KeyError) as exc:
             problems.append(str(exc))
+    return vllm
+
+
+def _torch_builds(doc: Fields, where: str, problems: list[str]) -> tuple[TorchBuild, ...]:
     torch: dict[tuple[str, str, str], TorchBuild] = {}
     for entry in doc.tables("torch"):
         try:
@@ -305,25 +156,88 @@ def load(text: str, where: str = "gpu-kernels.json") -> KernelTable:
             torch[(public, build.cuda, plat)] = build
         except (BadEntry, TypeError, KeyError) as exc:
             problems.append(str(exc))
+    return tuple(
+        sorted(torch.values(), key=lambda b: (Version(b.version), b.platform, not b.default))
+    )
+
+
+def _assemble(doc: Fields, where: str) -> KernelTable:
+    problems: list[str] = []
+    vllm = _vllm_builds(doc.tables("vllm"), where, problems)
+    torch = _torch_builds(doc, where, problems)
     return KernelTable(
         about=doc.text("about", ""),
         generated=doc.text("generated", ""),
         source=doc.text("source", ""),
         notes=doc.texts("notes", ()),
         vllm=tuple(sorted(vllm.values(), key=lambda b: (Version(b.version), b.platform))),
-        torch=tuple(
-            sorted(torch.values(), key=lambda b: (Version(b.version), b.platform, not b.default))
-        ),
+        torch=torch,
         problems=tuple(problems),
         no_wheel=_no_wheel(doc, where, problems),
     )
+
+
+class LazyTable(KernelTable):
+    """The shipped table as :func:`load` reads it, but a vLLM release's entries are checked
+    when a lookup first asks for that release (check-model and plan ask for a few of 100+),
+    the whole ``vllm`` section (and ``problems``) once, when first asked for: same answers,
+    each entry left out by the same rule."""
+
+    _doc: Fields
+    _where: str
+    _rows: dict[tuple[Version, str], list[Fields]]
+    _found: dict[tuple[Version, str], VllmBuild | None]  # each release asked, as checked
+
+    def __init__(self, text: str, where: str = "gpu-kernels.json") -> None:
+        doc = _document(text, where)
+        torch = _torch_builds(doc, where, [])
+        head = (doc.text("about", ""), doc.text("generated", ""), doc.text("source", ""))
+        for name, value in zip(("about", "generated", "source"), head, strict=True):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "torch", torch)
+        object.__setattr__(self, "notes", doc.texts("notes", ()))
+        object.__setattr__(self, "no_wheel", _no_wheel(doc, where, []))
+        rows: dict[tuple[Version, str], list[Fields]] = {}
+        for entry in doc.tables("vllm"):  # by release, in the document's order
+            version, wheel = entry.data.get("version"), entry.data.get("wheel")
+            if isinstance(version, str) and isinstance(wheel, str) and version_of(version):
+                key = (Version(version), wheel_platform(wheel))
+                rows.setdefault(key, []).append(entry)
+        object.__setattr__(self, "_doc", doc)
+        object.__setattr__(self, "_where", where)
+        object.__setattr__(self, "_rows", rows)
+        object.__setattr__(self, "_found", {})
+
+    @functools.cached_property
+    def _whole(self) -> KernelTable:
+        return _assemble(self._doc, self._where)
+
+    @functools.cached_property
+    def vllm(self) -> tuple[VllmBuild, ...]:
+        return self._whole.vllm
+
+    @functools.cached_property
+    def problems(self) -> tuple[str, ...]:
+        return self._whole.problems
+
+    def vllm_build(self, version: str, platform: str = X86) -> VllmBuild | None:
+        wanted = version_of(version)
+        if wanted is None:
+            return None  # no entry's version fails to parse: load left those out
+        if "_whole" in self.__dict__:
+            return super().vllm_build(version, platform)
+        key = (wanted, platform)
+        if key not in self._found:  # the first of its entries that passes, as load keeps
+            passed = _vllm_builds(tuple(self._rows.get(key, ())), self._where, [])
+            self._found[key] = next(iter(passed.values()), None)
+        return self._found[key]
 
 
 def _no_wheel(doc: Fields, where: str, problems: list[str]) -> tuple[tuple[str, str], ...]:
     found: list[tuple[str, str]] = []
     for entry in doc.tables("no_wheel") if "no_wheel" in doc.data else ():
         platform, version = entry.text("platform"), entry.text("vllm")
-        if platform not in PLATFORMS or _version(version) is None:
+        if platform not in PLATFORMS or version_of(version) is None:
             problems.append(f"{where}.no_wheel: {platform!r} {version!r} is out of place")
             continue
         found.append((platform, version))
@@ -336,7 +250,7 @@ def packaged() -> KernelTable:
     when it cannot be read."""
     try:
         text = resources.files("envkit").joinpath("data", "gpu-kernels.json").read_text()
-        return load(text)
+        return LazyTable(text)
     except (OSError, BadEntry, UnicodeError) as exc:
         return KernelTable("", "", "", (), (), (f"envkit's gpu-kernels.json: {exc}",))
 
