@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from envkit.io.escaping import shell_command
-from envkit.render.env import report_lines
 from envkit.render.term import echo, emit_json, wrap
 
 if TYPE_CHECKING:  # the core is loaded by the command that uses it, not by every command
@@ -63,6 +62,8 @@ def image(result: ImageResult, as_json: bool) -> None:
     if result.context is not None:
         echo(wrap(f"context {result.context} (Containerfile and the locked files)", "", "  "))
     if result.report is not None:
+        from envkit.render.env import report_lines  # every command imports this module
+
         report_lines(result.report)
     if not result.image_id and not result.removed:
         echo(wrap("build it with: " + shell_command(list(result.build_command)), "", "  "))
