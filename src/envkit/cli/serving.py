@@ -51,7 +51,6 @@ def plan(
     Give the GPU with --gpu NAME or --gpu-memory SIZE. Exit 0 when it fits as asked, 1 when
     not (with the recommendation), 2 on bad input.
     """
-    from envkit.gpu.published import profilefit
     from envkit.serving.plan.planning import plan_for
     from envkit.serving.run.compose import compose as compose_service
 
@@ -61,9 +60,14 @@ def plan(
         raise BadInput("Give the GPU: --gpu NAME, or --gpu-memory SIZE (8GiB, 24GB).")
     loaded = Catalog.from_option(state.envs).resolve(profile)
     target = asked.target.target
+    gpu_check = None
+    if target is not None:  # the kernel table: only for a GPU named by its kernels
+        from envkit.gpu.published import profilefit
+
+        gpu_check = profilefit.checker(target)
     result, loaded, verdict = plan_for(
         loaded, model, asked.gpu, asked.settings, render.progress, known=_known(state),
-        gpu_check=profilefit.checker(target) if target is not None else None,
+        gpu_check=gpu_check,
     )  # fmt: skip
     extra = (
         compose_service(

@@ -26,10 +26,9 @@ if TYPE_CHECKING:  # read for their types only (tomlkit and the solver: where th
     from tomlkit.items import Array, Table
 
     from envkit.compat.check.checker import Checker
+    from envkit.gpu.arch import Capability
     from envkit.models.check_model import ModelConfig
     from envkit.models.solver import Solution
-from envkit.gpu.arch import Capability
-from envkit.gpu.published import kerneltable
 from envkit.releases.registry import Scan, Scanner, parse_target, releases_listing, with_bounds
 from envkit.releases.testregistry import transformers_bounds
 
@@ -264,6 +263,8 @@ def draft_for_model(
                 f"(vLLM {span.first} through {span.newest} do).",
                 "Pick a release in that range, or leave out --vllm.",
             )
+    from envkit.gpu.published import kerneltable  # drafting alone reads the kernel table
+
     found = solve(
         span, config.model_type, scanner, checker,
         python=python, cuda=cuda, vllm=wanted, config=config.raw,
