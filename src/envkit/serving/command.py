@@ -17,6 +17,7 @@ printed here is pasted into a shell as the argv it shows.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -187,3 +188,11 @@ def serve_command(model: str, rec: Recommendation, kv_cache_dtype: str = "auto")
 def shell_words(args: list[str]) -> str:
     """Flags as a shell reads them back (each word quoted): for lines that show arguments."""
     return shell_command(args)
+
+
+def safe_utilization(free: float, total: float) -> float:
+    """The highest ``--gpu-memory-utilization`` that starts: one point below the free
+    fraction, down to two decimals (the CUDA context and other processes take a little more
+    once vLLM starts; field report 2: 6.98 of 8 GiB free -> 0.86). Shared by plan and
+    explain (which loads no memory plan for it)."""
+    return max(0.0, math.floor((free / total - 0.01) * 100) / 100)

@@ -9,11 +9,11 @@ import math
 import re
 from pathlib import Path
 
+from envkit.serving.command import safe_utilization
 from envkit.serving.explain.fixcontext import Builder, Context, Fix, first, gib
 from envkit.serving.explain.knowledge import Patch
 from envkit.serving.explain.signatures import Code
 from envkit.serving.explain.watch import Hit
-from envkit.serving.plan.memory_plan import safe_utilization
 
 IMAGE_TOKEN_TARGET = 512  # the profiling image a small GPU can afford (field report 3)
 # the first vLLM release that reads VLLM_WSL2_ENABLE_PIN_MEMORY (bisected in the wheels)

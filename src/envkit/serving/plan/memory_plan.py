@@ -46,6 +46,7 @@ from envkit.serving.command import (
     MmKwargs,
     MmLimits,
     Recommendation,
+    safe_utilization,
     serve_command,
 )
 from envkit.serving.plan.mmbudget import Asked, Images, images, mm_problems
@@ -439,9 +440,3 @@ def _notes(inp: PlanInput, utilization: float) -> list[str]:
         )
     return notes
 
-
-def safe_utilization(free: float, total: float) -> float:
-    """The highest ``--gpu-memory-utilization`` that starts: one point below the free
-    fraction, down to two decimals (the CUDA context and other processes take a little more
-    once vLLM starts; field report 2: 6.98 of 8 GiB free -> 0.86). Shared by plan and explain."""
-    return max(0.0, math.floor((free / total - 0.01) * 100) / 100)
