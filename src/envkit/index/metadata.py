@@ -10,7 +10,6 @@ specification defines them; the body (a long description) is never read: only th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from email.parser import Parser
 from pathlib import Path
 
 from envkit.io.files import open_regular
@@ -30,6 +29,8 @@ class Metadata:
 
 def parse(text: str) -> Metadata:
     """The headers of a ``METADATA`` text (of which the first MAX_HEADERS characters)."""
+    from email.parser import Parser  # the email package: by the commands that read one
+
     head, _, _body = text[:MAX_HEADERS].replace("\r\n", "\n").partition("\n\n")
     message = Parser().parsestr(head, headersonly=True)
     return Metadata(

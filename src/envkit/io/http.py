@@ -27,7 +27,6 @@ import functools
 import io
 import netrc
 import os
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -42,6 +41,8 @@ from envkit.io.redaction import redact
 from envkit.io.urls import Target, basic_authorization, parse_url
 
 if TYPE_CHECKING:  # imported where a request is made: 0.1 s that offline commands skip
+    import ssl
+
     import httpx
 
 USER_AGENT = "envkit"
@@ -96,9 +97,12 @@ def netrc_authorization(host: str) -> str:
 @functools.cache
 def _ssl_context() -> ssl.SSLContext | bool:
     """The system trust store (truststore), unless SSL_CERT_FILE/SSL_CERT_DIR name a bundle,
-    which httpx then reads. Made once per process: building a context costs tens of ms."""
+    which httpx then reads. Made once per process: building a context costs tens of ms (and
+    ssl is imported here, by the first request: a command that sends none loads no TLS)."""
     if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
         return True
+    import ssl
+
     try:
         import truststore
     except ImportError:  # pragma: no cover - truststore is a dependency
