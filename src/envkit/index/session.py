@@ -9,15 +9,19 @@ lists files from it, its index is the snapshot's and its client sends nothing.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from envkit.errors import NetworkError
-from envkit.index import snapshot
 from envkit.index.pages import WheelFile, list_files, list_sdists
 from envkit.io.http import Http
 from envkit.io.redaction import redact
+
+if TYPE_CHECKING:
+    from envkit.index.snapshot import Listing, Snapshot
 
 MAX_RELEASES = 1_000  # transformers, the longest history envkit reads, has about 200
 
@@ -33,12 +37,16 @@ class IndexSession:
         http: Http | None = None,
         progress: Callable[[str], None] = lambda _m: None,
     ) -> None:
-        known = snapshot.active()
+        known = _active_snapshot()
         self.snapshot = known
         self.index = known.index if known is not None else index
         self.use_cache = use_cache  # False: every reader goes to the index, not envkit's cache
-        offline = snapshot.NoNetwork(snapshot=known) if known is not None else None
-        self.http: Http = offline or http or Http()
+        if known is not None:
+            from envkit.index.snapshot import NoNetwork
+
+            self.http: Http = NoNetwork(snapshot=known)
+        else:
+            self.http = http or Http()
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
         self._sdists: dict[str, dict[Version, WheelFile]] = {}
@@ -63,10 +71,12 @@ class IndexSession:
                 self._sdists[project] = list_sdists(project, self.index, self.http)
         return self._sdists[project]
 
-    def listings(self) -> dict[str, snapshot.Listing]:
+    def listings(self) -> dict[str, Listing]:
         """The file lists this session read, per project (what a snapshot keeps)."""
+        from envkit.index.snapshot import Listing
+
         return {
-            project: snapshot.Listing(
+            project: Listing(
                 tuple(self._files.get(project, ())),
                 tuple(self._sdists.get(project, {}).values()),
             )
@@ -100,3 +110,14 @@ class IndexSession:
         """When the release's first file was published, or None when the index does not say."""
         times = [f.upload_time for f in self.wheels(project, version)]
         return min((t for t in times if t), default=None)
+
+
+def _active_snapshot() -> Snapshot | None:
+    """The knowledge snapshot in use: none unless something imported the snapshot module,
+    as putting one in use does (``--knowledge``); a session of a run without one does not
+    load the snapshot reader and its archive checks."""
+    if "envkit.index.snapshot" not in sys.modules:
+        return None
+    from envkit.index import snapshot
+
+    return snapshot.active()
