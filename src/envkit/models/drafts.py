@@ -30,7 +30,14 @@ if TYPE_CHECKING:  # read for their types only (tomlkit and the solver: where th
     from envkit.models.check_model import ModelConfig
     from envkit.models.solver import Solution
 from envkit.releases.registry import Scan, Scanner, parse_target, releases_listing, with_bounds
-from envkit.releases.testregistry import transformers_bounds
+
+
+def _transformers_bounds(scanner: Scanner, vllm: Version) -> dict[str, Bound]:
+    """vLLM's test-registry bounds (imported here: a profile whose table is current reads
+    none, and the test registry brings archive reading with it)."""
+    from envkit.releases.testregistry import transformers_bounds
+
+    return transformers_bounds(scanner, vllm)
 
 
 def _array(items: list[str]) -> Array:
@@ -167,7 +174,7 @@ def draft(
         matrix.add("platforms", _array([found.platform]))
         matrix["platforms"].comment(visible(f"solved for {found.platform}: its wheels exist"))
         doc.add("matrix", matrix)
-    bounds = transformers_bounds(scanner, Version(vllm.version))
+    bounds = _transformers_bounds(scanner, Version(vllm.version))
     doc.add("models", models_table(vllm, transformers, bounds))
     return tomlkit.dumps(doc)
 
@@ -216,7 +223,7 @@ def rescan(profile: Profile, scanner: Scanner) -> tuple[Scan, Scan]:
     vllm_pin, transformers_pin = profile.require_pair()
     vllm = scanner.scan("vllm", vllm_pin)
     transformers = scanner.scan("transformers", transformers_pin)
-    bounds = transformers_bounds(scanner, Version(vllm.version))
+    bounds = _transformers_bounds(scanner, Version(vllm.version))
     update_models(profile.path, vllm, transformers, bounds)
     return with_bounds(vllm, bounds), transformers
 
@@ -289,7 +296,7 @@ def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
         return profile, ""
     v = scanner.scan("vllm", Version(vllm))
     t = scanner.scan("transformers", Version(transformers))
-    bounds = transformers_bounds(scanner, Version(vllm))
+    bounds = _transformers_bounds(scanner, Version(vllm))
     fresh = Models(
         vllm=v.version,
         transformers=t.version,
