@@ -94,7 +94,21 @@ def loaded_by(args: list[str], cache: Path, *, runs: int = 1) -> set[str]:
     return set(json.loads(done.stdout))
 
 
+# a boot that stops on vLLM's check of the free memory (written here, as envkit's tests do)
+FREE_LOG = (
+    "INFO 05-12 10:00:01 [api_server.py:1043] vLLM API server version 0.8.5\n"
+    "ERROR 05-12 10:00:11 [core.py:700] ValueError: Free memory on device (6.98/8.0 GiB) on "
+    "startup is less than desired GPU memory utilization (0.9, 7.2 GiB). Decrease GPU memory "
+    "utilization or reduce GPU memory used by other processes.\n"
+)
 HEAVY = {"httpx", "tomlkit", "elftools", "resolvelib", "filelock", "huggingface_hub"}
+# every command: render.image's name is the package's, but the report formatter it uses is
+# imported where it formats one
+EVERY_UNUSED = {"envkit.render.env", "envkit.env.checks"}
+# what a command that sends no request for shipped profiles must not load: TLS, the knowledge
+# snapshot reader (nothing put one in use), vLLM's test registry (every [models] table is
+# current), the email parser of METADATA (nothing is scanned)
+OFFLINE_UNUSED = {"ssl", "envkit.index.snapshot", "envkit.releases.testregistry", "email.parser"}
 
 
 def test_version_loads_no_command_module(tmp_path: Path) -> None:
@@ -107,30 +121,41 @@ def test_version_loads_no_command_module(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "not_loaded"),
     [
-        (["check-model", "vllm-0.8.5+qwen2-vl", MODEL], {"envkit.cli.serving", "envkit.compat"}),
+        (
+            ["check-model", "vllm-0.8.5+qwen2-vl", MODEL],
+            {"envkit.cli.serving", "envkit.compat", *OFFLINE_UNUSED},
+        ),
         (
             ["plan", "vllm-0.8.5+qwen2-vl", MODEL, "--gpu-memory", "24GiB"],
-            {"envkit.cli.models", "envkit.compat"},
+            # no GPU named by its kernels (--gpu-memory alone): no kernel table
+            {"envkit.cli.models", "envkit.compat", "envkit.gpu.published.kerneltable"},
         ),
         (
             ["explain", "{log}"],
-            {"envkit.cli.models", "envkit.profiles.profile", "packaging.requirements"},
+            {"envkit.cli.models", "envkit.profiles.profile", "packaging.requirements"}
+            | {"envkit.serving.plan.memory_plan", "envkit.gpu.published.kerneltable"},
+        ),
+        (
+            ["explain", "{free}"],  # the free-memory fix: one line of the plan's arithmetic
+            {"envkit.serving.plan.memory_plan", "envkit.gpu.published.kerneltable"},
         ),
     ],
-    ids=["check-model", "plan", "explain"],
+    ids=["check-model", "plan", "explain", "explain-free-memory"],
 )
 def test_a_command_loads_only_what_it_uses(
     args: list[str], not_loaded: set[str], tmp_path: Path
 ) -> None:
     log = tmp_path / "boot.log"
     log.write_text("INFO starting\nERROR torch.OutOfMemoryError: CUDA out of memory.\n")
-    argv = [a.replace("{log}", str(log)) for a in args]
+    free = tmp_path / "free.log"
+    free.write_text(FREE_LOG)
+    argv = [a.replace("{log}", str(log)).replace("{free}", str(free)) for a in args]
     # the second run: the shipped profiles' TOML came from envkit's cache, not tomlkit
     held = loaded_by(argv, tmp_path / "cache", runs=2)
     # plan checks the command it prints with envkit lint, which reads the release's parser
     # from the index (issue 30): the HTTP client is the one heavy library it may load
     heavy = HEAVY - {"httpx"} if argv[0] == "plan" else HEAVY
-    assert not held & (heavy | not_loaded | {"envkit.cli.locks", "envkit.cli.site"})
+    assert not held & (heavy | not_loaded | EVERY_UNUSED | {"envkit.cli.locks", "envkit.cli.site"})
 
 
 def test_a_command_is_given_the_group_options_once() -> None:
