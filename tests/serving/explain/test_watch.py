@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from test_explain import run
 
 from envkit.errors import BadInput
+from envkit.serving.command import safe_utilization
 from envkit.serving.explain.knowledge import Tables, gpu_key
 from envkit.serving.explain.logfacts import parse_command, parse_dump
 from envkit.serving.explain.logread import ReadStats, candidates, normalise
 from envkit.serving.explain.watch import BootWatch, Status
-from envkit.serving.plan.memory_plan import safe_utilization
 
 ENCODER = (
     "(EngineCore_DP0 pid=9) INFO 05-12 10:01:06 [gpu_model_runner.py:2] Encoder cache will be "

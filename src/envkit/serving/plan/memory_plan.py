@@ -439,4 +439,3 @@ def _notes(inp: PlanInput, utilization: float) -> list[str]:
             f"({inp.mm_limits.flag()}), as the command gives it"
         )
     return notes
-
