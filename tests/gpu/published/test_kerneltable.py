@@ -174,18 +174,31 @@ def test_duplicates_are_left_out() -> None:
     assert len(loaded.vllm) == 3 and len(loaded.torch) == 1 and len(loaded.problems) == 2
 
 
+X86 = kerneltable.X86
+
+
 def _same_lookups(text: str) -> None:
     """The shipped table's lazy reading answers every lookup as load's whole reading does,
     asked before and after its whole vLLM section is read."""
     whole = kerneltable.load(text)
     asked = [(b.version, b.platform) for b in whole.vllm] + [("0.0.1", "linux-x86_64")]
     lazy = kerneltable.LazyTable(text)
-    assert "_whole" not in lazy.__dict__  # nothing but the torch builds checked yet
+    assert "_whole" not in lazy.__dict__  # no entry checked yet
     for version, platform in asked:
         assert lazy.vllm_build(version, platform) == whole.vllm_build(version, platform)
         assert lazy.release_verdict(version, cap("8.0"), platform) == (
             whole.release_verdict(version, cap("8.0"), platform)
         )
+    builds = [(t.version, t.cuda, t.platform) for t in whole.torch] + [("0.0.1", "", X86)]
+    for version, cuda, platform in builds:
+        for asked_cuda in (None, cuda, "11.8"):
+            assert lazy.torch_build(version, asked_cuda, platform) == (
+                whole.torch_build(version, asked_cuda, platform)
+            )
+        assert lazy.torch_build(f"{version}+cu124", None, platform) == (
+            whole.torch_build(f"{version}+cu124", None, platform)
+        )
+    assert "_whole" not in lazy.__dict__  # each lookup read its release's entries alone
     assert lazy.torch == whole.torch and lazy.no_wheel == whole.no_wheel
     names = [f.name for f in dataclasses.fields(KernelTable)]
     assert KernelTable(*(getattr(lazy, n) for n in names)) == whole  # every field, read whole
@@ -204,6 +217,8 @@ def test_the_lazy_table_leaves_out_the_entries_load_leaves_out() -> None:
     doc["vllm"].insert(0, bad)
     doc["vllm"].append(dict(doc["vllm"][1], source="a second copy"))  # the first one kept
     doc["vllm"].append(dict(doc["vllm"][2], version=7))  # no version: left out
+    doc["torch"].append(dict(doc["torch"][0], torch_cuda="12.6"))  # a second default: out
+    doc["torch"].append(dict(doc["torch"][0], torch_cuda="12.8", default=False))  # kept
     _same_lookups(json.dumps(doc))
 
 

@@ -132,9 +132,12 @@ def _vllm_builds(
     return vllm
 
 
-def _torch_builds(doc: Fields, where: str, problems: list[str]) -> tuple[TorchBuild, ...]:
+def _torch_builds(
+    entries: tuple[Fields, ...], where: str, problems: list[str]
+) -> tuple[TorchBuild, ...]:
+    """The torch entries that pass (one default build per release and platform), sorted."""
     torch: dict[tuple[str, str, str], TorchBuild] = {}
-    for entry in doc.tables("torch"):
+    for entry in entries:
         try:
             read = WheelKernels.from_entry(entry)
             public = Version(read.version).public
@@ -164,7 +167,7 @@ def _torch_builds(doc: Fields, where: str, problems: list[str]) -> tuple[TorchBu
 def _assemble(doc: Fields, where: str) -> KernelTable:
     problems: list[str] = []
     vllm = _vllm_builds(doc.tables("vllm"), where, problems)
-    torch = _torch_builds(doc, where, problems)
+    torch = _torch_builds(doc.tables("torch"), where, problems)
     return KernelTable(
         about=doc.text("about", ""),
         generated=doc.text("generated", ""),
@@ -178,23 +181,23 @@ def _assemble(doc: Fields, where: str) -> KernelTable:
 
 
 class LazyTable(KernelTable):
-    """The shipped table as :func:`load` reads it, but a vLLM release's entries are checked
-    when a lookup first asks for that release (check-model and plan ask for a few of 100+),
-    the whole ``vllm`` section (and ``problems``) once, when first asked for: same answers,
+    """The shipped table as :func:`load` reads it, but a release's vLLM or torch entries are
+    checked when a lookup first asks for that release (check-model and plan ask for a few of
+    100+), the whole sections (and ``problems``) once, when first asked for: same answers,
     each entry left out by the same rule."""
 
     _doc: Fields
     _where: str
     _rows: dict[tuple[Version, str], list[Fields]]
     _found: dict[tuple[Version, str], VllmBuild | None]  # each release asked, as checked
+    _torch_rows: dict[tuple[Version, str], list[Fields]]
+    _torch_found: dict[tuple[Version, str], KernelTable]  # a release's builds, as checked
 
     def __init__(self, text: str, where: str = "gpu-kernels.json") -> None:
         doc = _document(text, where)
-        torch = _torch_builds(doc, where, [])
         head = (doc.text("about", ""), doc.text("generated", ""), doc.text("source", ""))
         for name, value in zip(("about", "generated", "source"), head, strict=True):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "torch", torch)
         object.__setattr__(self, "notes", doc.texts("notes", ()))
         object.__setattr__(self, "no_wheel", _no_wheel(doc, where, []))
         rows: dict[tuple[Version, str], list[Fields]] = {}
@@ -207,6 +210,14 @@ class LazyTable(KernelTable):
         object.__setattr__(self, "_where", where)
         object.__setattr__(self, "_rows", rows)
         object.__setattr__(self, "_found", {})
+        torch_rows: dict[tuple[Version, str], list[Fields]] = {}
+        for entry in doc.tables("torch"):  # by public release, in the document's order
+            version, wheel = entry.data.get("version"), entry.data.get("wheel")
+            if isinstance(version, str) and isinstance(wheel, str) and version_of(version):
+                key = (Version(Version(version).public), wheel_platform(wheel))
+                torch_rows.setdefault(key, []).append(entry)
+        object.__setattr__(self, "_torch_rows", torch_rows)
+        object.__setattr__(self, "_torch_found", {})
 
     @functools.cached_property
     def _whole(self) -> KernelTable:
@@ -215,6 +226,10 @@ class LazyTable(KernelTable):
     @functools.cached_property
     def vllm(self) -> tuple[VllmBuild, ...]:
         return self._whole.vllm
+
+    @functools.cached_property
+    def torch(self) -> tuple[TorchBuild, ...]:
+        return self._whole.torch
 
     @functools.cached_property
     def problems(self) -> tuple[str, ...]:
@@ -231,6 +246,20 @@ class LazyTable(KernelTable):
             passed = _vllm_builds(tuple(self._rows.get(key, ())), self._where, [])
             self._found[key] = next(iter(passed.values()), None)
         return self._found[key]
+
+    def torch_build(
+        self, version: str, cuda: str | None = None, platform: str = X86
+    ) -> TorchBuild | None:
+        wanted = version_of(version.split("+")[0])
+        if wanted is None:
+            return None  # as for vllm_build
+        if "_whole" in self.__dict__:
+            return super().torch_build(version, cuda, platform)
+        key = (wanted, platform)
+        if key not in self._torch_found:  # the release's builds, as load keeps them
+            builds = _torch_builds(tuple(self._torch_rows.get(key, ())), self._where, [])
+            self._torch_found[key] = KernelTable("", "", "", (), builds)
+        return self._torch_found[key].torch_build(version, cuda, platform)
 
 
 def _no_wheel(doc: Fields, where: str, problems: list[str]) -> tuple[tuple[str, str], ...]:
