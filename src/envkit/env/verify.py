@@ -22,9 +22,9 @@ from envkit.env.companionchecks import companion_checks
 from envkit.env.companionchecks import names as companion_names
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
 from envkit.env.gpuchecks import gpu_checks, gpu_side, read_ahead, reading, site_packages
-from envkit.gpu.installed.assess import GpuReport
 from envkit.env.pairs import known_bad
 from envkit.errors import BadInput
+from envkit.gpu.installed.assess import GpuReport
 from envkit.gpu.installed.detect import Choice
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch

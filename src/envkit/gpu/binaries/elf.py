@@ -433,12 +433,12 @@ def _header(stream: IO[bytes]) -> Any:
         basic.create_basic_structs()
         _LAYOUTS[(little, elfclass)] = basic
     header = struct_parse(basic.Elf_Ehdr, stream, stream_pos=0)
-    kind = (little, elfclass, header["e_type"], header["e_machine"])
-    kind += (header["e_ident"]["EI_OSABI"],)
+    osabi = header["e_ident"]["EI_OSABI"]
+    kind: tuple[object, ...] = (little, elfclass, header["e_type"], header["e_machine"], osabi)
     if kind not in _LAYOUTS:  # built, as ELFFile builds them, for what they would raise
         advanced = ELFStructs(little_endian=little, elfclass=elfclass)
         advanced.create_basic_structs()
-        advanced.create_advanced_structs(*kind[2:])
+        advanced.create_advanced_structs(header["e_type"], header["e_machine"], osabi)
         _LAYOUTS[kind] = advanced
     return header
 
