@@ -17,6 +17,7 @@ from envkit.io.escaping import visible
 if TYPE_CHECKING:
     import click.shell_completion  # (loaded by click itself when a shell completes)
 
+    from envkit.compat.check.checker import Checker
     from envkit.env.checks import CompatLookup
     from envkit.gpu.arch import Capability
     from envkit.gpu.cards import Card
@@ -153,11 +154,17 @@ def revision_option(func: F) -> F:
 def compat_lookup(index: str | None) -> CompatLookup:
     """For build, verify and doctor: the installed vLLM + transformers pair against
     `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
-    from envkit.compat.check.checker import Checker
-    from envkit.compat.check.enforcement import lookup
+    from envkit.compat.check.enforcement import cached_first
     from envkit.index.pages import index_url
 
-    return lookup(Checker(index_url(index), progress=render.progress))
+    url = index_url(index)
+
+    def checker() -> Checker:
+        from envkit.compat.check.checker import Checker
+
+        return Checker(url, progress=render.progress)
+
+    return cached_first(url, checker)
 
 
 GPU_HELP = "A known card (rtx-4060, rtx-4090-laptop, h100-80gb, t4, ...): its compute capability."

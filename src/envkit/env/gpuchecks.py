@@ -17,7 +17,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,6 +46,41 @@ def site_packages(sys_path: Iterable[str], prefix: str) -> Path | None:
     return None
 
 
+def read_ahead(venv: Path, target: GpuTarget | None) -> Callable[[Path], GpuReport]:
+    """Start the GPU layer's look (:func:`assess`) at the site-packages ``venv`` most likely
+    has (``lib*/python*/site-packages`` holding torch, else vLLM) in a thread, while the probe
+    imports vLLM in the venv's interpreter: the probe is a child process, so reading the ELF
+    files here uses the other core. The function returned gives the report for the folder the
+    probe found: the one read ahead when it is that folder (an error raised there is raised
+    again), else a look at that folder then. The verdicts are the same either way."""
+    real = os.path.realpath(venv)
+    entries = sorted({os.path.realpath(e) for e in Path(real).glob("lib*/python*/site-packages")})
+    guess = site_packages(entries, real)
+    if guess is None:
+        return lambda site: assess(site, target)
+    done: dict[str, GpuReport | BaseException] = {}
+
+    def look() -> None:
+        try:
+            done["report"] = assess(guess, target)
+        except BaseException as exc:  # raised again in the thread that asks for it
+            done["report"] = exc
+
+    thread = threading.Thread(target=look, name="envkit-gpu-read-ahead", daemon=True)
+    thread.start()
+
+    def report(site: Path) -> GpuReport:
+        if site != guess:
+            return assess(site, target)
+        thread.join()
+        found = done["report"]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    return report
+
+
 def gpu_side(report: GpuReport, source: str) -> GpuSide:
     """What the GPU layer was checked for, for verify's and doctor's JSON ``gpu``."""
     target = report.target
@@ -66,13 +102,19 @@ def reading(choice: Choice) -> str:
 
 
 def gpu_checks(
-    site: Path, choice: Choice, profile: str, *, built: bool = False
+    site: Path,
+    choice: Choice,
+    profile: str,
+    *,
+    built: bool = False,
+    look: Callable[[Path], GpuReport] | None = None,
 ) -> tuple[list[Result], GpuReport]:
     """The GPU layer's checks of the environment at ``site`` for ``choice``'s target: its
     results as it made them (each fix naming the rebuild), and a pass for each part that
     holds; ``built``: the environment is the one ``envkit build`` has just made, so no fix
-    says to build it again."""
-    report = assess(site, choice.target)
+    says to build it again; ``look``: where the GPU layer's report comes from
+    (:func:`read_ahead`), else it is read here."""
+    report = look(site) if look is not None else assess(site, choice.target)
     said_apart = ("runs-on", "no-common-gpu")  # without a target: one check below says it
     checks = [
         _with_rebuild(f, profile, choice.target, built)

@@ -21,9 +21,10 @@ from envkit.env.checks import CompatLookup, Report, check
 from envkit.env.companionchecks import companion_checks
 from envkit.env.companionchecks import names as companion_names
 from envkit.env.facts import ImportFacts, TorchFacts, VenvFacts, collect_facts, venv_python
-from envkit.env.gpuchecks import gpu_checks, gpu_side, reading, site_packages
+from envkit.env.gpuchecks import gpu_checks, gpu_side, read_ahead, reading, site_packages
 from envkit.env.pairs import known_bad
 from envkit.errors import BadInput
+from envkit.gpu.installed.assess import GpuReport
 from envkit.gpu.installed.detect import Choice
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile, Torch
@@ -69,11 +70,13 @@ def assess(
     gpu: Choice | None = NO_TARGET,
     progress: Progress = quiet,
     built: bool = False,
+    look: Callable[[Path], GpuReport] | None = None,
 ) -> Report:
     """Turn probe facts into checks. ``shown`` is the path to report (after a move);
     ``gpu`` is the GPU the compiled modules are checked for (None: the GPU layer is not
     looked at, doctor does it itself); ``progress`` hears the compat look-up and the GPU
-    layer's check begin; ``built``: ``venv`` is the one envkit build has just made."""
+    layer's check begin; ``built``: ``venv`` is the one envkit build has just made;
+    ``look``: the GPU layer's report read ahead (:func:`read_ahead`)."""
     prefix = os.path.realpath(venv)
     final = str(shown or venv)
 
@@ -130,7 +133,7 @@ def assess(
     site = site_packages(facts.sys_path, prefix) if gpu is not None else None
     if gpu is not None and site is not None:
         progress(reading(gpu))
-        found, gpu_report = gpu_checks(site, gpu, profile.name, built=built)
+        found, gpu_report = gpu_checks(site, gpu, profile.name, built=built, look=look)
         checks.extend(found)
         side = gpu_side(gpu_report, gpu.source)
     return Report(
@@ -330,6 +333,8 @@ def verify(
     expected = torch or profile.torch
     imports = ", ".join(profile.checks.imports) or "nothing"
     progress(f"verifying {shown or venv}: importing {imports} in its interpreter (one run)")
+    # the GPU layer reads the compiled modules meanwhile, on the core the probe leaves free
+    look = read_ahead(venv, gpu.target) if gpu is not None else None
     facts = gather(venv, profile)
     return assess(
         profile,
@@ -341,6 +346,7 @@ def verify(
         gpu=gpu,
         progress=progress,
         built=built,
+        look=look,
     )
 
 

@@ -78,6 +78,34 @@ def test_damaged_libraries_are_one_answer(
     assert isinstance(elf.defines(bad, names), (frozenset, elf.Unreadable))
 
 
+@settings(max_examples=120, deadline=None)
+@given(
+    flips=st.lists(st.tuples(st.integers(0, 63), st.integers(0, 255)), max_size=6),
+    which=st.sampled_from(["libc10", "ext_stable", "cudart13"]),
+)
+def test_the_header_is_read_as_pyelftools_reads_it(
+    flips: list[tuple[int, int]], which: str
+) -> None:
+    """The ELF header, its layouts built once per kind of file: the same header as
+    pyelftools' ELFFile gives for the same bytes (the ELF header overwritten anywhere: the
+    class, the byte order, the type, the machine, the ABI), or the same error."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    data = bytearray(getattr(elfbuild.built(), which).read_bytes()[:4096])
+    for at, value in flips:
+        data[at] = value
+
+    def read(reader: object) -> object:
+        try:
+            return reader(io.BytesIO(bytes(data)))  # type: ignore[operator]
+        except elf.READ_ERRORS as exc:
+            return type(exc), str(exc)
+
+    assert read(elf._header) == read(lambda s: ELFFile(s).header)
+
+
 def test_the_step_cap_ends_long_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(elf, "MAX_STEPS", 1)
     names = frozenset(elfbuild.STABLE_NAMES)

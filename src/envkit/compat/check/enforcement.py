@@ -5,13 +5,17 @@ cannot read) is said, never turned into a verdict."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.compat.check.checker import Checker, CompatReport
+from envkit.compat.report import CompatReport, load_cached
 from envkit.errors import EnvkitError
 from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile
+
+if TYPE_CHECKING:  # the checker's imports (0.16 s) only where a pair is checked afresh
+    from envkit.compat.check.checker import Checker
 
 
 def lock_refusals(
@@ -50,5 +54,33 @@ def lookup(checker: Checker) -> Callable[[str, str], CompatReport | str]:
             return f"compat not checked: {exc.message}"
         except InvalidVersion:
             return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
+
+    return look
+
+
+def cached_first(
+    index: str, make: Callable[[], Checker]
+) -> Callable[[str, str], CompatReport | str]:
+    """:func:`lookup`, the pair's cached report read first as the checker would read it
+    (``load_cached``), the checker made by ``make`` only when there is none: verify of a
+    pair checked before loads none of its modules."""
+    from envkit.index import snapshot
+
+    made: list[Callable[[str, str], CompatReport | str]] = []
+
+    def look(vllm: str, transformers: str) -> CompatReport | str:
+        known = snapshot.active()  # the index the checker's session would read, as it picks it
+        try:
+            where = known.index if known is not None else index
+            cached = load_cached(Version(vllm), Version(transformers), where)
+        except EnvkitError as exc:
+            return f"compat not checked: {exc.message}"
+        except InvalidVersion:
+            return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
+        if cached is not None:
+            return cached
+        if not made:
+            made.append(lookup(make()))
+        return made[0](vllm, transformers)
 
     return look

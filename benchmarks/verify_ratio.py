@@ -1,0 +1,158 @@
+"""``envkit verify`` against a bare import of what it imports (issue 28, item 4: verify at
+most 1.05x ``import vllm, transformers, torch`` in the same venv): CPU seconds (user +
+system of the children, ``RUSAGE_CHILDREN`` deltas: the number a shared machine blurs
+least) and wall seconds, best of N new processes of each, alternating, beside the machine
+(``machine.py``) and the ratio. A second baseline is the bare import followed by what
+the profile's checks make the probe do beyond it (its ``[checks] probes``, each an attribute
+whose module is imported: ``transformers.Qwen2VLForConditionalGeneration`` imports the
+model's code, about 1 s of CPU; ``torch.cuda.is_available()``): the ratio against it is
+envkit's own cost.
+
+The venv is a real one whose pins match the profile, e.g. (5-9 GB)::
+
+    uv venv /tmp/vv --python python3.11
+    uv pip install --python /tmp/vv/bin/python vllm==0.8.5 transformers==4.51.3
+
+    python benchmarks/verify_ratio.py --venv /tmp/vv [--profile vllm-0.8.5+qwen2-vl]
+        [--runs 3] [--gpu rtx-4090] [--json benchmarks/results/verify_ratio.json]
+
+envkit's cache is the script's own, warmed by one untimed verify (compat's answer for the
+pair is cached, as anywhere verify has run before); each timed verify is a new process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import describe
+
+ROOT = Path(__file__).resolve().parent.parent
+BARE = "import vllm, transformers, torch"
+PROBED = """
+import importlib, sys, vllm, transformers, torch
+for dotted in sys.argv[1:]:
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+            break
+        except ImportError:
+            continue
+    for attr in parts[cut:]:
+        found = getattr(found, attr)
+torch.cuda.is_available()
+"""
+TARGET = 1.05
+
+
+def timed(argv: list[str], env: dict[str, str]) -> dict[str, float | int]:
+    """One new process: its CPU (the children's user + system, a delta) and wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(
+        argv, env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):  # 1: a check failed, still a whole verify
+        sys.stderr.write(done.stderr.decode(errors="replace")[-2000:])
+        raise SystemExit(f"{argv[0]} exited {done.returncode}")
+    return {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "exit_code": done.returncode}
+
+
+def probes(profile: str) -> list[str]:
+    """The profile's ``[checks] probes``, as verify's probe is asked for them."""
+    from envkit.profiles.catalog import Catalog
+
+    return list(Catalog.from_option(None).resolve(profile).checks.probes)
+
+
+def envkit() -> list[str]:
+    """envkit as a user starts it: the console script beside this interpreter."""
+    script = Path(sys.executable).with_name("envkit")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "envkit"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", type=Path, default=Path("/tmp/vv"))
+    parser.add_argument("--profile", default="vllm-0.8.5+qwen2-vl")
+    parser.add_argument("--runs", type=int, default=3, help="new processes of each (3-5)")
+    parser.add_argument("--gpu", help="verify --gpu CARD (default: none, as without a GPU)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    opts = parser.parse_args()
+    python = opts.venv / "bin" / "python"
+    bare = [str(python), "-c", BARE]
+    probed = [str(python), "-c", PROBED, *probes(opts.profile)]
+    verify = [*envkit(), "verify", opts.profile, "--venv", str(opts.venv), "--json"]
+    if opts.gpu:
+        verify += ["--gpu", opts.gpu]
+    machine = describe()
+    work = Path(tempfile.mkdtemp(prefix="envkit-verify-bench-"))
+    env = {**os.environ, "ENVKIT_CACHE_DIR": str(work / "cache"), "HF_HUB_OFFLINE": "1"}
+    env.pop("ENVKIT_FAULT", None)
+    try:
+        timed(verify, env)  # untimed: compat's answer cached, every .pyc written
+        timed(probed, env)
+        runs: dict[str, list[dict[str, float | int]]] = {"bare import": [], "verify": []}
+        runs["+ probes"] = []
+        for _round in range(opts.runs):  # alternating, so a burst of load falls on all
+            runs["bare import"].append(timed(bare, env))
+            runs["verify"].append(timed(verify, env))
+            runs["+ probes"].append(timed(probed, env))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    load_end = round(os.getloadavg()[0], 2)
+    rows = {
+        name: {
+            "cpu_s": min(r["cpu_s"] for r in found),
+            "wall_s": min(r["wall_s"] for r in found),
+            "runs": found,
+        }
+        for name, found in runs.items()
+    }
+    ratio_cpu = rows["verify"]["cpu_s"] / rows["bare import"]["cpu_s"]
+    ratio_wall = rows["verify"]["wall_s"] / rows["bare import"]["wall_s"]
+    own_cpu = rows["verify"]["cpu_s"] / rows["+ probes"]["cpu_s"]
+    own_wall = rows["verify"]["wall_s"] / rows["+ probes"]["wall_s"]
+    print(json.dumps(machine))
+    print(
+        f"best of {opts.runs} new processes each (alternating); load average "
+        f"{machine['load_average_1m']} at the start, {load_end} at the end"
+    )
+    for name, r in rows.items():
+        print(f"{name:<12} {r['cpu_s']:>7.2f} s CPU {r['wall_s']:>7.2f} s wall")
+    print(
+        f"ratio        {ratio_cpu:>7.3f}x CPU {ratio_wall:>7.3f}x wall  (target at most "
+        f"{TARGET}x: {'met' if ratio_cpu <= TARGET else 'NOT met'} by CPU, "
+        f"{'met' if ratio_wall <= TARGET else 'NOT met'} by wall)"
+    )
+    print(f"against the bare import + the probes: {own_cpu:.3f}x CPU {own_wall:.3f}x wall")
+    if opts.json:
+        report = {
+            "machine": machine, "load_average_1m_end": load_end, "venv": str(opts.venv),
+            "profile": opts.profile, "gpu": opts.gpu or "", "bare": BARE, "results": rows,
+            "ratio_cpu": round(ratio_cpu, 3), "ratio_wall": round(ratio_wall, 3),
+            "ratio_probed_cpu": round(own_cpu, 3), "ratio_probed_wall": round(own_wall, 3),
+            "probes": probes(opts.profile),
+            "target": TARGET,
+        }  # fmt: skip
+        opts.json.parent.mkdir(parents=True, exist_ok=True)
+        opts.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
