@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe
-from startup import COMMANDS, SMALL_LOG, envkit_argv, keep_only_stdlib
+from startup import COMMANDS, bench_env, envkit_argv, keep_only_stdlib
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIR = ["vllm==0.8.5", "transformers==5.0.0"]
@@ -76,17 +76,7 @@ def best(runs: list[dict[str, float | int]]) -> dict[str, float | int]:
 
 
 def startup_rows(runs: int, work: Path) -> dict[str, dict[str, float | int]]:
-    log = work / "boot.log"
-    log.write_text(SMALL_LOG)
-    prefix = work / "pycache"
-    env = {
-        **os.environ,
-        "ENVKIT_CACHE_DIR": str(work / "startup-cache"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPYCACHEPREFIX": str(prefix),
-    }
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.pop("ENVKIT_FAULT", None)
+    log, prefix, env = bench_env(work, "startup-cache")
     chosen = {k: v for k, v in COMMANDS.items() if k in TARGETS}
     argvs = {
         n: [*envkit_argv(), *(a.replace("{log}", str(log)) for a in args)]

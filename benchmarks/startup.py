@@ -77,6 +77,24 @@ def keep_only_stdlib(prefix: Path) -> int:
     return kept
 
 
+def bench_env(work: Path, cache: str) -> tuple[Path, Path, dict[str, str]]:
+    """The small log, the bytecode folder and the environment every start-up run gets: an
+    envkit cache of its own (``work/cache``), the Hub offline, bytecode written (and compiled
+    afresh: the folder starts empty), no fault injection."""
+    log = work / "boot.log"
+    log.write_text(SMALL_LOG)
+    prefix = work / "pycache"
+    env = {
+        **os.environ,
+        "ENVKIT_CACHE_DIR": str(work / cache),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPYCACHEPREFIX": str(prefix),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("ENVKIT_FAULT", None)
+    return log, prefix, env
+
+
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """Wall clock and CPU (user + system) seconds of one new process, and its exit code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,17 +118,7 @@ def main() -> int:
     machine = describe()
     work = Path(tempfile.mkdtemp(prefix="envkit-startup-bench-"))
     try:
-        log = work / "boot.log"
-        log.write_text(SMALL_LOG)
-        prefix = work / "pycache"
-        env = {
-            **os.environ,
-            "ENVKIT_CACHE_DIR": str(work / "cache"),
-            "HF_HUB_OFFLINE": "1",
-            "PYTHONPYCACHEPREFIX": str(prefix),
-        }
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env.pop("ENVKIT_FAULT", None)
+        log, prefix, env = bench_env(work, "cache")
         runs = {
             name: [a.replace("{log}", str(log)) for a in args]
             for name, (args, _target) in chosen.items()
