@@ -23,7 +23,7 @@ from machine import describe  # benchmarks/machine.py, beside this script
 from packaging.version import Version
 
 from envkit.index import snapshot
-from envkit.index.pages import WheelFile
+from envkit.index.pages import DEFAULT_INDEX, WheelFile
 
 
 def _pages(files: int) -> dict[str, snapshot.Listing]:
@@ -64,9 +64,7 @@ def main() -> int:
         writes, reads = [], []
         for _ in range(args.rounds):
             start = time.perf_counter()
-            snapshot.write(
-                path, index="https://pypi.org/simple", made_for=["x"], pages=pages, entries=entries
-            )
+            snapshot.write(path, index=DEFAULT_INDEX, made_for=["x"], pages=pages, entries=entries)
             writes.append(time.perf_counter() - start)
             start = time.perf_counter()
             snapshot.read(path)
