@@ -32,10 +32,10 @@ def _guarded(args: list[str], *, last: bool) -> int:
     try:
         _startup_fault()
         if args == ["--version"] and _version():
-            if last:  # said: a late Ctrl-C is ignored, as app.main ignores it after a command
-                import signal
+            if last:
+                from envkit.io import interrupts
 
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                interrupts.result_is_out()
             return 0
         from envkit.cli import app
 

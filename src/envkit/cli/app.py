@@ -5,7 +5,6 @@ that arrives before or after this module's ``try``."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Callable
 
@@ -22,7 +21,7 @@ from envkit.errors import (
     EnvkitError,
     Interrupted,
 )
-from envkit.io import faults, process, redaction
+from envkit.io import faults, interrupts, process, redaction
 from envkit.io.atomicfile import sweep_temporary_folders
 
 
@@ -81,9 +80,8 @@ def main(args: list[str], *, last: bool = False) -> int:
             sys.modules["envkit.io.http"].close_all()
         if "envkit.index.snapshot" in sys.modules:  # a --knowledge snapshot: this run's alone
             sys.modules["envkit.index.snapshot"].use(None)
-        if last:  # the result is out: nothing is left to interrupt, and no traceback at exit
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if last:
+            interrupts.result_is_out()
         elif restore is not None:
             restore()
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +12,10 @@ from envkit import render
 from envkit.cli.options import State, complete_profiles, index_url_option, json_option
 from envkit.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 from envkit.profiles.catalog import Catalog
+
+if TYPE_CHECKING:
+    from envkit.compat.check.checker import Checker
+    from envkit.profiles.profile import Profile
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -121,18 +127,23 @@ def export(
         state.broken = len(listing.errors)
         render.broken_profiles(listing.errors)  # named, then the others go on
         profiles = list(listing.profiles)
-    from envkit.upgrades.upgrade import search
-
     result = run(
         file,
         profiles,
         index_url(index),
         history=history,
-        also=search if upgrade else None,
+        also=_upgrade_search() if upgrade else None,
         progress=render.progress,
     )
     exported_knowledge(result, as_json)
     return state.worst(EXIT_OK if result.complete else EXIT_BAD_INPUT)
+
+
+def _upgrade_search() -> Callable[[Checker, Profile], object]:
+    """``envkit upgrade``'s default search, loaded only for ``--upgrade``."""
+    from envkit.upgrades.upgrade import search
+
+    return search
 
 
 COMMANDS = (refresh, knowledge)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -24,6 +23,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import NetworkError, WheelError
+from envkit.io.cache import is_sha256
 from envkit.io.http import Http, MiB, status_error
 from envkit.io.redaction import redact
 from envkit.io.urls import check_index
@@ -101,9 +101,6 @@ def _files(project: str, index: str, http: Http, suffix: str) -> Iterator[WheelF
         )
 
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
 def file_sha256(entry: dict[str, Any]) -> str:
     """A page entry's sha256: PEP 691's ``hashes``, else PEP 503's ``#sha256=`` fragment;
     '' when the page gives none or one that is not 64 hex digits."""
@@ -113,7 +110,7 @@ def file_sha256(entry: dict[str, Any]) -> str:
         fragment = urldefrag(str(entry.get("url", ""))).fragment
         found = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else ""
     found = found.lower()
-    return found if _SHA256.fullmatch(found) else ""
+    return found if is_sha256(found) else ""
 
 
 def _version_of(project: str, name: str) -> Version | None:

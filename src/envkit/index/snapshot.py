@@ -43,7 +43,7 @@ from envkit.index.archives import count_entries, zip_directory
 from envkit.index.pages import WheelFile
 from envkit.io import cache, hub
 from envkit.io.atomicfile import write_atomic
-from envkit.io.cache import BadEntry, Fields
+from envkit.io.cache import BadEntry, Fields, is_sha256
 from envkit.io.files import MiB, read_small
 from envkit.io.http import Http, Response
 from envkit.io.redaction import redact
@@ -57,7 +57,6 @@ MAX_MEMBER = 16 * MiB  # the largest kind of cache entry (scans)
 MAX_INFLATED = 1024 * MiB  # every member together, once inflated
 MANIFEST, DIGEST = "manifest.json", "manifest.sha256"
 _PAGE = re.compile(r"pages/([a-z0-9][a-z0-9._-]{0,99})\.json")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -322,7 +321,7 @@ def _listed(path: Path, doc: Fields, members: Mapping[str, bytes]) -> list[tuple
         body = members.get(name)
         if name in seen or name in (MANIFEST, DIGEST) or body is None or not _allowed(name):
             _bad(path, f"lists {name[:200]!r}, which it does not hold")
-        if not _SHA256.fullmatch(sha) or hashlib.sha256(body).hexdigest() != sha:
+        if not is_sha256(sha) or hashlib.sha256(body).hexdigest() != sha:
             _bad(path, f"holds {name!r} changed since it was written (its sha256 differs)")
         if entry.whole("bytes") != len(body):
             _bad(path, f"holds {name!r} of another size than its manifest says")

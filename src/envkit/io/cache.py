@@ -297,3 +297,10 @@ KINDS = {
 }
 # an entry's name: its kind's folder, one file (a key and its format)
 _NAME = re.compile(r"[a-z][a-z-]{0,39}/[A-Za-z0-9][A-Za-z0-9._+!-]{0,219}\.json")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def is_sha256(text: str) -> bool:
+    """Whether ``text`` is a sha256 as envkit keeps one: 64 lowercase hex digits (a file's
+    hash from an index page, the key of a wheel's cache entries, a snapshot member's)."""
+    return _SHA256.fullmatch(text) is not None

@@ -55,6 +55,14 @@ def install_signal_handlers() -> Callable[[], None]:
     return restore
 
 
+def result_is_out() -> None:
+    """The process's last run has written its result: nothing is left to interrupt, so a
+    late Ctrl-C is ignored (never a traceback in the interpreter's shutdown, never a death
+    by SIGINT after a complete answer) and SIGTERM ends the process as by default."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def last_signal() -> signal.Signals:
     """The interrupt that arrived last (SIGINT or SIGTERM): the one to pass on to a child."""
     return _last_signal

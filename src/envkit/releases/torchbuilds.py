@@ -35,7 +35,7 @@ from envkit.errors import EnvkitError, NetworkError, WheelError
 from envkit.index.pages import html_entries, pick_wheel
 from envkit.index.wheels import read_members
 from envkit.io.atomicfile import write_atomic
-from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields
+from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields, is_sha256
 from envkit.io.http import Http
 from envkit.io.redaction import redact
 from envkit.releases.asttables import SourceError, module_tables
@@ -194,7 +194,7 @@ def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
     """The CUDA version the torch wheel at ``url`` was built with ('' if CPU), from its
     ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
     answer is kept in the cache under that hash (the same bytes always give it)."""
-    cacheable = re.fullmatch(r"[0-9a-f]{64}", sha256) is not None
+    cacheable = is_sha256(sha256)
     if cacheable:
         known = TORCH_BUILDS.load(sha256, _cuda_entry)
         if known is not None:

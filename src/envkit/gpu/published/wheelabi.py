@@ -35,7 +35,7 @@ from envkit.gpu.binaries.torchabi import TORCH_LIBRARIES, is_torch_symbol
 from envkit.gpu.published.wheelkernels import LIMITS, Limits, shared_object
 from envkit.index.wheels import LocalZip, RemoteZip, open_wheel
 from envkit.io.atomicfile import create_binary, temporary_folder
-from envkit.io.cache import TORCH_DEFINES, TORCH_NEEDS, BadEntry, Fields
+from envkit.io.cache import TORCH_DEFINES, TORCH_NEEDS, BadEntry, Fields, is_sha256
 from envkit.io.http import Http
 from envkit.releases.registry import requirements
 
@@ -44,7 +44,6 @@ MAX_LIBRARIES = 64  # torch/lib of torch 2.6.0 has 16 files
 # compressed bytes of one wheel's modules fetched in all (vLLM 0.8.5's: 323 MB; torch's
 # libraries are bounded per library, and read only until every symbol asked is found)
 MAX_WHEEL_MODULES = 4096 * 1024**2
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 # the torch release in a wheel's local version: flash-attn's +cu12torch2.6cxx11abiFALSE
 _BUILT_FOR = re.compile(r"torch([0-9]{1,2})\.?([0-9]{1,2})(?![0-9])")
 _defines_lock = threading.Lock()  # one merge of a torch wheel's answers at a time
@@ -153,7 +152,7 @@ def wheel_needs(
     """What the compiled modules of the wheel at ``url`` need of torch (module docstring):
     at most ``limits.modules`` modules, ``total`` compressed bytes in all, each within
     ``limits``. Raises WheelError, NetworkError, FileSystemError."""
-    cacheable = _SHA256.fullmatch(sha256) is not None
+    cacheable = is_sha256(sha256)
     if cacheable:
         known = TORCH_NEEDS.load(sha256, WheelNeeds.from_entry)
         if known is not None and known.filename == filename:
@@ -205,7 +204,7 @@ def torch_defines(
     """Which of ``wanted`` the libraries of the torch wheel at ``url`` (``torch/lib``)
     define. Raises WheelError (a library that cannot be read among them: no answer),
     NetworkError, FileSystemError."""
-    cacheable = _SHA256.fullmatch(sha256) is not None
+    cacheable = is_sha256(sha256)
     defined, absent = _known(sha256) if cacheable else (set(), set())
     rest = set(wanted) - defined - absent
     if rest:

@@ -43,7 +43,7 @@ from envkit.gpu.binaries import cudalibs, fatbin
 from envkit.gpu.binaries.images import Images, from_groups, images
 from envkit.gpu.roles import Role
 from envkit.io.atomicfile import create_binary, temporary_folder
-from envkit.io.cache import GPU_KERNELS, BadEntry, Fields
+from envkit.io.cache import GPU_KERNELS, BadEntry, Fields, is_sha256
 from envkit.io.files import MiB
 from envkit.io.redaction import redact
 
@@ -58,7 +58,6 @@ TORCH_OPTIONAL = ("libtorch_cuda_linalg.so",)
 MAX_MODULES = 64  # compiled modules read of one wheel (vLLM 0.33.0 has 14)
 MAX_GROUPS = 10_000  # distinct target sets of one module (libtorch_cuda.so: about 10)
 MAX_TARGETS = 64  # targets of one container (nvcc's whole list is 20)
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHARED = re.compile(r"[A-Za-z0-9_.+-]+\.so(\.[0-9]+)*")
 _CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
 
@@ -216,7 +215,7 @@ class WheelKernels:
         if project not in PROJECTS or not canonical:
             raise BadEntry(f"{f.where}: {project!r:.40} {version!r:.40} is not a release")
         sha256, filename = f.text("sha256"), f.text("wheel")
-        if not _SHA256.fullmatch(sha256):
+        if not is_sha256(sha256):
             raise BadEntry(f"{f.where}.sha256 is not 64 hex digits")
         if not (filename.endswith(".whl") and "/" not in filename and len(filename) <= 300):
             raise BadEntry(f"{f.where}.wheel {filename!r:.80} is not a wheel's file name")
@@ -254,7 +253,7 @@ def read_wheel(
     the index cannot be, FileSystemError when no scratch file can be written."""
     if project not in PROJECTS:
         raise WheelError(f"envkit reads the kernels of vllm and torch wheels, not {project}.")
-    if use_cache and _SHA256.fullmatch(wheel.sha256):
+    if use_cache and is_sha256(wheel.sha256):
         known = GPU_KERNELS.load(wheel.sha256, WheelKernels.from_entry)
         if known is not None and (known.filename, known.version) == (
             wheel.filename,
@@ -297,7 +296,7 @@ def read_wheel(
         torch_cuda=_torch_cuda(small, wheel.filename) if project == "torch" else "",
         read_bytes=http.traffic.bytes - before,
     )
-    if _SHA256.fullmatch(wheel.sha256):
+    if is_sha256(wheel.sha256):
         GPU_KERNELS.store(wheel.sha256, found.to_entry())
     return found
 
