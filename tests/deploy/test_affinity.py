@@ -139,7 +139,9 @@ def test_every_value_parses_back_as_meant(tmp_path_factory: Any, model: str, wor
         yaml.safe_load_all(yaml_text(facts, kubernetes.objects(facts, kubernetes.Secrets())))
     )
     container = docs[0]["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"][0] == facts.served
+    # the model as the pod sees it: itself, or a folder that names one (even "/") under the
+    # weights mount
+    assert container["args"][0] == kubernetes.served_in_pod(facts)
     assert container["args"][container["args"].index("--served-model-name") + 1] == word
     assert len(docs) == 2  # nothing a value holds starts another document
     script = slurm.script(facts, Path("/v"))
