@@ -381,6 +381,45 @@ def test_the_file_read_rule_catches_every_way_to_open_a_file() -> None:
     assert len(list(_reads(ast.parse(source), "envkit.index.wheels"))) == 8
 
 
+# an installed distribution's files (RECORD, METADATA) are files envkit is handed too: read
+# through io.files (fleet.records, index.metadata); importlib.metadata reads them unchecked and
+# whole, so only the module that runs inside the checked venv (and reports to it) uses it
+MAY_READ_DISTRIBUTIONS = {"envkit.env.inside_venv"}
+_METADATA = ("importlib.metadata", "importlib_metadata")
+
+
+def _metadata_uses(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named = [a.name for a in node.names if a.name.startswith(_METADATA)]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            full = [f"{module}.{a.name}" for a in node.names]
+            named = (
+                [module] if module.startswith(_METADATA) else [n for n in full if n in _METADATA]
+            )
+        else:
+            continue
+        yield from (f"{n} at line {node.lineno}" for n in named)
+
+
+def test_installed_distributions_are_read_only_through_io_files() -> None:
+    tree = modules()
+    offenders = {n: list(_metadata_uses(t)) for n, t in tree.items()}
+    found = {n: r for n, r in offenders.items() if r and n not in MAY_READ_DISTRIBUTIONS}
+    assert found == {}, "read RECORD and METADATA with envkit.io.files"
+    assert [n for n in sorted(MAY_READ_DISTRIBUTIONS) if not offenders[n]] == []  # each does
+
+
+def test_the_distribution_read_rule_catches_every_import() -> None:
+    source = (
+        "import importlib.metadata\nfrom importlib import metadata\n"
+        "from importlib.metadata import PathDistribution\nimport importlib_metadata as m\n"
+        "from importlib import resources\nimport importlib\n"
+    )
+    assert len(list(_metadata_uses(ast.parse(source)))) == 4
+
+
 ARCHITECTURE = PACKAGE.parent.parent / "docs" / "architecture.md"
 
 

@@ -18,6 +18,10 @@ True
 (True, 1)
 >>> Severity.UNKNOWN.failed, Severity.UNKNOWN > Severity.WARNING
 (False, True)
+>>> s = Result(code="c", severity=Severity.WARNING, evidence={"only": listing(["A", "B"])},
+...            fix="pin it\\nrebuild")
+>>> s.facts("only"), s.steps
+(('A', 'B'), ('pin it', 'rebuild'))
 """
 
 from __future__ import annotations
@@ -102,6 +106,16 @@ class Facts(Mapping[str, str]):
         return f"Facts({dict(self._items)!r})"
 
 
+LIST_SEPARATOR = ", "  # between the values of one fact that lists several
+
+
+def listing(values: Iterable[str]) -> str:
+    """Several values as one fact, which :meth:`Result.facts` reads back: names and labels,
+    which hold no separator (one inside a value is closed up to ``,``, so that the fact still
+    reads back as as many values as were given)."""
+    return LIST_SEPARATOR.join(v.replace(LIST_SEPARATOR, ",") for v in values)
+
+
 # named values (a Facts once made) or short strings
 Evidence = tuple[str, ...] | Mapping[str, str]
 
@@ -110,7 +124,7 @@ Evidence = tuple[str, ...] | Mapping[str, str]
 class Result:
     """One check's answer. ``code`` is stable, for programs (``driver-too-old``,
     ``unknown-flag``); ``message`` one sentence for people; ``fix`` what to do, as a command
-    or a change, when there is one."""
+    or a change, when there is one (several steps one a line: :attr:`steps`)."""
 
     code: str
     severity: Severity
@@ -132,6 +146,17 @@ class Result:
     def fact(self, name: str, default: str = "") -> str:
         """One named piece of the evidence (``default`` when it has none by that name)."""
         return self.evidence.get(name, default) if isinstance(self.evidence, Mapping) else default
+
+    def facts(self, name: str) -> tuple[str, ...]:
+        """A named piece of the evidence that lists several values (:func:`listing` joined
+        them); none when the evidence has none by that name."""
+        said = self.fact(name)
+        return tuple(said.split(LIST_SEPARATOR)) if said else ()
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The fix's steps, one a line (none when there is no fix)."""
+        return tuple(self.fix.split("\n")) if self.fix else ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape every command's ``$defs/result`` reads: evidence is a list of

@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from envkit.io.cache import COMPAT, Fields
 from envkit.releases.registry import index_key
-from envkit.results import Result, Severity
+from envkit.results import Result, Severity, listing
 
 
 class Code(str, Enum):
@@ -76,11 +76,16 @@ class Incompatibility:
     @property
     def result(self) -> Result:
         """The finding as the one result record: an error when it breaks vLLM as a whole,
-        a warning when it breaks only what it names; its evidence where vLLM uses it."""
+        a warning when it breaks only what it names; its evidence where vLLM uses it, what
+        the source says happens there and what alone it breaks (the text is drawn from it)."""
         scope = (*self.architectures, *self.model_types, *self.processors, *self.conditions)
         facts = {"file": f"{self.file}:{self.line}", "module": self.module,
                  "places": str(self.places), "removed_in": self.removed_in,
-                 "taken_in": self.taken_in}  # fmt: skip
+                 "taken_in": self.taken_in, "detail": self.detail,
+                 "architectures": listing(self.architectures),
+                 "model_types": listing(self.model_types),
+                 "processors": listing(self.processors),
+                 "conditions": listing(self.conditions)}  # fmt: skip
         return Result(
             code=self.code.value,
             severity=Severity.ERROR if self.everywhere else Severity.WARNING,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from envkit.models.solver import Solution
     from envkit.profiles.profile import Profile
     from envkit.releases.registry import Scan
+    from envkit.results import Result
     from envkit.site.build import SiteResult
 
 
@@ -204,8 +205,9 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         emit_json(rep.to_dict())
         return
     pair = f"vLLM {rep.vllm} + transformers {rep.transformers}"
-    core = rep.blocking
-    scoped = [f for f in rep.findings if not f.everywhere]
+    results = [f.result for f in rep.findings]
+    core = [r for r in results if r.failed]  # what breaks vLLM as a whole
+    scoped = [r for r in results if not r.failed]
     if core:
         echo(one_line(f"{pair}: not compatible"), fg="red", bold=True)
     else:
@@ -222,26 +224,8 @@ def compat(rep: CompatReport, as_json: bool) -> None:
             ),
             fg="yellow",
         )
-    for f in [*core, *scoped]:
-        where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
-        origin = f" from {f.module}" if f.module and f.module != f.name else ""
-        removed = f", removed in {f.removed_in}" if f.removed_in else ""
-        taken = f", transformers's since {f.taken_in}" if f.taken_in else ""
-        echo(wrap(f"{f.code.value}: {f.name}{origin}{removed}{taken}", "  ", "    "))
-        echo(wrap(f"used at {where}", "    ", "      "))
-        if f.detail:
-            echo(wrap(f.detail, "    ", "      "))
-        if not f.everywhere:
-            only = list(f.architectures)
-            if f.model_types:
-                kind = "model types" if len(f.model_types) > 1 else "model type"
-                only.append(f"{kind} {', '.join(f.model_types)}")
-            if f.processors:
-                kind = "processors" if len(f.processors) > 1 else "processor"
-                only.append(f"{kind} {', '.join(f.processors)} (loaded by name, for a "
-                            "checkpoint whose processor config names it)")  # fmt: skip
-            only.extend(f"a {c} (vLLM tests the checkpoint for it first)" for c in f.conditions)
-            echo(wrap("breaks only: " + "; ".join(only), "    ", "      "))
+    for r in [*core, *scoped]:
+        _compat_finding(r)
     against = f", attributes against transformers {rep.reference}" if rep.reference else ""
     how = (
         "from the cache"
@@ -254,6 +238,32 @@ def compat(rep: CompatReport, as_json: bool) -> None:
     echo(one_line(f"  checked {rep.imports_checked} imports{against}; {how}"))
     if rep.undecided:
         echo(wrap("  not decidable from source: " + ", ".join(rep.undecided), "", "    "))
+
+
+def _compat_finding(r: Result) -> None:
+    """One compat finding, drawn from its result alone (``Incompatibility.result``): what
+    ``--json`` carries is what is shown."""
+    places = r.fact("places", "1")
+    more = int(places) - 1 if places.isdigit() else 0
+    where = r.fact("file") + (f" (+{more} more)" if more > 0 else "")
+    module = r.fact("module")
+    origin = f" from {module}" if module and module != r.subject else ""
+    removed = f", removed in {r.fact('removed_in')}" if r.fact("removed_in") else ""
+    taken = f", transformers's since {r.fact('taken_in')}" if r.fact("taken_in") else ""
+    echo(wrap(f"{r.code}: {r.subject}{origin}{removed}{taken}", "  ", "    "))
+    echo(wrap(f"used at {where}", "    ", "      "))
+    if r.fact("detail"):
+        echo(wrap(r.fact("detail"), "    ", "      "))
+    only = list(r.facts("architectures"))
+    if types := r.facts("model_types"):
+        only.append(f"{'model types' if len(types) > 1 else 'model type'} {', '.join(types)}")
+    if processors := r.facts("processors"):
+        kind = "processors" if len(processors) > 1 else "processor"
+        only.append(f"{kind} {', '.join(processors)} (loaded by name, for a checkpoint whose "
+                    "processor config names it)")  # fmt: skip
+    only.extend(f"a {c} (vLLM tests the checkpoint for it first)" for c in r.facts("conditions"))
+    if only:
+        echo(wrap("breaks only: " + "; ".join(only), "    ", "      "))
 
 
 def site(result: SiteResult, architectures: int, releases: int, as_json: bool) -> None:

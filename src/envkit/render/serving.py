@@ -196,28 +196,30 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
 
 
 def _cause(cause: Cause, title: str) -> None:
-    where = f" (line {cause.line})" if cause.line else ""
-    colour = "green" if cause.code.value == "none" else "red"
+    """A cause drawn from its result (``Cause.result``: code, severity, subject, message,
+    evidence, fix), with what the explanation adds beside it (``count``, ``meaning``,
+    ``details``, ``next``)."""
+    r = cause.result
+    where = f" ({r.subject})" if r.subject else ""
     echo(f"{title}: ", bold=True, nl=False)
-    echo(f"{cause.code.value}{where}", fg=colour, bold=True)
-    echo(wrap(cause.summary, "  ", "  "))
-    for e in cause.evidence:
-        shown = e.text[: len(e.text) - e.more]
-        if e.more:
-            shown += f" … (+{e.more} characters; --json carries the whole line)"
-        if e.read_cut:
-            shown += " … (the line went on past 64 KiB; the rest is not shown)"
-        echo(wrap(f"{e.line}: {shown}", "    > ", "      "))
-    if cause.count > len(cause.evidence):
-        echo(f"    ... {cause.count - len(cause.evidence)} more line(s) read so")
+    echo(f"{r.code}{where}", fg="green" if r.severity.value == "ok" else "red", bold=True)
+    echo(wrap(r.message, "  ", "  "))
+    for line in r.evidence:
+        echo(wrap(line, "    > ", "      "))
+    if cause.count > len(r.evidence):
+        echo(f"    ... {cause.count - len(r.evidence)} more line(s) read so")
     if cause.meaning:
         echo(wrap(f"means: {cause.meaning}", "  ", "    "))
-    for step in cause.fix:
+    for step in r.steps:
         echo(wrap(f"fix: {step}", "  ", "    "))
     for detail in cause.details:
         echo(wrap(f"from: {detail}", "  ", "    "))
     for command in cause.next:
         echo(wrap(f"next: {command}", "  ", "    "))
+
+
+# an environment check's result (``Check.result``) in words
+_VERDICT = {"ok": "matches", "error": "differs", "unknown": "not said"}
 
 
 def explanation(result: Explanation, as_json: bool) -> None:
@@ -236,9 +238,8 @@ def explanation(result: Explanation, as_json: bool) -> None:
     if result.environment:
         env = result.environment
         echo(f"environment: {env.source}", bold=True)
-        for c in env.checks:
-            verdict = {True: "matches", False: "differs", None: "not said"}[c.same]
-            echo(f"  {c.what}: log {c.log or '-'}, environment {c.environment or '-'}: {verdict}")
+        for check in (c.result for c in env.checks):
+            echo(f"  {check.message}: {_VERDICT[check.severity.value]}")
         for n in env.notes:
             echo(wrap(n, "  ", "    "))
     verdict, colour = {

@@ -82,6 +82,17 @@ class Evidence:
         """Characters of ``text`` past MAX_TEXT (what the text view leaves out)."""
         return max(0, len(self.text) - MAX_TEXT)
 
+    @property
+    def shown(self) -> str:
+        """The line as the text view shows it: up to MAX_TEXT characters, saying what it cut
+        (the result's evidence)."""
+        shown = f"{self.line}: {self.text[:MAX_TEXT]}"
+        if self.more:
+            shown += f" … (+{self.more} characters; --json carries the whole line)"
+        if self.read_cut:
+            shown += " … (the line went on past 64 KiB; the rest is not shown)"
+        return shown
+
     def to_dict(self) -> dict[str, Any]:
         return {"line": self.line, "text": self.text, "read_cut": self.read_cut}
 
@@ -102,12 +113,14 @@ class Cause:
     def result(self) -> Result:
         """The cause as the one result record: ``ok`` for a healthy start, ``unknown`` when the
         log ends mid-boot, else an error (as explain's exit code says); its evidence the lines
-        read so, its fix the steps in one."""
+        read so as the text shows them, its fix the steps one a line. The text view draws
+        these from it; ``meaning``, ``details``, ``next`` and ``count`` are the explanation's
+        own, beside it."""
         severity = NOT_A_FAILURE.get(self.code, Severity.ERROR)
         return Result(code=self.code.value, severity=severity,
                       subject=f"line {self.line}" if self.line else "", message=self.summary,
-                      evidence=tuple(f"{e.line}: {e.text[:200]}" for e in self.evidence),
-                      fix="; ".join(self.fix))  # fmt: skip
+                      evidence=tuple(e.shown for e in self.evidence),
+                      fix="\n".join(self.fix))  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
