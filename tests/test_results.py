@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from envkit.compat import report as compat
 from envkit.fleet import judge
+from envkit.lock.cells import CellStatus
 from envkit.profiles import bounds
 from envkit.results import Facts, Result, Severity, exit_code, ok, ok_result, worst
 from envkit.serving.explain import signatures as explain
@@ -109,6 +110,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], Callable[[], set[str]]]] = {
     "explain, serve": (("serving/explain/causes.py",), lambda: {c.value for c in explain.Code}),
     "lint": ((), lambda: set(lint.CODES)),
     "fleet check": (("fleet/judge.py",), lambda: set(judge.CHECKS)),
+    "lock, matrix": ((), lambda: {f"cell-{s.value}" for s in CellStatus}),
     "profile problems": (("errors.py",), set),
 }
 # codes doctor never lists: it shows what is not ok

@@ -9,17 +9,21 @@ import io
 import json
 from collections.abc import Callable
 
+import jsonschema
 import pytest
 from bootlogs import FAILURES, log
 from hypothesis import given
 from hypothesis import strategies as st
 
 from envkit.compat.report import Code, CompatReport, Incompatibility
-from envkit.render import models, serving
+from envkit.lock.cells import Cell, CellState, CellStatus
+from envkit.render import locks, models, serving
 from envkit.results import Result, Severity
 from envkit.serving.explain.causes import MAX_TEXT, Explanation, explain, scan_stream
 from envkit.serving.explain.envpins import Installed
 from envkit.serving.explain.knowledge import Tables
+
+from helpers import schema
 
 
 def printed(show: Callable[[], None]) -> str:
@@ -172,3 +176,22 @@ def test_the_environment_checks_are_shown_from_their_results() -> None:
         assert f"  {check.message}: {verdict[check.severity]}" in shown
     assert checks[0].message == "vllm: log 0.8.5, environment 0.8.5"
     assert checks[0].severity is Severity.OK
+
+
+@pytest.mark.parametrize("status", list(CellStatus))
+def test_a_lock_cell_is_printed_and_carried_as_its_result(status: CellStatus) -> None:
+    """lock --check's text and JSON both come from the cell's result: it fails exactly when
+    the cell is failing, an unreachable index is no verdict, and the JSON item is the schema's."""
+    cell = Cell(profile="p", python="3.12", platform="linux-x86_64", backend="cu124")
+    state = CellState(cell=cell, status=status, reason="" if status.usable else "why: fix")
+    result = state.result
+    assert result.code == f"cell-{status.value}" and result.subject == f"p/{cell.name}"
+    assert result.failed == status.failing
+    assert (result.severity is Severity.UNKNOWN) == (status is CellStatus.UNREACHABLE)
+    data = state.to_dict()
+    assert Result.from_dict(data["result"]) == result
+    outputs = schema("outputs")
+    jsonschema.Draft202012Validator({**outputs, "$ref": "#/$defs/cell"}).validate(data)
+    text = flat(printed(lambda: locks.lock_check([state], [], as_json=False)))
+    assert (f"p/{cell.name}: {result.message}" in text) == result.failed
+    assert ("All 1 cells are current." in text) != result.failed

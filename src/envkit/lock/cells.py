@@ -33,6 +33,7 @@ from envkit.gpu.needs import for_backend
 from envkit.io.atomicfile import held, write_atomic
 from envkit.io.files import MiB, present, read_small, read_small_text
 from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile, content_digest
+from envkit.results import Facts, Result, Severity
 
 MAX_LOCK_BYTES = 32 * MiB  # a cell's constraints or pylock: real ones are a few hundred KB
 MAX_MANIFEST_BYTES = 4 * MiB  # lock.json
@@ -182,6 +183,22 @@ class CellState:
     def state(self) -> str:
         return self.status.value
 
+    @property
+    def result(self) -> Result:
+        """The cell as one result (``cell-STATE``), what `lock`, `lock --check` and `matrix`
+        print and carry in ``--json``: a stale or missing cell fails with the command that
+        locks it again; an unreachable index is no verdict (``unknown``)."""
+        where = f"{self.cell.profile}/{self.cell.name}"
+        relock = f"envkit lock {self.cell.profile} --cell {self.cell.name}"
+        return Result(
+            code=f"cell-{self.status.value}",
+            severity=_CELL_SEVERITY[self.status],
+            subject=where,
+            message=self.reason or _CELL_SAID[self.status],
+            evidence=Facts({"state": self.status.value, "cell": self.cell.name}),
+            fix=relock if self.status in (CellStatus.STALE, CellStatus.MISSING) else "",
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.cell.to_dict(),
@@ -191,7 +208,28 @@ class CellState:
             "source_only": list(self.source_only),
             "files": [str(f) for f in self.files],
             "seconds": round(self.seconds, 3),
+            "result": self.result.to_dict(),
         }
+
+
+_CELL_SEVERITY = {
+    CellStatus.LOCKED: Severity.OK,
+    CellStatus.SOURCE_ONLY: Severity.WARNING,  # usable, but a package builds from source
+    CellStatus.UNREACHABLE: Severity.UNKNOWN,  # a network failure is never a verdict
+    CellStatus.UNRESOLVABLE: Severity.ERROR,
+    CellStatus.STALE: Severity.ERROR,
+    CellStatus.MISSING: Severity.ERROR,
+    CellStatus.INCOMPATIBLE: Severity.ERROR,
+}
+_CELL_SAID = {
+    CellStatus.LOCKED: "locked, with wheels for every package",
+    CellStatus.SOURCE_ONLY: "locked, with some package only as a source distribution",
+    CellStatus.UNREACHABLE: "an index could not be reached: nothing was recorded",
+    CellStatus.UNRESOLVABLE: "uv found no resolution",
+    CellStatus.STALE: "the published files are not the profile's current resolution",
+    CellStatus.MISSING: "never locked",
+    CellStatus.INCOMPATIBLE: "refused: the resolution would not run",
+}
 
 
 def digest(profile: Profile) -> str:

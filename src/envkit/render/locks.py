@@ -11,15 +11,12 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from envkit.lock.cells import CellState, Place
 
 
-_STATE_COLOUR = {
-    "locked": "green",
-    "source-only": "yellow",
-    "unresolvable": "red",
-    "unreachable": "red",
-    "incompatible": "red",
-    "stale": "red",
-    "missing": "red",
-}
+# a cell's colour is its result's severity: locked green, source-only yellow, the rest red
+_COLOUR = {"ok": "green", "warning": "yellow"}
+
+
+def _colour(state: CellState) -> str:
+    return _COLOUR.get(state.result.severity.value, "red")
 
 
 def places(found: Sequence[Place]) -> None:
@@ -45,36 +42,42 @@ def lock_results(results: Sequence[CellState], where: Sequence[Place], as_json: 
         return
     places(where)
     for r in results:
-        echo(f"{r.cell.profile} / {r.cell.name}: ", nl=False)
-        echo(r.state, fg=_STATE_COLOUR.get(r.state), nl=False)
+        said = r.result
+        echo(f"{r.cell.profile} / {said.fact('cell')}: ", nl=False)
+        echo(said.fact("state"), fg=_colour(r), nl=False)
         echo(
             one_line(
                 f" ({r.seconds:.1f} s)"
                 + (f", wrote {', '.join(f.name for f in r.files)}" if r.files else "")
             )
         )
-        if r.reason:
-            echo(wrap(r.reason, "    ", "    "))
+        if r.reason:  # a locked cell's result says what locked means; its reason is its own
+            echo(wrap(said.message, "    ", "    "))
 
 
 def _state_rows(found: Sequence[CellState]) -> None:
     rows = [("PROFILE", "CELL", "STATE", "NOTE")]
     rows += [
-        (s.cell.profile, s.cell.name, s.state, s.reason.split(":")[0] if s.reason else "")
-        for s in found
+        (
+            s.cell.profile,
+            r.fact("cell"),
+            r.fact("state"),
+            r.message.split(":")[0] if s.reason else "",
+        )
+        for s, r in ((s, s.result) for s in found)
     ]
     echo(table(rows))
 
 
 def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool) -> None:
-    bad = [s for s in found if s.status.failing]
+    bad = [s.result for s in found if s.result.failed]
     if as_json:
         emit_json(
             {
                 "ok": not bad,
                 "profiles": [p.to_dict() for p in where],
                 "cells": [s.to_dict() for s in found],
-                "stale": [f"{s.cell.profile}/{s.cell.name}" for s in bad],
+                "stale": [r.subject for r in bad],
             }
         )
         return
@@ -86,8 +89,8 @@ def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool
             fg="red",
             bold=True,
         )
-        for s in bad:
-            echo(wrap(f"{s.cell.profile}/{s.cell.name}: {s.reason}", "  ", "    "))
+        for r in bad:
+            echo(wrap(f"{r.subject}: {r.message}", "  ", "    "))
     else:
         echo(f"All {len(found)} cells are current.", fg="green", bold=True)
 
