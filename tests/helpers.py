@@ -6,6 +6,7 @@ import copy
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -247,3 +248,132 @@ def said(err: str) -> str:
     import re
 
     return "".join(re.split(r"(?m)^envkit: \[ *[0-9]+\.[0-9] s\] .*\n", err))
+
+
+# -- envkit processes forked from a warm interpreter ------------------------------------------
+#
+# A test that kills or signals envkit needs a process of its own, and `python -m envkit`
+# spends most of its CPU importing envkit (a quarter of a second each, some thirty times in
+# the fault tests). A zygote per worker, started once with `sys.executable -c` and envkit's
+# command modules imported, forks one child per run instead: the child takes the run's
+# folder, environment, argv and standard streams, then runs envkit's __main__ as
+# `python -m envkit` would, ending as a Python process ends (its exit code, or the signal
+# that killed it). A signal, a kill and every fault step are as real as in a fresh process;
+# what the child does not repeat is interpreter start-up, whose faults (`startup`,
+# `command-import`) tests/cli/test_interrupt.py injects in fresh ones. A run whose
+# environment differs in what the interpreter reads when it starts (PYTHON*, locale) gets a
+# fresh process. The zygote imports only, so nothing it computed can stand for the run's own
+# (tempfile's folder is asked again). The children's CPU is the zygote's, which tells each
+# child's (forked_cpu(): ENVKIT_TEST_CPU's per-test figures add it).
+
+_ZYGOTE = r"""
+import json, os, runpy, sys
+import envkit.cli.app, envkit.cli.env, envkit.cli.locks  # what the children run
+requests, answers = sys.stdin.buffer, sys.stdout.fileno()
+while True:
+    line = requests.readline()
+    if not line:
+        sys.exit(0)
+    run = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        break
+    os.write(answers, f"{pid}\n".encode())
+    _, status, used = os.wait4(pid, 0)
+    cpu = used.ru_utime + used.ru_stime
+    os.write(answers, f"{os.waitstatus_to_exitcode(status)} {cpu}\n".encode())
+os.chdir(run["cwd"])
+os.environ.clear()
+os.environ.update(run["env"])
+streams = [(os.devnull, os.O_RDONLY), (run["out"], os.O_WRONLY), (run["err"], os.O_WRONLY)]
+for fd, (path, mode) in enumerate(streams):
+    opened = os.open(path, mode)
+    os.dup2(opened, fd)
+    os.close(opened)
+import tempfile
+tempfile.tempdir = None
+sys.path[0] = os.getcwd()
+sys.argv = [sys.argv[0], *run["argv"]]
+runpy.run_module("envkit", run_name="__main__", alter_sys=True)
+"""
+_STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG")
+
+
+class _Zygote:
+    def __init__(self) -> None:
+        self.env = {k: v for k, v in os.environ.items() if _at_startup(k)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _ZYGOTE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(os.environ),
+        )
+
+    def fits(self, env: dict[str, str]) -> bool:
+        started = {k: v for k, v in env.items() if _at_startup(k)}
+        return self.proc.poll() is None and started == self.env
+
+    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Result:
+        import select
+        import tempfile
+
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with tempfile.TemporaryDirectory(prefix="forked-") as folder:
+            out, err = Path(folder) / "out", Path(folder) / "err"
+            out.touch()
+            err.touch()
+            request = {"argv": args, "cwd": str(cwd), "env": env, "out": str(out)}
+            self.proc.stdin.write((json.dumps({**request, "err": str(err)}) + "\n").encode())
+            self.proc.stdin.flush()
+            pid = int(self.proc.stdout.readline())
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                _forked_cpu[0] += float(self.proc.stdout.readline().split()[1])
+                raise subprocess.TimeoutExpired(["envkit", *args], timeout)
+            code, cpu = self.proc.stdout.readline().split()
+            _forked_cpu[0] += float(cpu)
+            return Result(int(code), out.read_text(), err.read_text())
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+_zygotes: list[_Zygote] = []
+_forked_cpu = [0.0]
+
+
+def forked_cpu() -> float:
+    """CPU seconds of every forked child so far (with the processes each waited for): the
+    worker's own count of children misses them, as they are the zygote's."""
+    return _forked_cpu[0]
+
+
+def _at_startup(name: str) -> bool:
+    return name.startswith(_STARTUP_VARIABLES)
+
+
+def _stop_zygotes() -> None:
+    while _zygotes:
+        _zygotes.pop().stop()
+
+
+def envkit_forked(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> Result:
+    """The CLI in a process of its own, as :func:`envkit_process` runs it, forked from a warm
+    interpreter (see _ZYGOTE above): for runs that are killed, signalled or interrupted at a
+    named step (ENVKIT_FAULT), many times over."""
+    full = {**os.environ, **(env or {})}
+    if not (_zygotes and _zygotes[0].fits(full)):
+        if any(os.environ.get(k) != v for k, v in (env or {}).items() if _at_startup(k)):
+            return envkit_process(*args, cwd=cwd, env=env, timeout=timeout)
+        if not _zygotes:
+            import atexit
+
+            atexit.register(_stop_zygotes)
+        _stop_zygotes()
+        _zygotes.append(_Zygote())
+    return _zygotes[0].run(list(args), cwd, full, timeout)
