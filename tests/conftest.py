@@ -212,7 +212,7 @@ _CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU", "")
 if _CPU_FOLDER:
     import json as _json
 
-    from helpers import forked_cpu
+    from forked import forked_cpu
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:

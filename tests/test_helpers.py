@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from forked import envkit_forked, forked_cpu
 
-from helpers import Result, envkit_forked, envkit_process, forked_cpu
+from helpers import Result, envkit_process
 
 
 def test_assert_ok_shows_the_code_and_what_envkit_said() -> None:

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked import envkit_forked
 
 from envkit.io.uv import find_uv
 
 import wheelhouse
 from conftest import Indexes
-from helpers import OTHER, PY, build_args, envkit, envkit_forked, lock_args, matrix_profile
+from helpers import OTHER, PY, build_args, envkit, lock_args, matrix_profile
 
 
 @pytest.fixture

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked import envkit_forked
 
 from conftest import Indexes
-from helpers import Result, build_args, envkit, envkit_forked, run_cli
+from helpers import Result, build_args, envkit, run_cli
 
 STEPS_BEFORE_SWAP = ["venv-created", "installed", "verified"]
 SWAP_STEPS = ["swap-journaled", "swap-old-moved", "swap-new-moved", "swap-committed"]
