@@ -33,8 +33,9 @@ from helpers import Result
 
 # Answers: "PID" once a run is forked, "PID CODE CPU" once it has ended (in any order).
 _ZYGOTE = r"""
-import json, os, select, sys
-import envkit.cli.app, envkit.cli.env, envkit.cli.locks  # what the children run
+import importlib, json, os, select, sys
+for name in WARM:  # what the children run
+    importlib.import_module(name)
 
 
 def serve():
@@ -78,9 +79,22 @@ import runpy, tempfile
 tempfile.tempdir = None
 sys.path[0] = os.getcwd()
 sys.argv = [sys.argv[0], *run["argv"]]
-del run, streams, opened, serve
+del run, streams, opened, serve, name, importlib, WARM
 runpy.run_module("envkit", run_name="__main__", alter_sys=True)
 """
+# the modules the forked commands (build, verify, lock, publish) load, commands and the
+# modules each imports when it runs: a child that loads one anew pays for it at every run
+WARM = (
+    "envkit.cli.app",
+    "envkit.cli.env",
+    "envkit.cli.locks",
+    "envkit.env.build",
+    "envkit.render.env",
+    "envkit.render.locks",
+    "envkit.lock.locker",
+    "envkit.compat.check.checker",
+    "envkit.gpu.published.wheelabi",
+)
 _STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG")
 _forked_cpu = [0.0]
 
@@ -98,7 +112,7 @@ class _Zygote:
     def __init__(self) -> None:
         self.env = {k: v for k, v in os.environ.items() if _at_startup(k)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _ZYGOTE],
+            [sys.executable, "-c", f"WARM = {WARM!r}\n{_ZYGOTE}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=dict(os.environ),
