@@ -235,10 +235,11 @@ Started = Forked | subprocess.Popen[str]
 def start_forked(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Started:
     """``python -m envkit ARGS`` with ``env`` its whole environment (as Popen's ``env``;
     None: this one's), forked from the warm interpreter; a fresh process (stdout and stderr
-    piped, as text) when ``env`` differs in what an interpreter reads at start-up."""
+    piped, as text) when ``env`` differs in what an interpreter reads at start-up, or off
+    Linux."""
     full = dict(os.environ) if env is None else env
     mine, theirs = ({k: v for k, v in e.items() if _at_startup(k)} for e in (os.environ, full))
-    if mine == theirs:
+    if mine == theirs and hasattr(os, "pidfd_open"):  # Linux: the zygote waits on pidfds
         return Forked(list(args), cwd, full)
     return subprocess.Popen(
         [sys.executable, "-m", "envkit", *args],
