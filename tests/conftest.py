@@ -212,12 +212,15 @@ _CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU", "")
 if _CPU_FOLDER:
     import json as _json
 
+    from forked import forked_cpu
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-        before = os.times()
+        before, forked = os.times(), forked_cpu()
         yield
         after = os.times()
         spent = [b - a for a, b in zip(before, after, strict=True)]
+        spent[2] += forked_cpu() - forked  # the envkit processes forked by the zygote
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         line = {
             "test": item.nodeid,

@@ -3,9 +3,12 @@ printed, so a failing test needs no second run to be understood."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from helpers import Result
+import pytest
+from forked import envkit_forked, forked_cpu
+
+from helpers import Result, envkit_process
 
 
 def test_assert_ok_shows_the_code_and_what_envkit_said() -> None:
@@ -24,3 +27,18 @@ def test_assert_fails_checks_the_code_and_every_mention() -> None:
         Result(1, "", "x").assert_fails(2)
     with pytest.raises(AssertionError, match=r"'4\.51\.3'"):
         Result(1, "", "pin transformers").assert_fails(1, mentioning="4.51.3")
+
+
+def test_a_forked_envkit_says_and_ends_as_a_fresh_one(tmp_path: Path) -> None:
+    """envkit_forked (a child of a warm interpreter) against envkit_process (a new one): the
+    same exit, the same words, the run's own folder and environment, a kill at a step."""
+    for args, env in (
+        (["show", "nope"], {}),
+        (["profiles", "--json"], {"COLUMNS": "40"}),
+        (["show", "nope"], {"ENVKIT_FAULT": "command-import=KILL"}),
+        (["show", "nope"], {"ENVKIT_FAULT": "command-import=INT"}),
+    ):
+        fresh = envkit_process(*args, cwd=tmp_path, env=env)
+        forked = envkit_forked(*args, cwd=tmp_path, env=env)
+        assert (forked.code, forked.out, forked.err) == (fresh.code, fresh.out, fresh.err), args
+    assert fresh.code == 130 and forked_cpu() > 0

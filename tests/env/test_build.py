@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from filelock import FileLock
+from forked import start_forked
 
 from conftest import Indexes
 from helpers import build_args, envkit, profile_text
@@ -198,13 +199,7 @@ def test_ctrl_c_exits_130_and_keeps_the_venv(
 ) -> None:
     before = marker(built)["build_id"]
     staging = project / ".envkit" / ".venv" / "new"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envkit", "build", "unpinned", *build_args(indexes.default)],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_forked("build", "unpinned", *build_args(indexes.default), cwd=project)
     reached = _moments(staging)[moment]
     deadline = time.monotonic() + 60
     while not reached() and proc.poll() is None and time.monotonic() < deadline:
@@ -247,24 +242,8 @@ def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built
 
 
 def test_two_builds_at_once_are_serialised(project: Path, indexes: Indexes) -> None:
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "envkit",
-                "build",
-                "good",
-                "--json",
-                *build_args(indexes.default),
-            ],
-            cwd=project,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
+    args = ["build", "good", "--json", *build_args(indexes.default)]
+    procs = [start_forked(*args, cwd=project) for _ in range(2)]
     results = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     replaced = sorted(json.loads(out)["replaced_previous"] for out, _ in results)

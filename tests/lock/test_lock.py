@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked import envkit_forked
 
 from envkit.io.uv import find_uv
 
@@ -202,13 +203,9 @@ def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: 
     envkit("show", "m", cwd=repo).assert_ok()  # its parsed TOML cached, as after any run
     # killed with each file written aside, before its rename (8 files and lock.json)
     for nth in range(1, 10):
-        killed = subprocess.run(
-            [sys.executable, "-m", "envkit", "lock", "m", "--jobs", "1", *lock_args(indexes)],
-            cwd=repo,
-            env={**os.environ, "ENVKIT_FAULT": f"atomic-written#{nth}=KILL"},
-            capture_output=True,
-        )
-        assert killed.returncode == -signal.SIGKILL
+        fault = {"ENVKIT_FAULT": f"atomic-written#{nth}=KILL"}
+        killed = envkit_forked("lock", "m", "--jobs", "1", *lock_args(indexes), cwd=repo, env=fault)
+        assert killed.code == -signal.SIGKILL
         assert [p for p in folder.iterdir() if p.name.endswith(".tmp")]  # left by the kill
         for path in folder.glob("*.txt"):
             text = path.read_text()

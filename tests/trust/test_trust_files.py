@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forked import Started, start_forked
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,28 +76,21 @@ def four(locked_template: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def start(project: Path, *args: str, fault: str = "") -> subprocess.Popen[str]:
+def start(project: Path, *args: str, fault: str = "") -> Started:
     env = {k: v for k, v in os.environ.items() if k != "ENVKIT_FAULT"}
     if fault:
         env["ENVKIT_FAULT"] = fault
-    return subprocess.Popen(
-        [sys.executable, "-m", "envkit", *args],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_forked(*args, cwd=project, env=env)
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+def finish(proc: Started, timeout: float = 120) -> tuple[int, str]:
     """Wait for ``proc`` to end, reading (and closing) its pipes: its code and stderr."""
     _out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode is not None
     return proc.returncode, err
 
 
-def stopped(proc: subprocess.Popen[str], timeout: float = 60) -> None:
+def stopped(proc: Started, timeout: float = 60) -> None:
     """Wait until ``proc`` has stopped itself (SIGSTOP at a fault point)."""
     ends = time.monotonic() + timeout
     while time.monotonic() < ends:
@@ -109,7 +102,7 @@ def stopped(proc: subprocess.Popen[str], timeout: float = 60) -> None:
     pytest.fail("the process never reached its fault point")
 
 
-def is_stopped(proc: subprocess.Popen[str]) -> bool:
+def is_stopped(proc: Started) -> bool:
     try:
         stat_line = Path(f"/proc/{proc.pid}/stat").read_text()
     except OSError:
@@ -117,7 +110,7 @@ def is_stopped(proc: subprocess.Popen[str]) -> bool:
     return stat_line.rpartition(")")[2].split()[0] in ("T", "t")
 
 
-def at_the_lock(procs: list[subprocess.Popen[str]]) -> None:
+def at_the_lock(procs: list[Started]) -> None:
     """Wait until each of ``procs`` has stopped itself just before taking a file lock, let
     them go on, and give them time to pass the read they stop at next: had they not to
     wait for the lock, they would be stopped there by the end of this."""
@@ -128,7 +121,7 @@ def at_the_lock(procs: list[subprocess.Popen[str]]) -> None:
     time.sleep(0.5)  # from the lock to the read is one open() and read(): microseconds
 
 
-def one_at_a_time(procs: list[subprocess.Popen[str]], timeout: float = 120) -> None:
+def one_at_a_time(procs: list[Started], timeout: float = 120) -> None:
     """Let processes that stop themselves at a fault point go on, one at a time, until all
     have ended; each stops once (the fault fires the first time only)."""
     ends = time.monotonic() + timeout
@@ -147,7 +140,7 @@ def test_four_publishers_at_once_keep_every_profile(four: Path) -> None:
     would read the same index.json, and all but the last writer would lose their profile)."""
     fault = "index-read#1=STOP"
     first = start(four, "publish", "m1", fault=fault)
-    others: list[subprocess.Popen[str]] = []
+    others: list[Started] = []
     try:
         stopped(first)
         others = [
@@ -186,7 +179,7 @@ def test_two_locks_of_one_profile_at_once_keep_both_cells(tmp_path: Path, indexe
     args = ["--index-url", indexes.default, "--torch-index", "default", "--cell"]
     fault = "manifest-read#1=STOP"
     first = start(tmp_path, "lock", "m", *args, cells[0], fault=fault)
-    second: subprocess.Popen[str] | None = None
+    second: Started | None = None
     try:
         stopped(first)
         second = start(tmp_path, "lock", "m", *args, cells[1], fault=f"file-lock#1=STOP,{fault}")

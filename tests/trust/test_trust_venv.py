@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked import envkit_forked
 
 from conftest import Indexes
-from helpers import build_args, envkit, envkit_process, run_cli
+from helpers import Result, build_args, envkit, run_cli
 
 STEPS_BEFORE_SWAP = ["venv-created", "installed", "verified"]
 SWAP_STEPS = ["swap-journaled", "swap-old-moved", "swap-new-moved", "swap-committed"]
@@ -112,17 +113,10 @@ def test_a_symlinked_state_folder_is_refused(
 # -- honest interrupts ----------------------------------------------------------------------
 
 
-def faulty_build(
-    project: Path, indexes: Indexes, fault: str, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "envkit", "build", "good", *build_args(indexes.default), *extra],
-        cwd=project,
-        env={**os.environ, "ENVKIT_FAULT": fault},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def faulty_build(project: Path, indexes: Indexes, fault: str, *extra: str) -> Result:
+    """A build in a process of its own, killed or signalled at the fault's step."""
+    args = ["build", "good", *build_args(indexes.default), *extra]
+    return envkit_forked(*args, cwd=project, env={"ENVKIT_FAULT": fault})
 
 
 def test_ctrl_c_before_the_swap_says_the_old_venv_is_unchanged(
@@ -131,8 +125,8 @@ def test_ctrl_c_before_the_swap_says_the_old_venv_is_unchanged(
     venv = built_copy / ".venv"
     before = build_id(venv)
     done = faulty_build(built_copy, indexes, "verified=INT")
-    assert done.returncode == 130
-    last = done.stderr.strip().splitlines()[-1]
+    assert done.code == 130
+    last = done.err.strip().splitlines()[-1]
     assert f"The environment you had at {venv} is unchanged." in last
     assert build_id(venv) == before
     state_is_clean(built_copy)
@@ -149,8 +143,8 @@ def test_a_signal_during_the_swap_waits_for_it_and_says_so(
     venv = built_copy / ".venv"
     before = build_id(venv)
     done = faulty_build(built_copy, indexes, fault)
-    assert done.returncode == 130, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
+    assert done.code == 130, done.err
+    last = done.err.strip().splitlines()[-1]
     assert f"The new, verified environment is at {venv}." in last
     assert "Deleting the previous one was cut short" in last
     assert build_id(venv) != before
@@ -171,7 +165,7 @@ def test_a_kill_at_any_step_leaves_one_working_venv(
     venv = built_copy / ".venv"
     before = build_id(venv)
     done = faulty_build(built_copy, indexes, f"{step}=KILL")
-    assert done.returncode == -9
+    assert done.code == -9
     again = envkit("verify", "good", cwd=built_copy)
     again.assert_ok()
     swapped = step in ("swap-new-moved", "swap-committed", "old-removed")
@@ -201,7 +195,7 @@ def test_a_symlinked_venv_stays_a_link_through_a_kill_at_every_step(
     link, real, target = symlinked(built_copy, absolute=step in ("verified", "swap-new-moved"))
     before = build_id(real)
     done = faulty_build(built_copy, indexes, f"{step}=KILL")
-    assert done.returncode == -9
+    assert done.code == -9
     assert link.is_symlink() and os.readlink(link) == target
     again = envkit("verify", "good", cwd=built_copy)
     again.assert_ok()
@@ -220,8 +214,8 @@ def test_a_signal_during_the_swap_of_a_symlinked_venv_says_where_it_is(
     link, real, target = symlinked(built_copy, absolute=False)
     before = build_id(real)
     done = faulty_build(built_copy, indexes, "swap-old-moved=TERM")
-    assert done.returncode == 130, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
+    assert done.code == 130, done.err
+    last = done.err.strip().splitlines()[-1]
     assert f"The new, verified environment is at {link}." in last
     assert link.is_symlink() and os.readlink(link) == target and build_id(real) != before
     assert (real.parent / ".envkit" / "proj" / "old").exists()  # beside the target
@@ -290,7 +284,7 @@ def test_the_next_command_sweeps_what_dead_processes_left(built_copy: Path, tmp_
     state.mkdir(parents=True, exist_ok=True)
     (state / f".journal.json.{pid}.tmp").write_text("{")
     # a process of its own: the temporary folder is read once per process
-    res = envkit_process("verify", "good", cwd=built_copy, env={"TMPDIR": str(scratch)})
+    res = envkit_forked("verify", "good", cwd=built_copy, env={"TMPDIR": str(scratch)})
     res.assert_ok()
     assert sorted(p.name for p in scratch.iterdir()) == [
         f"envkit-lock-{os.getpid()}-mine",
