@@ -11,8 +11,11 @@ processes, best of N, beside the machine (``machine.py``) and the targets.
 - with ``--history MODEL_TYPE``: ``history MODEL_TYPE`` cold, over every vLLM release
   (needs the index; minutes).
 
-    python benchmarks/speed.py [--runs 3] [--skip-network] [--history qwen2_vl]
+    python benchmarks/speed.py [--runs 3] [--skip-network | --only-compat] [--history qwen2_vl]
                                [--json benchmarks/results/speed.json]
+
+--only-compat times the compat rows alone, in the same condition (the start-up commands run
+once, untimed, to leave the same standard-library bytecode).
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ def best(runs: list[dict[str, float | int]]) -> dict[str, float | int]:
 
 
 def startup_rows(runs: int, work: Path) -> dict[str, dict[str, float | int]]:
+    """The start-up rows; with ``runs`` 0, only their untimed first runs, which leave the
+    standard library's bytecode in the pycache prefix the compat rows share."""
     log, prefix, env = bench_env(work, "startup-cache")
     chosen = {k: v for k, v in COMMANDS.items() if k in TARGETS}
     argvs = {
@@ -90,7 +95,7 @@ def startup_rows(runs: int, work: Path) -> dict[str, dict[str, float | int]]:
     for _round in range(runs):  # round-robin, so a burst of load spreads over all
         for name, argv in argvs.items():
             found[name].append(measured(argv, env))
-    return {name: best(r) for name, r in found.items()}
+    return {name: best(r) for name, r in found.items() if r}
 
 
 def network_rows(runs: int, work: Path, history: str | None) -> dict[str, dict[str, float | int]]:
@@ -120,13 +125,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="new processes per command")
     parser.add_argument("--skip-network", action="store_true", help="start-up rows only")
+    parser.add_argument(
+        "--only-compat", action="store_true", help="the compat rows alone (needs the index)"
+    )
     parser.add_argument("--history", metavar="MODEL_TYPE", help="also time history, cold")
     parser.add_argument("--json", type=Path, help="also write the results here")
     opts = parser.parse_args()
     machine = describe()
     work = Path(tempfile.mkdtemp(prefix="envkit-speed-bench-"))
     try:
-        rows = startup_rows(opts.runs, work)
+        rows = startup_rows(0 if opts.only_compat else opts.runs, work)
         if not opts.skip_network:
             rows.update(network_rows(opts.runs, work, opts.history))
     finally:

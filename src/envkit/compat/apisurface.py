@@ -3,7 +3,9 @@
 
 - :func:`imports_of` finds the names a vLLM file imports from transformers modules
   (``from transformers.x import Name``), leaving out imports that cannot fail at run time:
-  those under ``if TYPE_CHECKING`` and those inside ``try`` with an ``except ImportError``.
+  those under ``if TYPE_CHECKING`` and those inside ``try`` with an ``except ImportError``;
+  :func:`imports_in` gives the same from a file's text, parsing only its top-level blocks
+  that hold such an import.
 - :func:`attribute_reads` finds ``obj.name`` reads of chosen names, leaving out reads a
   ``try ... except AttributeError`` catches and reads of ``self.name`` in a class that defines
   ``name`` itself.
@@ -13,15 +15,30 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
+import functools
 import gc
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 IMPORTS_TRANSFORMERS = re.compile(
     rb"^[ \t]*(?:from[ \t]+transformers\b|import[ \t]+transformers\b)", re.M
 )
+# what a top-level block boundary needs told apart: comments and strings (a triple-quoted
+# one may hold anything), and ``def``/``class`` at the start of a line after a blank one
+_TOKENS = re.compile(
+    rb"#[^\n]*"
+    rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    rb"|(?<=\n\n)(?:def|class|async[ \t]+def)\b",
+    re.S,
+)
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _ATTRIBUTE_ERRORS = {"AttributeError", "Exception", "BaseException"}
 
@@ -48,6 +65,28 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+@functools.cache
+def steady_heap() -> None:
+    """glibc's malloc gives a block over its mmap threshold (128 KiB) a mapping of its own,
+    returned to the system when freed, but raises the threshold to the size of each such
+    block freed (up to 32 MiB): once the first large range read is let go, every later text
+    and block below its size comes from the heap, where what is freed stays resident. The
+    threshold set once (to its default) stays put: some 10 MiB less at a check's peak. Does
+    nothing off glibc."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # (only here: a check's own start-up cost)
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
 
 
 def parse(text: str | bytes, path: str) -> ast.Module | None:
@@ -121,6 +160,50 @@ def imports_of(tree: ast.Module, path: str) -> list[Use]:
                 if a.name.startswith("transformers.")
             )
     return uses
+
+
+def imports_in(data: bytes, path: str) -> list[Use]:
+    """``imports_of`` the file's tree, parsing only the top-level blocks that hold an import
+    of transformers: the file is cut where a ``def`` or ``class`` starts a line after a blank
+    one outside every string (a top-level statement starts there), and each block holding a
+    match of :data:`IMPORTS_TRANSFORMERS` is parsed at its own lines. The whole file is parsed
+    when a block does not parse, or its text is one the cut cannot follow (``\\r`` line ends,
+    a NUL, an encoding declaration). (A file that is not Python as a whole but whose blocks
+    holding the imports are gives those imports here, where its whole tree gives none.)"""
+    if b"transformers" not in data:  # what every match holds, found far faster
+        return []
+    found = [m.start() for m in IMPORTS_TRANSFORMERS.finditer(data)]
+    if not found:
+        return []
+    if b"\r" in data or b"\0" in data or _CODING.search(data, 0, _second_line_end(data)):
+        return _whole(data, path)
+    bounds = [0]
+    for token in _TOKENS.finditer(data):
+        if token.group()[:1] in b"cda":  # def, class, async def: a top-level statement
+            bounds.append(token.start())
+            if token.start() > found[-1]:
+                break
+    else:
+        bounds.append(len(data))
+    uses: list[Use] = []
+    for block in sorted({bisect.bisect_right(bounds, at) - 1 for at in found}):
+        start, end = bounds[block], bounds[block + 1]
+        tree = parse(b"\n" * data.count(b"\n", 0, start) + data[start:end], path)
+        if tree is None:
+            return _whole(data, path)
+        uses.extend(imports_of(tree, path))
+    return uses
+
+
+def _second_line_end(data: bytes) -> int:
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    return len(data) if second < 0 else second
+
+
+def _whole(data: bytes, path: str) -> list[Use]:
+    tree = parse(data, path)
+    return imports_of(tree, path) if tree is not None else []
 
 
 def attribute_reads(tree: ast.Module, path: str, names: set[str]) -> list[tuple[str, str, int]]:

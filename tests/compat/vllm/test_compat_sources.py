@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from envkit.compat import receivers
+from envkit.compat import apisurface, receivers
 from envkit.compat.check import configfields, registrations
 from envkit.compat.transformers import tfaliases
 from envkit.compat.vllm.guards import Guards, dead_lines, within
@@ -559,3 +559,77 @@ def test_a_name_vllm_defines_too_counts_only_on_a_transformers_typed_receiver() 
     assert types == {"PreTrainedTokenizer", "AnyTokenizer"}
     reads = receivers.typed_reads(parsed, {"fetch_audio", "all_special_tokens_extended"}, types)
     assert reads == {("all_special_tokens_extended", line_of(SHARED, "typed as transformers'"))}
+
+
+_TRICKY_SOURCES = [
+    # imports at the top, in a later function, guarded ones, and strings and comments that
+    # hold what looks like a top-level def or an import
+    '''"""A module.
+
+def not_code():
+    from transformers import InADocstring
+"""
+from transformers import AutoConfig
+import transformers.models.llama as llama
+
+try:
+    from transformers import Optional
+except ImportError:
+    Optional = None
+
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from transformers import OnlyTyping
+else:
+    from transformers import AtRunTime
+
+
+def first():
+    return 1
+
+TEXT = \'\'\'"""
+
+def inside():
+    from transformers import InASingleQuotedTriple
+\'\'\'
+# a comment with """ in it
+
+@decorated
+
+def second():
+    from transformers.generation import GenerationConfig
+    x = "from transformers import NotAnImport"
+    return x
+
+
+class Third:
+    def method(self):
+        import transformers.utils
+
+async def fourth():
+    from transformers import LateImport
+''',
+    # no blank line before the defs: one block
+    "def f():\n    from transformers import A\ndef g():\n    from transformers import B\n",
+    # Windows line ends, an encoding line: read whole
+    "from transformers import A\r\n\r\ndef f():\r\n    from transformers import B\r\n",
+    "# -*- coding: latin-1 -*-\nfrom transformers import A\n\n\ndef f():\n    pass\n",
+    "",
+    "x = 1\n",
+]
+
+
+@pytest.mark.parametrize("source", _TRICKY_SOURCES)
+def test_imports_in_finds_what_the_whole_tree_has(source: str) -> None:
+    data = source.encode("latin-1")
+    whole = apisurface.imports_of(ast.parse(data), "vllm/x.py")
+    assert apisurface.imports_in(data, "vllm/x.py") == whole
+
+
+def test_imports_in_reads_the_whole_file_when_a_block_does_not_parse() -> None:
+    """A block the cut cannot parse alone (here: the def after a blank line is the body of
+    a decorator's call) is read with the whole file, as its tree gives it."""
+    source = b"@register(\n    1,\n\ndef f(): pass)\nfrom transformers import A\n"
+    assert apisurface.imports_in(source, "vllm/x.py") == []
+    good = b"x = (\n    1\n)\n\n\ndef f():\n    from transformers import A\n"
+    assert [u.line for u in apisurface.imports_in(good, "vllm/x.py")] == [7]

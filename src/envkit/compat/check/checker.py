@@ -21,7 +21,6 @@ Reports are cached per pair and index (report.py).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 import time
@@ -137,6 +136,7 @@ class Checker(Scanner):
         """The pair's report, from the cache when it has it."""
         report = load_cached(vllm, transformers, self.index) if self.use_cache else None
         if report is None:
+            apisurface.steady_heap()
             with apisurface.collector_paused():  # the trees of a check held to its end
                 report = self._check(vllm, transformers)
             store(report, self.index)
@@ -181,12 +181,7 @@ class Checker(Scanner):
             spec = declared.get("transformers", "")
             reference = reference_release(self.files("transformers"), spec, vwheel.upload_time)
             sources = Sources(texts)
-            uses = [
-                use
-                for path, data in texts.items()
-                if apisurface.IMPORTS_TRANSFORMERS.search(data)
-                for use in _imports(sources.passing(path), path)
-            ]
+            uses = [u for path, data in texts.items() for u in apisurface.imports_in(data, path)]
             starts = _classes(uses)
             against = None
             if reference is not None and reference != transformers:
@@ -259,10 +254,6 @@ def _vllm_sources(archive: RemoteZip) -> dict[str, bytes]:
         or (n.endswith(".dist-info/METADATA") and n.count("/") == 1)
     ]
     return archive.read(wanted)
-
-
-def _imports(tree: ast.Module | None, path: str) -> list[Use]:
-    return apisurface.imports_of(tree, path) if tree is not None else []
 
 
 def _classes(uses: Iterable[Use]) -> list[tuple[str, str]]:

@@ -66,8 +66,8 @@ class Sources:
 
     def passing(self, path: str) -> ast.Module | None:
         """The file's tree for one look, not kept (a tree takes some thirty times its
-        source's bytes: compat reads the imports of every file that uses transformers, and
-        keeps only the trees a later step asks for again)."""
+        source's bytes: compat keeps only the trees a later step asks for again; the imports
+        of every file are read by apisurface.imports_in, from the blocks that hold them)."""
         if path in self._trees:
             return self._trees[path]
         data = self.texts.get(path)

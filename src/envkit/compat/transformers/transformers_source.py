@@ -19,6 +19,7 @@ import dataclasses
 import importlib
 import re
 import sys
+import threading
 from collections.abc import Iterable
 
 from envkit.compat import apisurface
@@ -31,6 +32,7 @@ from envkit.io.http import Http
 MAX_STARS = 16  # a package re-exporting more modules than this is a catalogue (transformers.models)
 AUTO_DIR = "transformers/models/auto/"
 MODELS_PACKAGE = "transformers.models."
+_ONE_TREE = threading.Lock()
 _CLASS_STRING = re.compile(rb"[\"']([A-Z][A-Za-z0-9_]*)[\"']")
 
 Located = tuple[str, ClassFacts] | type | None
@@ -100,11 +102,11 @@ class TransformersRelease:
             texts = self.zip.read(p for p in paths.values() if p)
             follow: set[str] = set()
             for module, path in paths.items():
-                tree = apisurface.parse(texts[path], path) if path in texts else None
-                if tree is None or path is None:
+                # each text and tree let go once read: one tree alive at a time
+                facts = _facts(texts.pop(path), module, path) if path in texts else None
+                if facts is None or path is None:
                     self.facts[module] = None
                     continue
-                facts = module_facts(tree, module, path.endswith("__init__.py"), texts[path])
                 if facts.scans_folder and path.endswith("__init__.py"):
                     facts = dataclasses.replace(facts, stars=(*facts.stars, *self._siblings(path)))
                 self.facts[module] = facts
@@ -250,6 +252,17 @@ class TransformersRelease:
                 out.update(facts.names)
                 out.update(facts.members)
         return out
+
+
+def _facts(text: bytes, module: str, path: str) -> ModuleFacts | None:
+    """The module's facts, its tree let go on return. One tree at a time across the threads
+    a check reads its two releases in (a tree takes some fifty times its source's bytes
+    while it is built, and the interpreter runs one thread at a time anyway)."""
+    with _ONE_TREE:
+        tree = apisurface.parse(text, path)
+        if tree is None:
+            return None
+        return module_facts(tree, module, path.endswith("__init__.py"), text)
 
 
 def _stdlib_class(module: str, name: str) -> type | None:
