@@ -275,8 +275,8 @@ def test_hostile_index_pages_end_in_seconds_within_memory(tmp_path: Path, scan_c
     ]
     for (res, took), expected in zip(results, says, strict=True):
         refused(res, took, expected)
-    # about one second of 0.1 s answers, four at a time (history reads SCAN_WORKERS releases
-    # at once), plus the four in flight when the budget ends: the run's time is the promise
+    # about one second of 0.1 s answers, SCAN_WORKERS at a time (history reads that many
+    # releases at once), plus those in flight when the budget ends: the run's time is the promise
     assert slow <= 10 * SCAN_WORKERS + SCAN_WORKERS and results[6][1] < 10
 
 

@@ -1,13 +1,13 @@
 """vLLM's per-architecture transformers bounds, read from each release's source distribution.
 
 The bounds live in ``tests/models/registry.py``, which only the source distribution carries
-(a ``.tar.gz``: no range reads, so it is read as it downloads, within a size cap, until that
-file and ``tests/models/test_initialization.py``, which says which bounds vLLM's own
-initialization test applies (bounds.InitPolicy), are read out of it: vLLM's lie about
-two thirds of the way in, and the rest is never fetched, nor any body held). The parsed bounds
-are cached per release and index; a release whose sdist has no test registry (older ones)
-is cached as such. A network failure is
-raised, never cached.
+(a ``.tar.gz``: no range reads). It is read as it downloads, within a size cap, until that
+file and ``tests/models/test_initialization.py`` (which says which bounds vLLM's own
+initialization test applies: bounds.InitPolicy) are out of it; in vLLM's sdists they come
+about two thirds of the way in (0.33.0: 69% of its 47 MB, 0.20.0: 78%), and the rest is
+never fetched, nor a body held. The parsed bounds are cached per release and index; a
+release whose sdist has no test registry (older ones) is cached as such. A network failure
+is raised, never cached.
 """
 
 from __future__ import annotations
