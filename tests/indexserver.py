@@ -150,6 +150,9 @@ class _Server(ThreadingHTTPServer):
     upload_times: dict[str, str]
     hashes: bool  # sha256 in the pages, as the real index gives them (uv then needs no download)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that read what it needed (an sdist up to its test files) hung up
+
 
 @contextmanager
 def serve(root: Path, *, ranges: bool = True) -> Iterator[_Server]:

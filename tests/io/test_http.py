@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import bombs
@@ -143,3 +144,28 @@ def test_probe_against_a_stacked_gzip_bomb_stays_within_memory(tmp_path: Path) -
     assert res.code == 1, res.err
     tried = output("probe", res.out)["tried"]
     assert tried and all("larger than envkit reads" in t["problem"] for t in tried)
+
+
+def test_a_consumer_takes_the_body_as_it_comes_and_ends_the_exchange() -> None:
+    """With ``consume``, a 200's body goes to it in pieces, unkept, and what it leaves unread
+    is never read; any other status's body is the answer's, as without it; the cap holds."""
+    body = os.urandom(8 * 1024 * 1024)
+    taken: list[bytes] = []
+
+    def two(pieces: Iterator[bytes]) -> None:
+        taken.extend([next(pieces), next(pieces)])
+
+    routes: dict[str, loopback.Route] = {
+        "/big": lambda h: h.send(200, body, "application/octet-stream"),
+        "/gone": lambda h: h.send(404, b"no such file"),
+    }
+    with loopback.serve(routes) as server:
+        http = Http()
+        answer = http.request("GET", loopback.origin(server) + "/big", consume=two)
+        assert answer.status == 200 and answer.body == b""
+        assert b"".join(taken) == body[: sum(map(len, taken))]
+        assert http.traffic.bytes < len(body) // 8  # two pieces' worth, not the body
+        gone = http.request("GET", loopback.origin(server) + "/gone", consume=two)
+        assert (gone.status, gone.body, len(taken)) == (404, b"no such file", 2)
+        with pytest.raises(TooLarge, match="larger than envkit reads"):
+            http.request("GET", loopback.origin(server) + "/big", max_bytes=1024, consume=list)

@@ -6,15 +6,19 @@ sdist's test registry and initialization test, in the shapes vLLM 0.13 and 0.14+
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import layouts
 import pytest
+from packaging.version import Version
 
 from envkit.profiles.bounds import HF_ONLY, TOO_NEW, InitPolicy, parse_policy, parse_registry
 from envkit.profiles.profile import load_profile
+from envkit.releases.registry import Scanner
+from envkit.releases.testregistry import transformers_bounds
 
 import indexserver
 from helpers import envkit
@@ -126,3 +130,30 @@ def test_check_model_refuses_what_vllm_applies_and_warns_of_the_rest(
     assert [(p["code"], p["severity"]) for p in data["problems"]] == [(HF_ONLY, "warning")]
     code, data = check("LlamaForCausalLM", "llama")
     assert code == 1 and [p["code"] for p in data["problems"]] == [TOO_NEW]
+
+
+def test_the_sdist_is_read_only_as_far_as_its_test_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's sdists hold the test files about two thirds of the way in: the download stops
+    once both are read (the bounds are those of the files), never holding the body."""
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    tail = os.urandom(3 * 1024 * 1024).hex()  # after tests/ in the archive, as vllm/ is
+    Wheel(
+        "vllm", "0.17.1",
+        {"vllm/_C.so": padding(100_000), **layouts.vllm_0330().files},
+        sdist=True,
+        sdist_files={
+            "tests/models/registry.py": REGISTRY_14,
+            "tests/models/test_initialization.py": INIT_14,
+            "vllm/zz_kernels.txt": tail,
+        },
+    ).write(tmp_path)  # fmt: skip
+    size = (tmp_path / "vllm-0.17.1.tar.gz").stat().st_size
+    with indexserver.serve(tmp_path) as server:
+        scanner = Scanner(indexserver.url(server))
+        scanner.sdists("vllm")
+        listed = scanner.http.traffic.bytes
+        found = transformers_bounds(scanner, Version("0.17.1"))
+    assert found == parse_registry(REGISTRY_14, policy=parse_policy(INIT_14))
+    assert size > 3_000_000 and scanner.http.traffic.bytes - listed < size // 4

@@ -18,7 +18,7 @@ import struct
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -145,6 +145,29 @@ def test_a_cut_short_or_garbage_sdist_is_one_message() -> None:
         archives.tar_member(gzip.compress(b"x" * 2048), "u", lambda _n: False)
 
 
+def test_the_inflate_deadline_counts_reading_not_waiting_for_bytes() -> None:
+    """An sdist is read as it downloads: the time its pieces take to arrive is the HTTP
+    deadline's, and the inflate deadline counts only the reading (a bomb is still stopped)."""
+    data = os.urandom(30_000)
+    good = io.BytesIO()
+    with tarfile.open(fileobj=good, mode="w:gz") as tar:
+        info = tarfile.TarInfo("vllm-0.8.5/tests/models/registry.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    archive = good.getvalue()
+
+    def arriving(body: bytes) -> Iterator[bytes]:
+        for at in range(0, len(body), len(body) // 3 + 1):
+            time.sleep(0.1)
+            yield body[at : at + len(body) // 3 + 1]
+
+    wanted = "vllm-0.8.5/tests/models/registry.py"
+    assert archives.tar_member(arriving(archive), "u", lambda n: n == wanted, seconds=0.2) == data
+    zeros = gzip.compress(header("vllm-0.8.5/zeros.bin", 63 * MiB)) + ZERO_MIB * 63
+    with pytest.raises(WheelError, match="took more than 0 s to inflate"):
+        archives.tar_member(zeros, "u", lambda _n: False, seconds=0.01)
+
+
 def test_a_directory_that_understates_its_entries_is_counted(tmp_path: Path) -> None:
     """An end record that says 10 entries for a directory of 150,000: the entries are counted
     by their signatures before zipfile builds one object each."""
@@ -252,8 +275,8 @@ def test_hostile_index_pages_end_in_seconds_within_memory(tmp_path: Path, scan_c
     ]
     for (res, took), expected in zip(results, says, strict=True):
         refused(res, took, expected)
-    # about one second of 0.1 s answers, four at a time (history reads SCAN_WORKERS releases
-    # at once), plus the four in flight when the budget ends: the run's time is the promise
+    # about one second of 0.1 s answers, SCAN_WORKERS at a time (history reads that many
+    # releases at once), plus those in flight when the budget ends: the run's time is the promise
     assert slow <= 10 * SCAN_WORKERS + SCAN_WORKERS and results[6][1] < 10
 
 
@@ -398,11 +421,17 @@ def _archive(items: list[tuple[str, bytes, str]], fmt: int) -> bytes:
 
 
 @PROPERTY
-@given(items=members, wanted_at=st.integers(min_value=0, max_value=12), fmt=formats)
+@given(
+    items=members,
+    wanted_at=st.integers(min_value=0, max_value=12),
+    fmt=formats,
+    piece=st.integers(1, 5000),
+)
 def test_any_archive_shape_gives_the_member_tarfile_sees(
-    items: list[tuple[str, bytes, str]], wanted_at: int, fmt: int
+    items: list[tuple[str, bytes, str]], wanted_at: int, fmt: int, piece: int
 ) -> None:
-    """Within the caps, the walk finds what tarfile itself finds, in every tar format."""
+    """Within the caps, the walk finds what tarfile itself finds, in every tar format, from
+    the archive's bytes or from its pieces as a download hands them over (any size)."""
     wanted = "vllm-0.8.5/tests/models/registry.py"
     body = b"_EXAMPLES = {}\n" * (wanted_at + 1)
     try:
@@ -414,6 +443,8 @@ def test_any_archive_shape_gives_the_member_tarfile_sees(
         expected = tar.extractfile(first).read()  # type: ignore[union-attr]
     assert archives.tar_member(archive, "u", lambda n: n == wanted) == expected
     assert archives.tar_member(archive, "u", lambda _n: False) is None
+    pieces = (archive[at : at + piece] for at in range(0, len(archive), piece))
+    assert archives.tar_member(pieces, "u", lambda n: n == wanted) == expected
 
 
 @PROPERTY

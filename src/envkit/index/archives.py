@@ -9,7 +9,8 @@ counted before they are paid:
   header (never with ``tarfile``, which keeps every member it has seen and reads a
   header's extension data whole): at most :data:`MAX_MEMBERS` members, none declaring more
   than :data:`MAX_MEMBER` bytes, at most :data:`MAX_INFLATED` bytes inflated in all, within
-  a deadline.
+  a deadline on the time spent reading (not waiting for bytes: the archive may be read as
+  it downloads, and reading stops once the members asked for are found).
 - **Zip directories** (wheels) are checked from their end record before ``zipfile`` parses
   them: at most :data:`MAX_ZIP_ENTRIES` entries in at most :data:`MAX_ZIP_DIRECTORY` bytes.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from envkit.errors import WheelError
 from envkit.io.files import MiB
@@ -43,16 +44,16 @@ _CHUNK = 256 * 1024
 class _Inflated:
     """The inflated bytes of a gzip stream, read in order and counted against the caps."""
 
-    def __init__(self, body: bytes, url: str, cap: int, seconds: float) -> None:
-        self._body = memoryview(body)
-        self._at = 0
+    def __init__(self, body: Iterable[bytes], url: str, cap: int, seconds: float) -> None:
+        self._body = iter(body)  # the compressed bytes, in pieces of any size
+        self._ended = False
         self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing
         self._chunk = b""  # the last inflated piece, read from _pos on
         self._pos = 0
         self._url = url
         self._cap = cap
         self._seconds = seconds
-        self._ends = time.monotonic() + seconds
+        self._ends = time.monotonic() + seconds  # moved on by the time spent waiting for bytes
         self.total = 0
 
     def read(self, size: int) -> bytes:
@@ -78,15 +79,12 @@ class _Inflated:
             if time.monotonic() > self._ends:
                 raise refused(self._url, f"took more than {self._seconds:.0f} s to inflate")
             if self._inflate.eof:  # (its unconsumed_tail may still hold what follows)
-                source = self._inflate.unused_data  # gzip allows members one after another
-                if not source and self._at >= len(self._body):
+                source = self._inflate.unused_data or self._next()  # gzip allows members
+                if not source:  # one after another
                     return False
                 self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
             else:
-                source = self._inflate.unconsumed_tail
-            if not source:
-                source = bytes(self._body[self._at : self._at + _CHUNK])
-                self._at += len(source)
+                source = self._inflate.unconsumed_tail or self._next()
             # at most _CHUNK out per step; with no input left, what zlib still holds
             data = self._inflate.decompress(source, _CHUNK)
             self.total += len(data)
@@ -98,9 +96,33 @@ class _Inflated:
             if not source:  # no input left, nothing more comes out, and the stream goes on
                 raise refused(self._url, "ends before its gzip stream does (cut short?)")
 
+    def _next(self) -> bytes:
+        """The next _CHUNK compressed bytes or so (b"" at the end), joined from the pieces
+        as they come (a download's are 16 KB), the wait for them not counted."""
+        began = time.monotonic()
+        pieces: list[bytes] = []
+        held = 0
+        while held < _CHUNK and not self._ended:
+            got = next(self._body, None)
+            self._ended = got is None
+            if got:
+                pieces.append(got)
+                held += len(got)
+        self._ends += time.monotonic() - began
+        return b"".join(pieces)
+
+
+def _pieces(body: bytes | Iterable[bytes]) -> Iterator[bytes]:
+    if not isinstance(body, bytes):
+        yield from body
+        return
+    view = memoryview(body)
+    for at in range(0, len(body), _CHUNK):
+        yield bytes(view[at : at + _CHUNK])
+
 
 def tar_member(
-    body: bytes,
+    body: bytes | Iterable[bytes],
     url: str,
     wanted: Callable[[str], bool],
     *,
@@ -121,7 +143,7 @@ def tar_member(
 
 
 def tar_members(
-    body: bytes,
+    body: bytes | Iterable[bytes],
     url: str,
     wanted: Callable[[str], bool],
     *,
@@ -132,12 +154,13 @@ def tar_members(
     max_inflated: int = MAX_INFLATED,
     seconds: float = INFLATE_SECONDS,
 ) -> dict[str, bytes]:
-    """The regular files of the ``.tar.gz`` ``body`` whose names ``wanted`` accepts, by name,
-    read until ``count`` are found or the archive ends, within the same caps as
-    :func:`tar_member` (WheelError past one)."""
+    """The regular files of the ``.tar.gz`` ``body`` (its bytes, or its pieces as they come)
+    whose names ``wanted`` accepts, by name, read until ``count`` are found or the archive
+    ends (nothing after is read), within the same caps as :func:`tar_member` (WheelError
+    past one)."""
     out: dict[str, bytes] = {}
     try:
-        stream = _Inflated(body, url, max_inflated, seconds)
+        stream = _Inflated(_pieces(body), url, max_inflated, seconds)
         for number in range(1, max_members + 2):
             found = _next_member(stream, url)
             if found is None:

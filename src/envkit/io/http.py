@@ -172,21 +172,22 @@ class Http:
         json_body: Any = None,
         max_bytes: int | None = None,
         deadline: float | None = None,
+        consume: Callable[[Iterator[bytes]], object] | None = None,
     ) -> Response:
         """One exchange, redirects followed under the credential rules. Any status returns;
-        NetworkError when there is no usable answer in time or the body is too large."""
+        NetworkError when there is no usable answer in time or the body is too large. With
+        ``consume``, a 200 answer's body goes to it as it comes (until it returns), not kept."""
         limit = self.max_bytes if max_bytes is None else max_bytes
         asked = self.deadline if deadline is None else deadline
         left = self.budget - self._busy.spent()
         if left <= 0:
             raise _budget_error(url, self.budget)
         seconds = min(asked, left)
+        given = (method, url, headers or {}, secret_headers or {}, json_body)
         try:
             with self._busy:
                 return within_deadline(
-                    lambda: self._exchange(
-                        method, url, headers or {}, secret_headers or {}, json_body, limit, seconds
-                    ),
+                    lambda: self._exchange(*given, limit, seconds, consume),
                     seconds,
                     lambda: _deadline_error(url, seconds),
                 )
@@ -244,6 +245,7 @@ class Http:
         json_body: Any,
         limit: int,
         seconds: float,
+        consume: Callable[[Iterator[bytes]], object] | None,
     ) -> Response:
         import httpx
 
@@ -277,18 +279,20 @@ class Http:
                         ):
                             method, json_body = "GET", None
                         continue
-                    body = self._read(answer, url, limit, ends, seconds)
+                    body = io.BytesIO()  # its value is handed over without a copy
+                    if consume is None or answer.status_code != 200:
+                        consume = body.writelines
+                    consume(self._pieces(answer, url, limit, ends, seconds))
                     return Response(
                         url=target.url,
                         status=answer.status_code,
                         headers={k.lower(): v for k, v in answer.headers.items()},
-                        body=body,
+                        body=body.getvalue(),
                     )
             except httpx.TimeoutException as exc:
                 error = _deadline_error(url, min(self.timeout, seconds))
-                error.kind = (
-                    "connect-timeout" if isinstance(exc, httpx.ConnectTimeout) else "timeout"
-                )
+                connect = isinstance(exc, httpx.ConnectTimeout)
+                error.kind = "connect-timeout" if connect else "timeout"
                 raise error from None
             except httpx.HTTPError as exc:
                 raise unreachable(url, exc) from None
@@ -304,13 +308,12 @@ class Http:
             url=redact(url),
         )
 
-    def _read(
+    def _pieces(
         self, answer: httpx.Response, url: str, limit: int, ends: float, seconds: float
-    ) -> bytes:
+    ) -> Iterator[bytes]:
         declared = answer.headers.get("content-length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise _too_large(url, limit)
-        body = io.BytesIO()  # its value is handed over without a copy: one body in memory
         sent = 0
 
         def raw() -> Iterator[bytes]:  # as sent, counted and capped before it is decoded
@@ -326,10 +329,8 @@ class Http:
 
         encoding = answer.headers.get("content-encoding", "")
         try:
-            for piece in inflate.decoded(raw(), encoding, limit):
-                if body.tell() + len(piece) > limit:
-                    raise _too_large(url, limit)
-                body.write(piece)
+            for piece in inflate.decoded(raw(), encoding, limit):  # each layer within limit
+                yield piece
                 if time.monotonic() > ends:
                     raise _deadline_error(url, seconds)
         except inflate.Inflated:
@@ -341,7 +342,6 @@ class Http:
                 url=redact(url),
                 kind="bad-answer",
             ) from None
-        return body.getvalue()
 
 
 _open: list[httpx.Client] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
@@ -23,9 +24,9 @@ from packaging.version import InvalidVersion, Version
 from envkit.errors import EnvkitError, WheelError
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
-from envkit.releases.modeltypes import model_types, serving
-from envkit.releases.registry import Scanner
-from envkit.releases.testregistry import bounds_for
+from envkit.releases.modeltypes import model_types, named_after, serving
+from envkit.releases.registry import Scan, Scanner
+from envkit.releases.testregistry import bounds_for, transformers_bounds
 
 
 class Presence(str, Enum):
@@ -129,17 +130,29 @@ def _same(a: str, b: str) -> bool:
         return a == b
 
 
-SCAN_WORKERS = 4  # releases read side by side (each a few range requests of its wheel)
+SCAN_WORKERS = 6  # releases read side by side (each a few range requests of its wheel)
 
 
-def prefetch(scanner: Scanner, project: str, versions: list[Version]) -> None:
+def prefetch(
+    scanner: Scanner,
+    project: str,
+    versions: list[Version],
+    bounds: Callable[[Scan], bool] = lambda _scan: False,
+) -> None:
     """The scans of ``versions`` read a few at a time (each kept by the scanner for the
-    run), so that reading them in order after waits on no network. A release whose wheel
-    cannot be read is left to that reading, which says so."""
+    run), so that reading them in order after waits on no network; and as each scan
+    arrives, the test registry of each vLLM release it says ``bounds`` of (cached), so
+    that the sdists download while the other wheels are scanned. A release whose wheel or
+    sdist cannot be read is left to the reading after, which says so."""
+    sdists = project == "vllm" and scanner.use_cache  # (read here, kept for the reading after)
+    if sdists:
+        with contextlib.suppress(EnvkitError):
+            scanner.sdists(project)  # listed once, before the threads ask
 
     def one(version: Version) -> None:
-        with contextlib.suppress(WheelError):
-            scanner.scan(project, version)
+        with contextlib.suppress(EnvkitError):
+            if bounds(scanner.scan(project, version)) and sdists:
+                transformers_bounds(scanner, version)
 
     with ThreadPoolExecutor(max_workers=SCAN_WORKERS) as pool:
         list(pool.map(one, versions))
@@ -149,7 +162,7 @@ def history(architecture: str, scanner: Scanner, shipped: list[Profile]) -> Hist
     """Every published vLLM release's word on ``architecture`` (each scan cached), with the
     transformers bound each listing release's test registry gives it (its sdist, cached)."""
     entries = []
-    prefetch(scanner, "vllm", scanner.releases("vllm"))
+    prefetch(scanner, "vllm", scanner.releases("vllm"), lambda s: architecture in s.architectures)
     for version in scanner.releases("vllm"):
         try:
             scan = scanner.scan("vllm", version)
@@ -201,22 +214,29 @@ def of_model_type(model_type: str, scanner: Scanner, shipped: list[Profile]) -> 
     (its newest release) and vLLM's registry names across every release. Only those some
     release lists are shown, unless none is. Raises NetworkError when vLLM's releases
     cannot be listed; transformers' tables that cannot be read are said in ``note``."""
-    names: set[str] = set()
-    prefetch(scanner, "vllm", scanner.releases("vllm"))
-    for version in scanner.releases("vllm"):
-        try:
-            names |= set(scanner.scan("vllm", version).architectures)
-        except WheelError:
-            continue  # shown as unreadable in each history
     tables: dict[str, tuple[str, ...]] = {}
     newest, note = "", ""
-    try:
+    try:  # first: the tables say which releases' sdists to read along with the scans
         releases = scanner.releases("transformers")
         if releases:
             newest = str(releases[-1])
             tables = model_types(scanner, releases[-1])
     except EnvkitError as exc:
         note = f"transformers' auto tables not read: {exc.message}"
+    mapped = {arch for arch, types in tables.items() if model_type in types}
+
+    def serves(scan: Scan) -> bool:  # lists an architecture that serving() will name
+        return bool(mapped.intersection(scan.architectures)) or bool(
+            named_after(model_type, scan.architectures)
+        )
+
+    names: set[str] = set()
+    prefetch(scanner, "vllm", scanner.releases("vllm"), serves)
+    for version in scanner.releases("vllm"):
+        try:
+            names |= set(scanner.scan("vllm", version).architectures)
+        except WheelError:
+            continue  # shown as unreadable in each history
     archs = serving(model_type, tables, names)
     found = [history(arch, scanner, shipped) for arch in archs]
     listed = tuple(h for h in found if h.listed)

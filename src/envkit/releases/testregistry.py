@@ -1,20 +1,19 @@
 """vLLM's per-architecture transformers bounds, read from each release's source distribution.
 
 The bounds live in ``tests/models/registry.py``, which only the source distribution carries
-(a ``.tar.gz``: no range reads, so it is downloaded once, within a size cap, and only that
-file and ``tests/models/test_initialization.py``, which says which bounds vLLM's own
-initialization test applies (bounds.InitPolicy), are read out of it). The parsed bounds
-are cached per release and index; a release whose sdist has no test registry (older ones)
-is cached as such. A network failure is
-raised, never cached.
+(a ``.tar.gz``: no range reads). It is read as it downloads, within a size cap, until that
+file and ``tests/models/test_initialization.py`` (which says which bounds vLLM's own
+initialization test applies: bounds.InitPolicy) are out of it; in vLLM's sdists they come
+about two thirds of the way in (0.33.0: 69% of its 47 MB, 0.20.0: 78%), and the rest is
+never fetched, nor a body held. The parsed bounds are cached per release and index; a
+release whose sdist has no test registry (older ones) is cached as such. A network failure
+is raised, never cached.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 from packaging.version import Version
 
@@ -62,16 +61,17 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
         _store(version, scanner.index, {}, "no source distribution")
         return {}
     scanner.progress(f"reading vLLM {version}'s test registry from {sdist.filename}")
-    # the body is held in memory while it is read: within what the index says it is (with
-    # slack for a mirror's rounding), and only so many bytes of bodies at once across threads
+    # within what the index says it is (with slack for a mirror's rounding)
     declared = sdist.size or MAX_SDIST
     limit = min(MAX_SDIST, declared + declared // 8 + MiB)
-    with _IN_MEMORY.held(limit):
-        answer = scanner.http.request("GET", sdist.url, max_bytes=limit)
-        if answer.status != 200:
-            raise status_error(sdist.url, answer.status)
-        texts = _sdist_texts(answer.body, sdist.url)
-        del answer
+    texts: dict[str, str] = {}
+
+    def read(pieces: Iterator[bytes]) -> None:
+        texts.update(_sdist_texts(pieces, sdist.url))
+
+    answer = scanner.http.request("GET", sdist.url, max_bytes=limit, consume=read)
+    if answer.status != 200:
+        raise status_error(sdist.url, answer.status)
     if REGISTRY not in texts:
         _store(version, scanner.index, {}, f"{sdist.filename} has no {REGISTRY}")
         return {}
@@ -87,31 +87,7 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
     return found
 
 
-class _Memory:
-    """Bytes of sdist bodies in memory at once, across the threads reading them."""
-
-    def __init__(self, total: int) -> None:
-        self._total = total
-        self._used = 0
-        self._free = threading.Condition()
-
-    @contextmanager
-    def held(self, size: int) -> Iterator[None]:
-        with self._free:  # one body always fits, however large
-            self._free.wait_for(lambda: self._used == 0 or self._used + size <= self._total)
-            self._used += size
-        try:
-            yield
-        finally:
-            with self._free:
-                self._used -= size
-                self._free.notify_all()
-
-
-_IN_MEMORY = _Memory(2 * MAX_SDIST)  # two bodies of the largest kind: under 300 MB in all
-
-
-def _sdist_texts(body: bytes, url: str) -> dict[str, str]:
+def _sdist_texts(body: Iterable[bytes], url: str) -> dict[str, str]:
     """The test registry and the initialization test out of a .tar.gz (those it has), read
     within the caps on members, sizes, inflated bytes and time (index.archives)."""
 
