@@ -29,12 +29,18 @@ if sys.dont_write_bytecode and not sys.pycache_prefix:
 for _folder in ("gpu", "serving", "compat"):
     sys.path.insert(0, str(Path(__file__).resolve().parent / _folder))
 
+import properties  # noqa: E402
+
 import indexserver  # noqa: E402
 import registry_world  # noqa: E402
 import wheelhouse  # noqa: E402
 from helpers import build_args, envkit, profile_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# one hypothesis profile for the suite, loaded before the test modules build their settings
+# (ENVKIT_HYPOTHESIS=thorough: ten times the examples; tests/properties.py)
+properties.load()
 
 
 @pytest.fixture(scope="session", autouse=True)

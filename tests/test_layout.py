@@ -11,8 +11,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import sources
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src" / "envkit"
+PACKAGE = sources.PACKAGE
 MAX_LINES = 450  # "small enough to read in one go": about 400
 
 
@@ -21,17 +22,39 @@ def _name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+# each source file is read, parsed and walked once per process (tests/sources.py), whichever
+# rules run: the rules below only look, so they share the trees and the walks (a rule that
+# changes a graph changes its own copy)
+def texts() -> dict[Path, str]:
+    return {p: sources.text(p) for p in sources.files()}
+
+
 @cache
 def modules() -> dict[str, ast.Module]:
-    return {_name(p): ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+    return {_name(p): sources.tree(p) for p in sources.files()}
+
+
+@cache
+def _paths() -> dict[str, Path]:
+    return {_name(p): p for p in sources.files()}
+
+
+def nodes(name: str) -> tuple[ast.AST, ...]:
+    """Every node of module ``name``, in ``ast.walk``'s order."""
+    return sources.nodes(_paths()[name])
 
 
 def imports(name: str) -> set[str]:
     """Every envkit module ``name`` imports, at the top or inside a function."""
+    return set(_imports(name))
+
+
+@cache
+def _imports(name: str) -> frozenset[str]:
     known = modules()
     package = name if name in known and _is_package(name) else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(known[name]):
+    for node in nodes(name):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name in known)
         elif isinstance(node, ast.ImportFrom):
@@ -51,7 +74,7 @@ def imports(name: str) -> set[str]:
                     found.add(prefix)
     found.update(lazy_imports(known[name], known))
     found.discard(name)
-    return found
+    return frozenset(found)
 
 
 def lazy_imports(tree: ast.Module, known: dict[str, ast.Module]) -> set[str]:
@@ -72,13 +95,16 @@ def lazy_imports(tree: ast.Module, known: dict[str, ast.Module]) -> set[str]:
     return found
 
 
+@cache
 def _is_package(name: str) -> bool:
     return (PACKAGE.parent / name.replace(".", "/") / "__init__.py").is_file()
 
 
-def calls(name: str) -> Iterator[str]:
+@cache
+def calls(name: str) -> tuple[str, ...]:
     """The dotted names ``name`` calls (``print``, ``click.echo``, ``subprocess.run``...)."""
-    for node in ast.walk(modules()[name]):
+    found: list[str] = []
+    for node in nodes(name):
         if isinstance(node, ast.Call):
             parts: list[str] = []
             target: ast.expr = node.func
@@ -86,7 +112,8 @@ def calls(name: str) -> Iterator[str]:
                 parts.append(target.attr)
                 target = target.value
             if isinstance(target, ast.Name):
-                yield ".".join([target.id, *reversed(parts)])
+                found.append(".".join([target.id, *reversed(parts)]))
+    return tuple(found)
 
 
 def test_the_rules_read_real_modules() -> None:
@@ -305,8 +332,8 @@ def test_one_module_owns_each_outside_effect(what: str, names: set[str], allowed
 def test_modules_stay_readable_in_one_go() -> None:
     long = {
         p.relative_to(PACKAGE).as_posix(): n
-        for p in PACKAGE.rglob("*.py")
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
+        for p, text in texts().items()
+        if (n := len(text.splitlines())) > MAX_LINES
     }
     assert long == {}, f"split modules over {MAX_LINES} lines by concern"
 
@@ -315,8 +342,8 @@ def test_json_is_written_with_every_character_that_is_not_ascii_escaped() -> Non
     """``ensure_ascii=False`` would let ESC, U+202E and U+2028 into JSON output unescaped."""
     raw = [
         name
-        for name, tree in modules().items()
-        for node in ast.walk(tree)
+        for name in modules()
+        for node in nodes(name)
         if isinstance(node, ast.keyword)
         and node.arg == "ensure_ascii"
         and not (isinstance(node.value, ast.Constant) and node.value.value is True)
@@ -356,12 +383,13 @@ def _reads(tree: ast.Module, module: str = "") -> Iterator[str]:
         if isinstance(func, ast.Name) and func.id == "open":
             yield f"open() at line {node.lineno}"
         elif isinstance(func, ast.Attribute):
-            package_data = "joinpath" in ast.dump(func.value)
-            receiver = ast.unparse(func.value)
-            if func.attr in _READS and not package_data:
-                yield f".{func.attr}() at line {node.lineno}"
-            elif func.attr in _OPENS and (module, receiver) not in ARCHIVE_MEMBERS:
-                yield f"{receiver}.{func.attr}() at line {node.lineno}"
+            if func.attr in _READS:
+                if "joinpath" not in ast.dump(func.value):  # else package data
+                    yield f".{func.attr}() at line {node.lineno}"
+            elif func.attr in _OPENS:
+                receiver = ast.unparse(func.value)
+                if (module, receiver) not in ARCHIVE_MEMBERS:
+                    yield f"{receiver}.{func.attr}() at line {node.lineno}"
 
 
 def test_files_are_read_only_through_io_files() -> None:
@@ -539,7 +567,7 @@ def _stale_references(known: dict[str, ast.Module], sources: dict[str, str]) -> 
 
 def test_every_module_named_in_a_docstring_exists() -> None:
     """Stale names (a module moved into a wing, renamed, removed) do not stay in the source."""
-    sources = {_name(p): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+    sources = {_name(p): text for p, text in texts().items()}
     assert _stale_references(modules(), sources) == []
 
 

@@ -12,9 +12,11 @@ import ast
 import functools
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sources
 
 from helpers import envkit
 
@@ -95,11 +97,24 @@ def _test_functions(pattern: str) -> tuple[int, int]:
     found = sum(
         1
         for path in files
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in _statements(ast.parse(path.read_text()).body)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and node.name.startswith("test_")
     )
     return found, len(files)
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a block and of the blocks inside it (a function is defined by a
+    statement only: the expressions need no walk)."""
+    for statement in body:
+        yield statement
+        blocks = [getattr(statement, f, []) for f in ("body", "orelse", "finalbody")]
+        blocks += [h.body for h in getattr(statement, "handlers", [])]
+        blocks += [c.body for c in getattr(statement, "cases", [])]
+        for block in blocks:
+            if isinstance(block, list):
+                yield from _statements(block)
 
 
 def _shipped_cells() -> tuple[int]:
@@ -185,8 +200,8 @@ def environment_variables_read() -> set[str]:
     """Every environment variable envkit's source reads by name: ``os.environ.get("X")``,
     ``os.environ["X"]``, ``os.getenv("X")``, the seconds settings, click's ``envvar="X"``."""
     names: set[str] = set()
-    for path in (ROOT / "src" / "envkit").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in sources.files():
+        for node in sources.nodes(path):
             if isinstance(node, ast.Call):
                 func = node.func
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
+from collections.abc import Iterable
+from functools import cache
 
 import click
+import sources
 
-import envkit
-import envkit.cli  # registers every command on the group
+import envkit.cli  # noqa: F401  (registers every command on the group)
 from envkit.cli.group import COMMAND_MODULES, cli, load
 
-SRC = Path(envkit.__file__).parent
 # a clause ends where another sentence or command may start
 _CLAUSE = re.compile(r"envkit ([a-z][a-z-]*)([^;()`\n]*?)(?=[;()`\n]|, | or | and |\. |: |$)")
 _OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
@@ -36,28 +36,32 @@ def commands() -> dict[str, set[str]]:
     return {name: _options(cmd) | group for name, cmd in ((n, load(n)) for n in COMMAND_MODULES)}
 
 
-def _texts(tree: ast.AST) -> list[tuple[int, str]]:
+def _texts(walked: Iterable[ast.AST]) -> list[tuple[int, str]]:
+    """The string literals among a module's nodes (``ast.walk``'s), f-strings joined."""
     out: list[tuple[int, str]] = []
     joined: set[int] = set()
-    for node in ast.walk(tree):
+    constants: list[ast.Constant] = []
+    for node in walked:
         if isinstance(node, ast.JoinedStr):
             parts = [v.value if isinstance(v, ast.Constant) else "{}" for v in node.values]
             out.append((node.lineno, "".join(str(p) for p in parts)))
             joined.update(id(v) for v in node.values)
-    plain = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in joined]
+        elif isinstance(node, ast.Constant):
+            constants.append(node)
+    plain = [n for n in constants if id(n) not in joined]
     out += [(n.lineno, n.value) for n in plain if isinstance(n.value, str)]
     return out
 
 
+@cache  # the source is read and walked once, for every test here
 def hints() -> list[tuple[str, str, str, list[str]]]:
     """(where, command, clause, options) for every ``envkit COMMAND`` clause in the source."""
     found = []
-    for path in sorted(SRC.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for line, text in _texts(tree):
+    for path in sources.files():
+        for line, text in _texts(sources.nodes(path)):
             for match in _CLAUSE.finditer(text):
                 options = _OPTION.findall(match.group(2))
-                where = f"{path.relative_to(SRC)}:{line}"
+                where = f"{path.relative_to(sources.PACKAGE)}:{line}"
                 found.append((where, match.group(1), match.group(0), options))
     return found
 
@@ -84,7 +88,7 @@ def test_every_hint_names_only_options_its_command_has() -> None:
 
 def test_the_walk_catches_a_wrong_hint() -> None:
     tree = ast.parse('x = f"run envkit verify {p} --gpu-memory 8GiB"')
-    ((_line, text),) = _texts(tree)
+    ((_line, text),) = _texts(ast.walk(tree))
     match = _CLAUSE.search(text)
     assert match and match.group(1) == "verify"
     assert _OPTION.findall(match.group(2)) == ["--gpu-memory"]

@@ -12,6 +12,7 @@ import click
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.cli.group import COMMAND_MODULES, load
 from envkit.errors import BadInput
@@ -127,7 +128,9 @@ def test_mm_processor_kwargs_forms() -> None:
             MmKwargs.parse(bad)
 
 
-@settings(max_examples=300, deadline=None)
+# each example is two parses of a short text: 150 reach the JSON, key=value and length
+# refusals every run (ENVKIT_HYPOTHESIS=thorough tries ten times as many)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text(max_size=200) | st.from_regex(r"[a-z]{1,6}=[0-9]{1,3}(,[a-z]{1,6}=[0-9]{1,3})*"))
 def test_any_text_is_limits_or_bad_input(text: str) -> None:
     for parse in (MmLimits.parse, MmKwargs.parse):
@@ -141,7 +144,7 @@ def test_any_text_is_limits_or_bad_input(text: str) -> None:
         assert json.loads(out) == value.to_dict()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True),
                        st.integers(0, 100_000), max_size=4))  # fmt: skip
 def test_limits_round_trip_through_the_shell(counts: dict[str, int]) -> None:

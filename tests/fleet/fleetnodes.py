@@ -3,6 +3,7 @@ fake nvidia-smi programs (written here, one GPU each) for nodes of a local Ray c
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,11 @@ GH200 = ("NVIDIA GH200 480GB", "570.124.06", 97871, "9.0", "12.8")
 
 
 def locked_versions(pylock: Path = PYLOCK) -> dict[str, str]:
+    return dict(_locked_versions(pylock))
+
+
+@functools.cache  # the lock does not change while the tests run; each caller gets a copy
+def _locked_versions(pylock: Path) -> dict[str, str]:
     data = tomllib.loads(pylock.read_text())
     return {p["name"]: p["version"] for p in data["packages"]}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.fleet import fingerprint
 
@@ -172,7 +173,7 @@ def test_a_fifo_and_an_oversize_file_are_refused(tmp_path: Path) -> None:
     assert run_cli("fleet", "check", fn.SHIPPED, str(big)).code == 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=20),
@@ -190,7 +191,7 @@ def test_any_json_is_a_fingerprint_or_a_key_path(data: object) -> None:
         assert str(exc).startswith("fingerprint")
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.sampled_from(sorted(fn.fingerprint("a")["fingerprint"])),
     # any JSON value (not from_type(object) filtered down to these kinds: the same values,

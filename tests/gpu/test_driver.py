@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import BadInput
 from envkit.gpu import cards
@@ -118,7 +119,7 @@ def test_nvidia_smi_lines_are_checked_where_they_enter(text: str, names: str) ->
     assert names in str(caught.value) and "nvidia-smi" in str(caught.value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=300))
 def test_any_nvidia_smi_output_is_gpus_or_bad_input(text: str) -> None:
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import UnreadableFile
 from envkit.index.metadata import MAX_HEADERS, parse, read_installed
@@ -56,7 +57,7 @@ def test_an_installed_file_is_read_through_io_files(tmp_path: Path) -> None:
         read_installed(fifo)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=2000))
 def test_any_text_reads_as_headers_or_nothing(text: str) -> None:
     found = parse(text)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
+from properties import examples
 
 from envkit.errors import BadSnapshot, KnowledgeMissing
 from envkit.index import snapshot
@@ -215,7 +216,9 @@ def test_what_is_not_a_snapshot_is_refused(tmp_path: Path, content: bytes, said:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     members=st.dictionaries(

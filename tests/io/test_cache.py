@@ -19,6 +19,7 @@ from bounded import Case, bounded_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
+from properties import examples
 
 from envkit.compat.report import Code, CompatReport, Incompatibility
 from envkit.compat.report import load_cached as load_report
@@ -32,7 +33,7 @@ import indexserver
 from helpers import envkit
 
 PROPERTY = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

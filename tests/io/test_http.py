@@ -17,6 +17,7 @@ import pytest
 from bounded import bounded_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import NetworkError, TooLarge
 from envkit.io import inflate
@@ -49,7 +50,7 @@ def _pieces(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)] or [b""]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     data=st.binary(max_size=3000) | st.builds(lambda n: b"ab" * n, st.integers(0, 200_000)),
     stack=st.lists(st.sampled_from(sorted(ENCODERS)), max_size=3),

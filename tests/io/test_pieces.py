@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.io.pieces import Pieces, Screen
 
@@ -88,7 +89,7 @@ def test_a_megabyte_of_carriage_returns_stays_within_the_cap() -> None:
 
 
 @given(st.lists(st.binary(max_size=40), max_size=30), st.integers(4, 32))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_pieces_of_any_output_in_any_chunks(chunks: list[bytes], limit: int) -> None:
     pieces = Pieces(limit)
     out = [p for c in chunks for p in pieces.feed(c)] + pieces.flush()
@@ -100,8 +101,10 @@ def test_pieces_of_any_output_in_any_chunks(chunks: list[bytes], limit: int) -> 
         )
 
 
+# five characters against a model terminal: a small space, 150 examples a run
+# (ENVKIT_HYPOTHESIS=thorough tries ten times as many)
 @given(st.lists(st.text("ab \r\n", max_size=30), max_size=20))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_the_screen_shows_what_a_terminal_shows(chunks: list[str]) -> None:
     done, _live, pieces = shown([c.encode() for c in chunks])
     assert pieces.cut == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import ProfileError
 from envkit.profiles.profile import parse_profile
@@ -48,7 +49,7 @@ def test_bad_tables_name_the_key(serve: str, key: str, fragment: str) -> None:
     assert any(p.key == key and fragment in p.message for p in problems), problems
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.one_of(st.text(max_size=20), st.integers(), st.booleans()), max_size=8),
     st.dictionaries(st.text(max_size=12), st.one_of(st.text(max_size=8), st.integers()),

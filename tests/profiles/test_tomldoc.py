@@ -12,6 +12,7 @@ import pytest
 import tomlkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import ProfileError
 from envkit.io.cache import PROFILES
@@ -150,7 +151,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(json_values)
 def test_any_json_in_an_entry_gives_the_fresh_profile(value: Any) -> None:
     text = profile_text()

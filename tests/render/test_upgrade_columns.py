@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.render.term import shown
 from envkit.render.upgrade import GAP, _cells, _listed, _widths
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.text(max_size=200), min_size=4, max_size=4), st.integers(60, 200))
 def test_every_line_fits_and_nothing_is_cut(texts: list[str], width: int) -> None:
     widths = _widths(width)

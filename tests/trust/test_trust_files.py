@@ -24,6 +24,7 @@ import pytest
 from forked import Started, start_forked
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import BadInput
 from envkit.io.atomicfile import held, write_atomic
@@ -35,7 +36,7 @@ from conftest import Indexes
 from helpers import PY, ROOT, envkit, matrix_profile, run_cli
 
 FUZZ = settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

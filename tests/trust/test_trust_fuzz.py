@@ -16,15 +16,16 @@ import pytest
 import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from helpers import profile_text, run_cli
 
 FUZZ = settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-NETWORK_FUZZ = settings(FUZZ, max_examples=15)  # each example is a real loopback exchange
+NETWORK_FUZZ = settings(FUZZ, max_examples=examples(15))  # each example is a real loopback exchange
 KEY = "sk-fuzz-0123456789abcdef"
 
 # text that includes what broke envkit before: other scripts' digits, NUL, huge numbers
@@ -58,7 +59,7 @@ json_values = st.recursive(
 )
 
 
-def toml_values() -> st.SearchStrategy[Any]:
+def _toml_values() -> st.SearchStrategy[Any]:
     plain = st.one_of(
         st.booleans(),
         st.integers(min_value=-(2**63), max_value=2**63 - 1),
@@ -71,6 +72,9 @@ def toml_values() -> st.SearchStrategy[Any]:
         max_leaves=10,
     )
 
+
+# built once: a strategy made inside each draw is set up again for every example
+toml_values = _toml_values()
 
 PROFILE_KEYS = {
     "": ["description", "python", "requirements", "constraints", "exclude_newer", "typo_key"],
@@ -86,7 +90,7 @@ def profile_documents(draw: st.DrawFn) -> str:
     base = tomlkit.parse(profile_text())
     for table, keys in PROFILE_KEYS.items():
         for key in draw(st.lists(st.sampled_from(keys), max_size=3, unique=True)):
-            value = draw(toml_values())
+            value = draw(toml_values)
             if table:
                 section = base.setdefault(table, tomlkit.table())
                 if isinstance(section, dict):

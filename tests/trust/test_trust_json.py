@@ -17,12 +17,13 @@ import pytest
 import tomlkit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from properties import examples
 from secretforms import FORMS, filled, secrets
 
 from helpers import Result, envkit, output, profile_text
 
 SETTINGS = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -30,6 +30,7 @@ import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
+from properties import examples
 
 from envkit.errors import BadInput, EnvkitError
 from envkit.io.escaping import shell_command, unsafe_character, visible
@@ -51,7 +52,7 @@ from helpers import PY, ROOT, profile_text, run_cli
 from wheelhouse import Wheel
 
 FAST = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -15,6 +15,7 @@ import pytest
 import tomlkit
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from properties import examples
 from secretforms import FORMS, filled, secrets
 
 from envkit.io import redaction
@@ -30,7 +31,7 @@ from envkit.lock import pylocks
 from envkit.render import term
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(form=st.sampled_from(FORMS), one=secrets, two=secrets, noise=st.text(max_size=30))
 def test_a_secret_in_any_form_never_shows(form: str, one: str, two: str, noise: str) -> None:
     empty = filled(form, "", "")
@@ -45,7 +46,7 @@ def test_a_secret_in_any_form_never_shows(form: str, one: str, two: str, noise: 
     json.loads(document)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(before=st.lists(st.sampled_from(["serve", "m", "--port", "8000", "--"]), max_size=4),
        keys=st.lists(secrets, min_size=1, max_size=3), after=st.sampled_from([[], ["--port", "1"]]),
        equals=st.booleans())  # fmt: skip

@@ -27,6 +27,7 @@ import pytest
 from bounded import Case, bounded_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import NetworkError, UnreadableFile, WheelError
 from envkit.index import archives, pages
@@ -44,7 +45,7 @@ REGISTRY = "vllm/model_executor/models/registry.py"
 MiB = 1024 * 1024
 ZERO_MIB = gzip.compress(bytes(MiB), 9)  # one gzip member: 1 KB that inflates to 1 MiB
 PROPERTY = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
+from properties import examples
 
 from envkit.errors import BadInput
 from envkit.upgrades.target import Wanted, parse_to
@@ -23,7 +24,7 @@ TO = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(TO)
 def test_any_to_is_a_vllm_release_or_bad_input(text: str) -> None:
     try:
@@ -56,7 +57,7 @@ def test_anything_else_is_refused(text: str) -> None:
         parse_to(text)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.text(min_size=1, max_size=40).filter(lambda t: "vllm" not in t.lower()))
 def test_the_command_refuses_a_bad_to_with_exit_2(tmp_path_factory: pytest.TempPathFactory,
                                                    text: str) -> None:  # fmt: skip

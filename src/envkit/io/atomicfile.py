@@ -202,12 +202,14 @@ def temporary_folder(what: str) -> Iterator[Path]:
 def sweep_temporary_folders() -> None:
     """Remove envkit's scratch folders whose process no longer runs."""
     root = Path(tempfile.gettempdir())
-    try:
-        entries = [e for e in root.iterdir() if e.name.startswith(_TEMP_PREFIX)]
+    try:  # names, not paths: every command lists a shared folder of hundreds of entries
+        with os.scandir(root) as listing:
+            names = [e.name for e in listing if e.name.startswith(_TEMP_PREFIX)]
     except OSError:
         return
-    for entry in entries:
-        parts = entry.name.split("-")
+    for name in names:
+        entry = root / name
+        parts = name.split("-")
         if len(parts) < 4 or parts[1] not in _TEMP_KINDS:
             continue  # not a name envkit gives its scratch folders
         if not (parts[2].isascii() and parts[2].isdigit()):

@@ -94,15 +94,17 @@ def netrc_authorization(host: str) -> str:
     return basic_authorization(login or "", password or "")
 
 
-@functools.cache
 def _ssl_context() -> ssl.SSLContext | bool:
-    """The system trust store (truststore), unless SSL_CERT_FILE/SSL_CERT_DIR name a bundle,
-    which httpx then reads. Made once per process: building a context costs tens of ms (and
-    ssl is imported here, by the first request: a command that sends none loads no TLS)."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return True
-    import ssl
+    """The system trust store (truststore), or SSL_CERT_FILE's or SSL_CERT_DIR's, as httpx."""
+    return _context(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
 
+
+@functools.cache  # once per process and setting: a context or a bundle costs tens of ms
+def _context(cafile: str, capath: str) -> ssl.SSLContext | bool:
+    import ssl  # by the first request: a command that sends none loads no TLS
+
+    if cafile or capath:
+        return ssl.create_default_context(cafile=cafile or None, capath=None if cafile else capath)
     try:
         import truststore
     except ImportError:  # pragma: no cover - truststore is a dependency

@@ -11,6 +11,7 @@ import compat_world
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 import indexserver
 from helpers import output, results_in, run_cli, said
@@ -108,7 +109,9 @@ def test_bad_pairs_are_one_message_and_exit_2(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     first=st.text(min_size=1, max_size=30).filter(lambda t: not t.startswith("-")),

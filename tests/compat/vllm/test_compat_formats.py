@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.compat.check.sources import Sources
 from envkit.compat.report import Code, CompatReport, Incompatibility
@@ -268,7 +269,7 @@ FRAGMENTS = [
 ]  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=30), max_size=25))
 def test_any_text_gives_conditions_or_none_never_an_error(lines: list[str]) -> None:
     text = "".join(lines).encode()

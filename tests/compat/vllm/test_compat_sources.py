@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
+from properties import examples
 
 from envkit.compat import apisurface, receivers
 from envkit.compat.check import configfields, registrations
@@ -165,7 +166,7 @@ def test_a_model_type_test_limits_a_block_to_those_types() -> None:
     assert a <= line_of(text, "two types") <= b
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(max_size=200))
 def test_guards_never_fail_on_any_source(text: str) -> None:
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.gpu.binaries import elf
 from envkit.gpu.binaries.filecache import FileCache
@@ -54,7 +55,9 @@ def test_files_that_are_not_elf_libraries(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     flips=st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=8),
@@ -78,7 +81,7 @@ def test_damaged_libraries_are_one_answer(
     assert isinstance(elf.defines(bad, names), (frozenset, elf.Unreadable))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     flips=st.lists(st.tuples(st.integers(0, 63), st.integers(0, 255)), max_size=6),
     which=st.sampled_from(["libc10", "ext_stable", "cudart13"]),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.gpu.arch import Variant
 from envkit.gpu.binaries import fatbin
@@ -104,7 +105,7 @@ def test_the_caps_end_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
     assert time.monotonic() - started < 5
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     base=st.sampled_from(
         [
@@ -130,7 +131,7 @@ def test_damaged_bytes_are_one_answer_in_bounded_work(
 
 
 @given(data=st.binary(max_size=600))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_any_bytes_are_one_answer(data: bytes) -> None:
     assert isinstance(fatbin.parse(struct.pack("<I", fatbins.MAGIC) + data), (Fatbin, Damaged))
 
@@ -153,7 +154,9 @@ def test_the_section_of_a_shared_object(tmp_path: Path) -> None:
 
 @elfbuild.needs_cxx
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     flips=st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=6)

@@ -15,6 +15,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.gpu.binaries.torchabi import is_torch_symbol
 from envkit.gpu.installed.linkage import PackageLinkage, site_linkage
@@ -132,7 +133,9 @@ def test_verify_and_doctor_fail_a_venv_whose_kernels_do_not_link(built_copy: Pat
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(tail=st.binary(max_size=400), elf_class=st.sampled_from([b"\x01", b"\x02", b"\x09"]))
 def test_any_bytes_as_an_extension_are_one_answer(

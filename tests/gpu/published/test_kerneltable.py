@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.gpu.arch import Capability, target
 from envkit.gpu.published import kerneltable, kernelupdate
@@ -235,7 +236,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     key=st.sampled_from(["version", "wheel", "modules", "sha256", "requires_torch", "source"]),
     value=JSON,

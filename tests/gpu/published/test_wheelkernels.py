@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
+from properties import examples
 
 from envkit.errors import WheelError
 from envkit.gpu.arch import Capability
@@ -176,7 +177,9 @@ def test_a_changed_byte_is_damage_never_a_traceback(tmp_path: Path) -> None:
     with indexserver.serve(tmp_path) as server:
         wheel = served(server, "vllm", "0.8.5")
 
-        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(
+            max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        )
         @given(at=st.floats(0, 0.999), value=st.integers(0, 255))
         def check(at: float, value: int) -> None:
             data = bytearray(original)

@@ -15,6 +15,7 @@ import pytest
 from bootlogs import FAILURES, NOISE, log, preamble
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import BadInput
 from envkit.serving.explain.causes import Explanation, explain, scan_stream
@@ -406,7 +407,7 @@ _PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_PIECES, st.text(max_size=80)), max_size=30), st.binary(max_size=64))
 def test_any_log_text_explains_to_valid_json(pieces: list[str], noise: bytes) -> None:
     data = ("\n".join(pieces)).encode("utf-8", "replace") + noise

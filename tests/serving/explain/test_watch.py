@@ -8,6 +8,7 @@ import io
 from bootlogs import FAILURES, NOISE, log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 from test_explain import run
 
 from envkit.errors import BadInput
@@ -108,14 +109,14 @@ noise = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=noise, after=noise, code=st.sampled_from(sorted(FAILURES)))
 def test_the_cause_is_found_in_any_noise(before: list[str], after: list[str], code: str) -> None:
     result = run(log([*before, *FAILURES[code], *after]), Tables())
     assert result.cause.code.value == code
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.binary(max_size=3000))
 def test_random_bytes_never_crash(data: bytes) -> None:
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import BadInput
 from envkit.index.session import IndexSession
@@ -156,7 +157,7 @@ def test_recorded_log_arguments_become_words() -> None:
     assert words == ["m", "--max-model-len", "8", "--enforce-eager"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(max_size=400))
 def test_any_text_is_a_deployment_or_bad_input(tmp_path_factory, text: str) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path_factory.mktemp("f") / "x.yaml"
@@ -168,7 +169,7 @@ def test_any_text_is_a_deployment_or_bad_input(tmp_path_factory, text: str) -> N
     assert all(isinstance(w, str) for w in found.args)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(
         st.sampled_from(["--a", "-b", "--c=1", "x", "--", "-O3", "-1", "--e.f", ""]), max_size=30

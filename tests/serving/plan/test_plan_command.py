@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.serving.command import Recommendation, serve_args, serve_command, shell_words
 
@@ -20,7 +21,7 @@ values = st.dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     model=st.text(min_size=1, max_size=40),
     kwargs=st.none() | values,
@@ -57,7 +58,7 @@ NAMES = st.text(PRINTABLE, min_size=1, max_size=20).filter(
 )
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(name=NAMES)
 def test_the_printed_plan_line_pastes_as_its_argv(name: str, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
     """A model folder with quotes, spaces, $ or ; in its name, and the JSON flags: the line

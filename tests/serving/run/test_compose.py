@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.errors import BadInput
 from envkit.serving.command import Recommendation, serve_args
@@ -47,7 +48,7 @@ def test_a_dollar_reaches_vllm_as_it_is() -> None:
 
 
 @given(st.text(max_size=40))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_no_model_path_adds_a_key_or_changes_a_word(model: str) -> None:
     svc = service(compose(model, REC, "0.8.5"))
     assert svc["command"][:2] == ["--model", model.replace("$", "$$")]

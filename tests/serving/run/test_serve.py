@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.env.venvslot import MARKER
 from envkit.io.process import stream
@@ -514,7 +515,7 @@ WORD = st.text(st.sampled_from("ab-=*'\" $;&|"), max_size=8)
 
 
 @given(st.lists(st.one_of(WORD, st.sampled_from(["--api-key", "--hf-token", "***"])), max_size=8))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_a_printed_command_is_the_words_and_survives_the_masking_of_output(
     words: list[str],
 ) -> None:

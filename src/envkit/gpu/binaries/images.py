@@ -21,6 +21,7 @@ the build's arch list. The verdict:
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ class Images:
     def containers(self) -> int:
         return sum(count for _, count in self.groups)
 
-    @property
+    @functools.cached_property  # asked for each GPU a verdict is given on
     def main(self) -> tuple[frozenset[Target], ...]:
         """The target sets of the main containers (the docstring above says which)."""
         if not self.groups:
