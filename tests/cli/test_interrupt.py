@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,21 @@ def start(args: list[str], env: dict[str, str], delay: float | None) -> Ran:
             signalled = True
     out, err = proc.communicate(timeout=120)
     return Ran(proc.returncode, out, err, signalled)
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_as_a_shell_leaves_it() -> Iterator[None]:
+    """Children started with SIGINT at its default action, as a terminal's shell starts them,
+    even when pytest itself ignores it (a shell's background job does): an ignored SIGINT is
+    inherited through exec, a handler is not."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture
