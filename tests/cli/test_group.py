@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -73,24 +74,24 @@ def test_the_group_options_still_follow_the_command(tmp_path: Path) -> None:
     assert [p["name"] for p in res.json()["profiles"]] == ["solo"]
 
 
-def loaded_by(args: list[str], cache: Path, *, runs: int = 1) -> set[str]:
-    """The modules a new process holds after running ``envkit ARGS`` (its last of ``runs``),
-    with its own envkit cache."""
+def loaded_by(runs: list[list[str]], cache: Path) -> set[str]:
+    """The modules a new process holds after running ``envkit ARGS`` for each of ``runs``,
+    one after the other, with its own envkit cache."""
     code = (
         "import json, sys, contextlib, io\n"
         "from envkit.cli import main\n"
         "quiet = io.StringIO()\n"
         "with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):\n"
-        f"    main({args!r})\n"
+        f"    for args in {runs!r}:\n"
+        "        main(args)\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     env = {**os.environ, "ENVKIT_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
     env.pop("ENVKIT_FAULT", None)
-    for _ in range(runs):
-        done = subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout))
 
 
@@ -112,46 +113,71 @@ OFFLINE_UNUSED = {"ssl", "envkit.index.snapshot", "envkit.releases.testregistry"
 
 
 def test_version_loads_no_command_module(tmp_path: Path) -> None:
-    held = loaded_by(["--version"], tmp_path)
+    held = loaded_by([["--version"]], tmp_path)
     assert not held & {*COMMAND_MODULES, *HEAVY, "packaging", "platformdirs"}
     # said without click, the group or any result's formatting (the quickest call of all)
     assert not held & {"click", "envkit.cli.app", "envkit.cli.group", "envkit.render.models"}
 
 
+# each command's first run, the boot logs it reads, with its own cache each
+LOADS = [
+    (
+        ["check-model", "vllm-0.8.5+qwen2-vl", MODEL],
+        {"envkit.cli.serving", "envkit.compat", *OFFLINE_UNUSED},
+    ),
+    (
+        ["plan", "vllm-0.8.5+qwen2-vl", MODEL, "--gpu-memory", "24GiB"],
+        # no GPU named by its kernels (--gpu-memory alone): no kernel table
+        {"envkit.cli.models", "envkit.compat", "envkit.gpu.published.kerneltable"},
+    ),
+    (
+        ["explain", "{log}"],
+        {"envkit.cli.models", "envkit.profiles.profile", "packaging.requirements"}
+        | {"envkit.serving.plan.memory_plan", "envkit.gpu.published.kerneltable"},
+    ),
+    (
+        ["explain", "{free}"],  # the free-memory fix: one line of the plan's arithmetic
+        {"envkit.serving.plan.memory_plan", "envkit.gpu.published.kerneltable"},
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    folder = tmp_path_factory.mktemp("logs")
+    (folder / "boot.log").write_text(
+        "INFO starting\nERROR torch.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    (folder / "free.log").write_text(FREE_LOG)
+    return {"{log}": str(folder / "boot.log"), "{free}": str(folder / "free.log")}
+
+
+def argv_of(args: list[str], logs: dict[str, str]) -> list[str]:
+    return [logs.get(a, a) for a in args]
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory, logs: dict[str, str]) -> Path:
+    """An envkit cache as each command's first run leaves it: one new process runs them all
+    (what one of them writes, the same files by their content's name, is what it writes
+    alone; explain writes nothing)."""
+    cache = tmp_path_factory.mktemp("warm") / "cache"
+    loaded_by([argv_of(args, logs) for args, _ in LOADS], cache)
+    return cache
+
+
 @pytest.mark.parametrize(
     ("args", "not_loaded"),
-    [
-        (
-            ["check-model", "vllm-0.8.5+qwen2-vl", MODEL],
-            {"envkit.cli.serving", "envkit.compat", *OFFLINE_UNUSED},
-        ),
-        (
-            ["plan", "vllm-0.8.5+qwen2-vl", MODEL, "--gpu-memory", "24GiB"],
-            # no GPU named by its kernels (--gpu-memory alone): no kernel table
-            {"envkit.cli.models", "envkit.compat", "envkit.gpu.published.kerneltable"},
-        ),
-        (
-            ["explain", "{log}"],
-            {"envkit.cli.models", "envkit.profiles.profile", "packaging.requirements"}
-            | {"envkit.serving.plan.memory_plan", "envkit.gpu.published.kerneltable"},
-        ),
-        (
-            ["explain", "{free}"],  # the free-memory fix: one line of the plan's arithmetic
-            {"envkit.serving.plan.memory_plan", "envkit.gpu.published.kerneltable"},
-        ),
-    ],
+    LOADS,
     ids=["check-model", "plan", "explain", "explain-free-memory"],
 )
 def test_a_command_loads_only_what_it_uses(
-    args: list[str], not_loaded: set[str], tmp_path: Path
+    args: list[str], not_loaded: set[str], tmp_path: Path, logs: dict[str, str], warm: Path
 ) -> None:
-    log = tmp_path / "boot.log"
-    log.write_text("INFO starting\nERROR torch.OutOfMemoryError: CUDA out of memory.\n")
-    free = tmp_path / "free.log"
-    free.write_text(FREE_LOG)
-    argv = [a.replace("{log}", str(log)).replace("{free}", str(free)) for a in args]
+    argv = argv_of(args, logs)
     # the second run: the shipped profiles' TOML came from envkit's cache, not tomlkit
-    held = loaded_by(argv, tmp_path / "cache", runs=2)
+    shutil.copytree(warm, tmp_path / "cache")
+    held = loaded_by([argv], tmp_path / "cache")
     # plan checks the command it prints with envkit lint, which reads the release's parser
     # from the index (issue 30): the HTTP client is the one heavy library it may load
     heavy = HEAVY - {"httpx"} if argv[0] == "plan" else HEAVY

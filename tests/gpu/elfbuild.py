@@ -1,11 +1,20 @@
 """Tiny shared objects compiled once per test process with the system's g++, in the shapes
 real wheels have: torch's libraries (libc10.so defining a c10 function, libtorch_cpu.so the
 stable C ABI's shims), CUDA runtime stubs with their sonames (libcudart.so.12 / .so.13), and
-extension modules that need them (NEEDED entries, undefined c10 and stable-ABI symbols)."""
+extension modules that need them (NEEDED entries, undefined c10 and stable-ABI symbols).
+
+Each compile's output is kept in a folder of the machine's (``compiled``), named by the
+sha256 of all that decides it: the compiler's and linker's versions, the source, the output's
+name and the flags, with each file or folder a flag names (``-L``, a version script) by its
+content. g++ and ld are deterministic, so the copy given is byte for byte what g++ writes
+for that input; only the first run on a machine (and each xdist worker's share of it) pays
+for the compiles."""
 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import os
 import shutil
 import struct
 import subprocess
@@ -14,6 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import platformdirs
 import pytest
 from elftools.elf.elffile import ELFFile
 
@@ -46,14 +56,67 @@ USES_CUDART = (
 
 
 def compile_so(source: str, out: Path, *flags: str) -> Path:
-    """A shared object from C++ ``source``, linked with ``flags``."""
+    """A shared object from C++ ``source``, linked with ``flags``: g++'s output for them,
+    from the machine's cache when g++ has made it before (see the module)."""
     assert CXX is not None
     out.parent.mkdir(parents=True, exist_ok=True)
+    key = _key(source, out.name, flags)
+    kept = CACHE / key[:2] / key
+    if not kept.is_file():
+        _compile(source, out, flags)
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            part = kept.with_name(f"{key}.{os.getpid()}.part")
+            shutil.copyfile(out, part)
+            os.replace(part, kept)  # whole or absent: xdist workers share the folder
+        except OSError:
+            pass  # a cache that cannot be written only costs the next run its compiles
+        return out
+    shutil.copyfile(kept, out)
+    return out
+
+
+CACHE = Path(platformdirs.user_cache_dir("envkit-tests")) / "elf"
+
+
+def _compile(source: str, out: Path, flags: tuple[str, ...]) -> None:
+    assert CXX is not None
     src = out.parent / (out.name + ".cpp")
     src.write_text(source)
     subprocess.run([CXX, "-shared", "-fPIC", str(src), "-o", str(out), *flags], check=True)
     src.unlink()
-    return out
+
+
+@cache
+def _toolchain() -> str:
+    """The compiler's and the linker's versions (what else decides g++'s output)."""
+    assert CXX is not None
+
+    def said(*argv: str) -> str:
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+    linker = said(CXX, "-print-prog-name=ld").strip()
+    return f"{CXX}\n{said(CXX, '--version')}\n{linker}\n{said(linker, '--version')}"
+
+
+def _named(path: Path) -> str:
+    """The content of a file, or of every file in a folder by its name, as a digest."""
+    digest = hashlib.sha256()
+    for each in sorted(path.rglob("*")) if path.is_dir() else [path]:
+        if each.is_file():
+            digest.update(f"{each.relative_to(path) if each != path else ''}\0".encode())
+            digest.update(hashlib.sha256(each.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _key(source: str, name: str, flags: tuple[str, ...]) -> str:
+    digest = hashlib.sha256(f"{_toolchain()}\0{source}\0{name}\0".encode())
+    for flag in flags:
+        head, _, tail = ("-L", "", flag[2:]) if flag.startswith("-L") else flag.rpartition("=")
+        if head and tail.startswith("/") and Path(tail).exists():
+            flag = f"{head}={_named(Path(tail))}"  # where it is does not matter, only what
+        digest.update(f"{flag}\0".encode())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

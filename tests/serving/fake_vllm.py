@@ -13,7 +13,8 @@ vLLM prints (our own, from :mod:`bootlogs`) and then
 - ``late``: as if another server had taken the port: it waits for something to listen on
   it, then says it started (and binds nothing).
 
-``FAKE_VLLM_BAR=1`` draws a progress bar first (carriage returns, on stderr, as tqdm does).
+``FAKE_VLLM_BAR=SECONDS`` draws a progress bar first (carriage returns, on stderr, as tqdm
+does), pausing that long between updates.
 
 What it was given and what it did (argv, the key, its pids, the signals) go as JSON lines to
 ``FAKE_VLLM_RECORD``.
@@ -28,9 +29,11 @@ import socket
 import subprocess
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from http.server import BaseHTTPRequestHandler
 
 from bootlogs import FAILURES, NOISE, TAIL, WRAPPER, preamble
 
@@ -75,45 +78,52 @@ def engine_core() -> None:
             record(escaped=int(said.read()))
 
 
-class Api(BaseHTTPRequestHandler):
-    model = ""
+def api(model: str) -> type[BaseHTTPRequestHandler]:
+    """The OpenAI API's two routes, for ``model`` (http.server is imported only here: the
+    other modes start quicker without it)."""
+    from http.server import BaseHTTPRequestHandler
 
-    def log_message(self, *args: object) -> None:
-        say(f'INFO:     127.0.0.1:1 - "{self.command} {self.path} HTTP/1.1" 200 OK')
+    class Api(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            say(f'INFO:     127.0.0.1:1 - "{self.command} {self.path} HTTP/1.1" 200 OK')
 
-    def _answer(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        def _answer(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
-    def _allowed(self) -> bool:
-        keys = demanded(sys.argv[1:])
-        if keys and self.headers.get("Authorization") not in [f"Bearer {k}" for k in keys]:
-            self._answer(401, {"error": "Unauthorized"})
-            return False
-        return True
+        def _allowed(self) -> bool:
+            keys = demanded(sys.argv[1:])
+            if keys and self.headers.get("Authorization") not in [f"Bearer {k}" for k in keys]:
+                self._answer(401, {"error": "Unauthorized"})
+                return False
+            return True
 
-    def do_GET(self) -> None:
-        if self._allowed():
-            self._answer(200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        def do_GET(self) -> None:
+            if self._allowed():
+                self._answer(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        if self._allowed():
-            record(chat=True)
-            self._answer(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            if self._allowed():
+                record(chat=True)
+                self._answer(
+                    200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]}
+                )
+
+    return Api
 
 
-def progress_bar() -> None:
+def progress_bar(pause: float) -> None:
     """A bar drawing over itself, as tqdm's do: a carriage return before each update."""
     for n in range(5):
         sys.stderr.write(f"\rLoading safetensors checkpoint shards: {n * 25:3d}% Completed | {n}/4")
         sys.stderr.flush()
-        time.sleep(0.25)
+        time.sleep(pause)
     sys.stderr.write("\n")
 
 
@@ -163,7 +173,7 @@ def main() -> None:
     for line in [*preamble(model=model), *NOISE]:
         say(line)
     if os.environ.get("FAKE_VLLM_BAR"):
-        progress_bar()
+        progress_bar(float(os.environ["FAKE_VLLM_BAR"]))
     for each in demanded(args):  # careless log lines: envkit must mask them everywhere
         say(f"DEBUG 05-12 10:01:01 [api_server.py:900] the server demands {each}")
     if "--api-key" in " ".join(args):
@@ -197,8 +207,9 @@ def main() -> None:
         f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
     )
     time.sleep(0.15)  # the probe's first try finds nothing listening
-    Api.model = model
-    server = ThreadingHTTPServer((host, port), Api)
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer((host, port), api(model))
     say("INFO:     Application startup complete.")
     server.serve_forever()
 

@@ -414,7 +414,7 @@ def unreachable(url: str, exc: Exception) -> NetworkError:
 
 def _deadline_error(url: str, seconds: float) -> NetworkError:
     return NetworkError(
-        f"Cannot reach {redact(url)}: no complete answer within {seconds:.0f} s.",
+        f"Cannot reach {redact(url)}: no complete answer within {seconds:g} s.",
         "The server is too slow or stuck; try again later or use another index.",
         url=redact(url),
         kind="timeout",

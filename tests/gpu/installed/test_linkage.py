@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import struct
-import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -37,17 +36,11 @@ EXTENSION = (
 
 
 def compile_so(source: str, out: Path, *, abi: int = 1) -> Path:
-    """A shared object from C++ ``source`` (with <string>), built for C++ ABI ``abi``."""
-    assert CXX is not None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    src = out.with_suffix(".cpp")
-    src.write_text("#include <string>\n" + source)
-    subprocess.run(
-        [CXX, "-shared", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", str(src), "-o", str(out)],
-        check=True,
+    """A shared object from C++ ``source`` (with <string>), built for C++ ABI ``abi``
+    (g++'s output, kept across runs by elfbuild)."""
+    return elfbuild.compile_so(
+        "#include <string>\n" + source, out, f"-D_GLIBCXX_USE_CXX11_ABI={abi}"
     )
-    src.unlink()
-    return out
 
 
 def site(root: Path, *, extension_abi: int = 0, torch_abi: int = 0, defines: bool = True) -> Path:

@@ -2,12 +2,12 @@
 ``signatures``, ``logfacts`` and ``logread`` against adversarial lines built from its own
 literals and classes (:mod:`adversarial`), searched and full-matched.
 
-Each pattern's lines are tried at 8 KiB, where a quadratic pattern is already hundreds of
-times slower than a linear one (a tenth of a second against microseconds), so the five
-slowest are the ones a backtracking pattern would be among; those are run again at
-256 KiB, where a linear pattern takes milliseconds and a quadratic one minutes (``\\w*X``
-searched in 16 KiB of ``a`` takes half a second of CPU here, so 256 KiB takes 256 times
-that). All of it runs in one child process whose CPU time is limited (``RLIMIT_CPU``:
+Each pattern's lines are tried at 4 KiB, where a quadratic pattern is already hundreds of
+times slower than a linear one (a twentieth of a second against a fifth of a millisecond),
+so the five slowest are the ones a backtracking pattern would be among; those are run again
+at 128 KiB, where a linear pattern takes milliseconds and a quadratic one half a minute
+(``\\w*X`` searched in 16 KiB of ``a`` takes half a second of CPU here, so 128 KiB takes 64
+times that). All of it runs in one child process whose CPU time is limited (``RLIMIT_CPU``:
 what the linear ones need many times over, a fraction of what one quadratic line
 needs, whatever else the machine runs), which prints each pattern and line before it
 tries it, so a pattern that backtracks fails the test, named, instead of hanging the
@@ -27,7 +27,7 @@ import pytest
 from adversarial import lines, log_patterns, pieces
 
 HERE = Path(__file__).resolve().parent.parent  # tests/serving: its fixture modules
-CPU_SECONDS = 40  # for every pattern: the linear ones take about 5 together, one quadratic minutes
+CPU_SECONDS = 15  # for every pattern: the linear ones take about 2.5 together, one quadratic 30
 DEADLINE = 240  # seconds on the wall clock, for a machine busy with other work
 
 _CHILD = r"""
@@ -38,7 +38,7 @@ from adversarial import exercise, hardest, named
 for name in sys.argv[3:]:
     pattern = named(name)
     print("sweeping", name, flush=True)
-    _shapes, long = hardest(pattern, sweep=8 << 10, long=256 << 10)
+    _shapes, long = hardest(pattern, sweep=4 << 10, long=128 << 10)
     for line in long:
         print("trying", name, repr(line[:40]), flush=True)
         exercise(pattern, line)
@@ -67,7 +67,7 @@ def test_every_pattern_on_log_text_is_linear() -> None:
     except subprocess.TimeoutExpired as stopped:
         out = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else stopped.stdout
         last = (out or "").strip().splitlines()[-1:] or ["(nothing tried)"]
-        pytest.fail(f"a pattern backtracks on a 256 KiB line: {last[0]}")
+        pytest.fail(f"a pattern backtracks on a 128 KiB line: {last[0]}")
     if ran.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # at the limit, or 5 s past it
         last = ran.stdout.strip().splitlines()[-1:] or ["(nothing tried)"]
         pytest.fail(f"a pattern backtracks (past {CPU_SECONDS} s of CPU): {last[0]}")
