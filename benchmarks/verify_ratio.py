@@ -3,10 +3,11 @@ most 1.05x ``import vllm, transformers, torch`` in the same venv): CPU seconds (
 system of the children, ``RUSAGE_CHILDREN`` deltas: the number a shared machine blurs
 least) and wall seconds, best of N new processes of each, alternating, beside the machine
 (``machine.py``) and the ratio. A second baseline is the bare import followed by what
-the profile's checks make the probe do beyond it (its ``[checks] probes``, each an attribute
-whose module is imported: ``transformers.Qwen2VLForConditionalGeneration`` imports the
-model's code, about 1 s of CPU; ``torch.cuda.is_available()``): the ratio against it is
-envkit's own cost.
+the profile's checks make the probe do beyond it (its ``[verify] probes``, each an attribute
+whose module is imported: the config and processor modules vLLM's Qwen2-VL code imports, a
+few ms; transformers' Qwen2-VL modeling class, which the profile once probed and vLLM never
+imports, cost about 1 s; ``torch.cuda.is_available()``): the ratio against it is envkit's
+own cost.
 
 The venv is a real one whose pins match the profile, e.g. (5-9 GB)::
 
