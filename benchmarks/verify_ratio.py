@@ -3,10 +3,11 @@ most 1.05x ``import vllm, transformers, torch`` in the same venv): CPU seconds (
 system of the children, ``RUSAGE_CHILDREN`` deltas: the number a shared machine blurs
 least) and wall seconds, best of N new processes of each, alternating, beside the machine
 (``machine.py``) and the ratio. A second baseline is the bare import followed by what
-the profile's checks make the probe do beyond it (its ``[checks] probes``, each an attribute
-whose module is imported: ``transformers.Qwen2VLForConditionalGeneration`` imports the
-model's code, about 1 s of CPU; ``torch.cuda.is_available()``): the ratio against it is
-envkit's own cost.
+the profile's checks make the probe do beyond it (its ``[verify] probes``, each an attribute
+whose module is imported: the config and processor modules vLLM's Qwen2-VL code imports, a
+few ms; transformers' Qwen2-VL modeling class, which the profile once probed and vLLM never
+imports, cost about 1 s; ``torch.cuda.is_available()``): the ratio against it is envkit's
+own cost.
 
 The venv is a real one whose pins match the profile, e.g. (5-9 GB)::
 
@@ -52,6 +53,27 @@ for dotted in sys.argv[1:]:
         found = getattr(found, attr)
 torch.cuda.is_available()
 """
+# Each probe's own CPU in one process, after the bare import (what a probe adds to it).
+EACH = """
+import importlib, json, resource, sys, vllm, transformers, torch
+def cpu():
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+spent = {}
+for dotted in sys.argv[1:]:
+    start = cpu()
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+            break
+        except ImportError:
+            continue
+    for attr in parts[cut:]:
+        found = getattr(found, attr)
+    spent[dotted] = round(cpu() - start, 3)
+sys.stderr.write(json.dumps(spent) + "\\n")
+"""
 TARGET = 1.05
 
 
@@ -79,6 +101,20 @@ def probes(profile: str) -> list[str]:
     return list(Catalog.from_option(None).resolve(profile).checks.probes)
 
 
+def probe_cpu(python: Path, names: list[str], env: dict[str, str]) -> dict[str, float]:
+    """Each probe's CPU seconds in one new process, in order, after the bare import."""
+    done = subprocess.run(
+        [str(python), "-c", EACH, *names], env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False,
+    )  # fmt: skip
+    said = done.stderr.decode(errors="replace")
+    if done.returncode != 0:
+        raise SystemExit(f"timing the probes failed: {said[-2000:]}")
+    lines = [line for line in said.splitlines() if line.startswith("{")]  # vLLM logs too
+    spent: dict[str, float] = json.loads(lines[-1]) if lines else {}
+    return spent
+
+
 def envkit() -> list[str]:
     """envkit as a user starts it: the console script beside this interpreter."""
     script = Path(sys.executable).with_name("envkit")
@@ -92,6 +128,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="new processes of each (3-5)")
     parser.add_argument("--gpu", help="verify --gpu CARD (default: none, as without a GPU)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--also-probe", action="append", default=[], metavar="ATTR",
+        help="time this attribute too in the per-probe CPU (e.g. a probe a profile once had)",
+    )  # fmt: skip
     opts = parser.parse_args()
     python = opts.venv / "bin" / "python"
     bare = [str(python), "-c", BARE]
@@ -112,6 +152,7 @@ def main() -> int:
             runs["bare import"].append(timed(bare, env))
             runs["verify"].append(timed(verify, env))
             runs["+ probes"].append(timed(probed, env))
+        each = probe_cpu(python, [*probes(opts.profile), *opts.also_probe], env)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load_end = round(os.getloadavg()[0], 2)
@@ -140,13 +181,15 @@ def main() -> int:
         f"{'met' if ratio_wall <= TARGET else 'NOT met'} by wall)"
     )
     print(f"against the bare import + the probes: {own_cpu:.3f}x CPU {own_wall:.3f}x wall")
+    for name, spent in each.items():
+        print(f"probe {name}: {spent:.3f} s CPU after the bare import")
     if opts.json:
         report = {
             "machine": machine, "load_average_1m_end": load_end, "venv": str(opts.venv),
             "profile": opts.profile, "gpu": opts.gpu or "", "bare": BARE, "results": rows,
             "ratio_cpu": round(ratio_cpu, 3), "ratio_wall": round(ratio_wall, 3),
             "ratio_probed_cpu": round(own_cpu, 3), "ratio_probed_wall": round(own_wall, 3),
-            "probes": probes(opts.profile),
+            "probes": probes(opts.profile), "probe_cpu_s": each,
             "target": TARGET,
         }  # fmt: skip
         opts.json.parent.mkdir(parents=True, exist_ok=True)
