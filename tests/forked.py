@@ -211,6 +211,10 @@ class Forked:
             self._zygote.collect(left)
         return code
 
+    def err_so_far(self) -> str:
+        """What it has written to stderr so far (it may still be running)."""
+        return self._err.read_text()
+
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
             os.kill(self.pid, sig)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from filelock import FileLock
-from forked import start_forked
+from forked import Forked, start_forked
 
 from conftest import Indexes
 from helpers import build_args, envkit, profile_text
@@ -219,20 +219,14 @@ def test_ctrl_c_exits_130_and_keeps_the_venv(
 def test_second_build_waits_for_the_first(project: Path, indexes: Indexes, built: Path) -> None:
     lock = FileLock(str(project / ".envkit" / ".venv" / "lock"))
     before = marker(built)["build_id"]
-    with lock:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "envkit", "build", "good", *build_args(indexes.default)],
-            cwd=project,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert proc.stderr is not None
+    with lock:  # held by this process; the build is another, forked from the warm one
+        proc = start_forked("build", "good", *build_args(indexes.default), cwd=project)
+        assert isinstance(proc, Forked)  # this environment: forked, not started afresh
         seen = ""
         while "waiting for another envkit process" not in seen:  # it says so, then waits
-            line = proc.stderr.readline()
-            assert line, f"the build ended without waiting for the lock: {seen}"
-            seen += line
+            assert proc.poll() is None, f"the build ended without waiting for the lock: {seen}"
+            time.sleep(0.02)
+            seen = proc.err_so_far()
         assert proc.poll() is None, "the build did not wait for the lock"
         assert not (project / ".envkit" / ".venv" / "new").exists()
         assert marker(built)["build_id"] == before

@@ -8,6 +8,7 @@ tiny test wheels from an index on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,9 +57,17 @@ def locked(root: Path, index: str, name: str = "m", probes: tuple[str, ...] = ()
     return root
 
 
+@pytest.fixture(scope="module")
+def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    return locked(tmp_path_factory.mktemp("locked"), indexes.default)
+
+
 @pytest.fixture
-def project(tmp_path: Path, indexes: Indexes) -> Path:
-    return locked(tmp_path, indexes.default)
+def project(tmp_path: Path, _locked_once: Path) -> Path:
+    """A locked project of its own: the one lock of this module, copied (a lock writes the
+    same bytes each time, tests/lock/test_lock.py; these tests are of image, not of lock)."""
+    shutil.copytree(_locked_once, tmp_path, dirs_exist_ok=True)
+    return tmp_path
 
 
 def test_the_context_alone_installs_exactly_the_lock_and_checks_the_base_first(

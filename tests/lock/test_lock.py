@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,24 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    """``envkit lock m`` of the ``repo`` profile, run once for the module."""
+    root = tmp_path_factory.mktemp("locked")
+    (root / "envs").mkdir()
+    (root / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
+    envkit("lock", "m", *lock_args(indexes), cwd=root).assert_ok()
+    return root
+
+
+@pytest.fixture
+def locked(repo: Path, _locked_once: Path) -> Path:
+    """``repo`` as ``envkit lock m`` leaves it, for the tests of what comes after a lock: the
+    module's one lock copied (a second lock writes the same bytes, the first test shows)."""
+    shutil.copytree(_locked_once / "constraints", repo / "constraints")
+    return repo
 
 
 def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes) -> None:
@@ -78,8 +97,8 @@ def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Inde
     assert "transformers==4.51.3" in out.stdout
 
 
-def test_check_and_staleness_after_an_edit(repo: Path, indexes: Indexes) -> None:
-    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+def test_check_and_staleness_after_an_edit(locked: Path, indexes: Indexes) -> None:
+    repo = locked
     ok = envkit("lock", "m", "--check", "--json", cwd=repo)
     assert ok.code == 0 and ok.json()["stale"] == []
     resolved = envkit("lock", "m", "--check", "--resolve", *lock_args(indexes), cwd=repo)
@@ -168,11 +187,11 @@ def test_github_matrix_refuses_more_than_256_jobs(repo: Path) -> None:
 
 
 def test_check_resolve_uses_the_torch_source_each_cell_was_locked_with(
-    repo: Path, indexes: Indexes
+    locked: Path, indexes: Indexes
 ) -> None:
     """Locked from the default index, checked against the default index, with no
     --torch-index given (the PyTorch index would give another resolution, or none)."""
-    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    repo = locked
     check = envkit("lock", "m", "--check", "--resolve", "--index-url", indexes.default, cwd=repo)
     check.assert_ok()
 
@@ -195,14 +214,18 @@ def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path) 
 
 
 def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: Indexes) -> None:
+    """Two cells (one Python, both platforms): a kill at every file of each kind (a cell's
+    .txt, its pylock, lock.json), and between one cell's files and the next's."""
+    profile = repo / "envs" / "m.toml"
+    profile.write_text(matrix_profile([PY]))
     assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
     folder = repo / "constraints" / "m"
     old = {p.name: p.read_text() for p in folder.glob("*.txt")}
-    profile = repo / "envs" / "m.toml"
+    assert len(old) == 2
     profile.write_text(profile.read_text() + "# edited\n")
     envkit("show", "m", cwd=repo).assert_ok()  # its parsed TOML cached, as after any run
-    # killed with each file written aside, before its rename (8 files and lock.json)
-    for nth in range(1, 10):
+    # killed with each file written aside, before its rename (4 files and lock.json)
+    for nth in range(1, 6):
         fault = {"ENVKIT_FAULT": f"atomic-written#{nth}=KILL"}
         killed = envkit_forked("lock", "m", "--jobs", "1", *lock_args(indexes), cwd=repo, env=fault)
         assert killed.code == -signal.SIGKILL
@@ -216,8 +239,8 @@ def test_interrupted_lock_never_leaves_a_half_written_file(repo: Path, indexes: 
     assert envkit("lock", "m", "--check", cwd=repo).code == 0
 
 
-def test_build_installs_the_published_lock(repo: Path, indexes: Indexes) -> None:
-    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+def test_build_installs_the_published_lock(locked: Path, indexes: Indexes) -> None:
+    repo = locked
     # no --torch-index here: the lock says torch came from the default index, and its
     # hashes are of those files (uv's --torch-backend would ask the unreachable PyTorch index)
     args = ["--index-url", indexes.default, "--python", sys.executable]
@@ -260,15 +283,14 @@ def test_bad_lock_arguments(repo: Path) -> None:
 
 
 def test_a_torch_build_other_than_the_backend_is_refused_and_withdrawn(
-    repo: Path, indexes: Indexes
+    locked: Path, indexes: Indexes
 ) -> None:
     """From the default index, a cell gets whatever torch build it has for the platform (on
     PyPI, the aarch64 wheels of torch 2.6.0 to 2.10.0 are CPU-only). The lock reads the
     resolved wheel's torch/version.py: a build other than the backend's is refused, written
     nowhere, recorded with its reason, and the cell's earlier files (envkit's only) go."""
-    cell = f"py{PY}-linux-x86_64-cu124"
+    cell, repo = f"py{PY}-linux-x86_64-cu124", locked
     folder = repo / "constraints" / "m"
-    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
     txt, pylock = (
         folder / f"{cell}.txt",
         folder / f"pylock.py{PY.replace('.', '')}-linux-x86_64-cu124.toml",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +21,22 @@ from conftest import Indexes
 from helpers import OTHER, PY, ROOT, lock_args, matrix_profile, run_cli
 
 
+@pytest.fixture(scope="module")
+def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    root = tmp_path_factory.mktemp("locked")
+    (root / "envs").mkdir()
+    (root / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        assert run_cli("lock", "m", *lock_args(indexes)).code == 0
+    return root
+
+
 @pytest.fixture
-def pylocks(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
-    monkeypatch.chdir(tmp_path)
-    assert run_cli("lock", "m", *lock_args(indexes)).code == 0
+def pylocks(tmp_path: Path, _locked_once: Path) -> Path:
+    """The pylocks of ``envkit lock m``, locked once for the module and copied for each test
+    (a lock writes the same bytes each time, tests/lock/test_lock.py)."""
+    shutil.copytree(_locked_once, tmp_path, dirs_exist_ok=True)
     return tmp_path / "constraints" / "m"
 
 

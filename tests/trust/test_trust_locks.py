@@ -20,15 +20,25 @@ from conftest import Indexes
 from helpers import PY, lock_args, matrix_profile, profile_text, run_cli
 
 
+@pytest.fixture(scope="module")
+def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    root = tmp_path_factory.mktemp("locked")
+    (root / "envs").mkdir()
+    (root / "envs" / "m.toml").write_text(matrix_profile([PY]))
+    (root / "envs" / "n.toml").write_text(matrix_profile([PY]).replace("test", "test n"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        assert run_cli("lock", "--all", *lock_args(indexes)).code == 0
+        assert run_cli("publish", "--all").code == 0
+    return root
+
+
 @pytest.fixture
-def locked(tmp_path: Path, indexes: Indexes, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Two profiles, both locked and published."""
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY]))
-    (tmp_path / "envs" / "n.toml").write_text(matrix_profile([PY]).replace("test", "test n"))
+def locked(tmp_path: Path, _locked_once: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two profiles, both locked and published: locked once for the module and copied for
+    each test (a lock writes the same bytes each time, tests/lock/test_lock.py)."""
+    shutil.copytree(_locked_once, tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
-    assert run_cli("lock", "--all", *lock_args(indexes)).code == 0
-    assert run_cli("publish", "--all").code == 0
     return tmp_path
 
 
