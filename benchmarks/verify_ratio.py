@@ -39,9 +39,10 @@ from machine import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = "import vllm, transformers, torch"
-PROBED = """
-import importlib, sys, vllm, transformers, torch
-for dotted in sys.argv[1:]:
+# resolve(dotted): the attribute a probe names, as verify's probe child finds it
+RESOLVE = """
+import importlib
+def resolve(dotted):
     parts = dotted.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         try:
@@ -51,29 +52,33 @@ for dotted in sys.argv[1:]:
             continue
     for attr in parts[cut:]:
         found = getattr(found, attr)
+    return found
+"""
+PROBED = (
+    RESOLVE
+    + """
+import sys, vllm, transformers, torch
+for dotted in sys.argv[1:]:
+    resolve(dotted)
 torch.cuda.is_available()
 """
+)
 # Each probe's own CPU in one process, after the bare import (what a probe adds to it).
-EACH = """
-import importlib, json, resource, sys, vllm, transformers, torch
+EACH = (
+    RESOLVE
+    + """
+import json, resource, sys, vllm, transformers, torch
 def cpu():
     used = resource.getrusage(resource.RUSAGE_SELF)
     return used.ru_utime + used.ru_stime
 spent = {}
 for dotted in sys.argv[1:]:
     start = cpu()
-    parts = dotted.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            found = importlib.import_module(".".join(parts[:cut]))
-            break
-        except ImportError:
-            continue
-    for attr in parts[cut:]:
-        found = getattr(found, attr)
+    resolve(dotted)
     spent[dotted] = round(cpu() - start, 3)
 sys.stderr.write(json.dumps(spent) + "\\n")
 """
+)
 TARGET = 1.05
 
 
