@@ -63,7 +63,11 @@ def _serve(folder: Path, wheels: list[Wheel]) -> Iterator[indexserver.Server]:
 @pytest.fixture
 def first(tmp_path: Path) -> Iterator[indexserver.Server]:
     registry = {"tests/models/registry.py": REGISTRY, "tests/models/test_initialization.py": INIT}
-    wheels = [_release("0.17.1", registry), _release("0.3.0", {"README.md": "no tests here"})]
+    wheels = [
+        _release("0.17.1", registry),
+        _release("0.3.0", {"README.md": "no tests here"}),
+        Wheel("vllm", "0.4.0", {"vllm/__init__.py": ""}),  # a wheel, no sdist
+    ]
     yield from _serve(tmp_path / "first", wheels)
 
 
@@ -93,10 +97,8 @@ def test_an_entry_equals_what_the_reader_gives(
     url = indexserver.url(first)
     assert boundsupdate.main(["--out", str(out), "--index-url", url]) == 0
     table = boundstable.load(out.read_text())
-    assert table.index == index_key(url) and sorted(table.releases) == [
-        Version("0.3.0"),
-        Version("0.17.1"),
-    ]
+    assert table.index == index_key(url)
+    assert sorted(table.releases) == [Version("0.3.0"), Version("0.4.0"), Version("0.17.1")]
     entry = table.releases[Version("0.17.1")]
     expected = parse_registry(REGISTRY, policy=parse_policy(INIT))
     assert (entry.sdist, entry.registry, dict(entry.bounds)) == (
@@ -111,6 +113,9 @@ def test_an_entry_equals_what_the_reader_gives(
     old = table.releases[Version("0.3.0")]
     assert (old.registry, dict(old.bounds)) == (False, {})
     assert '"bounds": "no test registry"' in out.read_text()
+    none = table.releases[Version("0.4.0")]
+    assert (none.sdist, none.registry, dict(none.bounds)) == ("", False, {})
+    assert '"sdist": "", "bounds": "no source distribution"' in out.read_text()
     assert boundstable.load(boundstable.dumps(table)) == table
     # nothing new: nothing but the file list read, nothing written
     before, fetched = out.read_bytes(), len(_sdists_fetched(first))
@@ -123,7 +128,7 @@ def test_the_table_is_preferred_for_its_index_and_ignored_for_another(
 ) -> None:
     url = indexserver.url(first)
     table, read = boundsupdate.update(Scanner(url, use_cache=False), None)
-    assert read == 2
+    assert read == 3
     # the table says what no sdist on the index says: its answer is the one given
     marked = table.releases[Version("0.17.1")]
     bound = marked.bounds["NimbusForCausalLM"]
@@ -141,6 +146,7 @@ def test_the_table_is_preferred_for_its_index_and_ignored_for_another(
         scanner = Scanner(url, use_cache=use_cache)
         assert transformers_bounds(scanner, Version("0.17.1")) == changed
         assert transformers_bounds(scanner, Version("0.3.0")) == {}
+        assert transformers_bounds(scanner, Version("0.4.0")) == {}
     assert len(_sdists_fetched(first)) == fetched  # no sdist read
     # another index: the table is not its word; the sdist is read
     found = transformers_bounds(Scanner(indexserver.url(other)), Version("0.17.1"))
@@ -153,7 +159,8 @@ def test_the_shipped_table_holds_every_release_for_the_default_index() -> None:
     assert table is not None and table.index == index_key(DEFAULT_INDEX)
     assert table.release(DEFAULT_INDEX + "/", Version("0.8.5")) is not None
     assert table.release("http://127.0.0.1:1/simple", Version("0.8.5")) is None
-    assert len(table.releases) >= 95 and table.generated
+    assert len(table.releases) >= 100 and table.generated
+    assert table.releases[Version("0.15.0")].sdist == ""  # the index lists a wheel, no sdist
     new = table.releases[Version("0.33.0")]
     assert new.registry and new.sdist == "vllm-0.33.0.tar.gz" and len(new.bounds) > 10
     assert not table.releases[Version("0.1.0")].registry
@@ -172,6 +179,8 @@ def _damaged(text: str) -> list[str]:
         {**good, "releases": [{**entry, "bounds": ["A"]}]},
         {**good, "releases": [{**entry, "sdist": "../vllm.tar.gz"}]},
         {**good, "releases": [{**entry, "version": "0.17.01"}]},
+        {**good, "releases": [{**entry, "sdist": ""}]},
+        {**good, "releases": [{**entry, "bounds": "no source distribution"}]},
         {**good, "index": "pypi"},
         [good],
     ]

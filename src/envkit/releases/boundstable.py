@@ -1,7 +1,7 @@
 """envkit's table of vLLM's test-registry bounds: per published vLLM release, the sdist they
 were read from and the per-architecture transformers bounds its ``tests/models/registry.py``
 gives (as :mod:`envkit.releases.testregistry` reads and caches them), or that the sdist has
-no test registry.
+no test registry, or that the index lists no sdist of the release.
 
 A published sdist never changes, so what it says is a fact that ships with envkit, as the GPU
 kernel table does (``data/gpu-kernels.json``): reading the sdists themselves costs about a
@@ -36,6 +36,7 @@ FILE = "transformers-bounds.json"
 MAX_TABLE = 16 * MiB
 MAX_RELEASES = 5000
 NO_REGISTRY = "no test registry"
+NO_SDIST = "no source distribution"  # the index lists a wheel of the release, no sdist
 ABOUT = (
     "vLLM's per-architecture transformers bounds, per published vLLM release, as its source "
     "distribution's tests/models/registry.py declares them (with the directions its "
@@ -50,16 +51,17 @@ class Release:
     """One vLLM release's bounds, and the sdist they were read from."""
 
     version: str
-    sdist: str  # its file name
-    registry: bool  # False: the sdist has no test registry (and so no bounds)
+    sdist: str  # its file name; '' when the index lists none for the release
+    registry: bool  # False: the sdist has no test registry (and so no bounds), or no sdist
     bounds: Mapping[str, Bound] = field(default_factory=dict)
 
     def to_entry(self) -> dict[str, Any]:
         bounds: Any = {a: b.to_dict() for a, b in sorted(self.bounds.items())}
+        said = NO_REGISTRY if self.sdist else NO_SDIST
         return {
             "version": self.version,
             "sdist": self.sdist,
-            "bounds": bounds if self.registry else NO_REGISTRY,
+            "bounds": bounds if self.registry else said,
         }
 
 
@@ -127,9 +129,11 @@ def load(text: str, where: str = FILE) -> BoundsTable:
 def _release(entry: Fields) -> Release:
     version, sdist = entry.text("version"), entry.text("sdist")
     Version(version)  # InvalidVersion refuses the table
+    raw = entry.data.get("bounds")
+    if raw == NO_SDIST and not sdist:
+        return Release(version, "", False)
     if not sdist.endswith((".tar.gz", ".zip")) or "/" in sdist:
         raise BadEntry(f"{entry.where}: {sdist!r} is not an sdist's file name")
-    raw = entry.data.get("bounds")
     if raw == NO_REGISTRY:
         return Release(version, sdist, False)
     bounds = {

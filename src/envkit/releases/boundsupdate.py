@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except EnvkitError as exc:
         say(f"error: {exc.message}")
         return 2
-    say(f"wrote {out}: {len(table.releases)} vLLM releases, {read} sdists read")
+    say(f"wrote {out}: {len(table.releases)} vLLM releases, {read} new")
     return 0
 
 
@@ -84,17 +84,21 @@ def update(
     scanner: Scanner, old: BoundsTable | None, only: set[Version] | None = None
 ) -> tuple[BoundsTable, int]:
     """The table with every published vLLM release's sdist (or those of ``only``) that
-    ``old`` does not name read in, and how many were read. A release whose sdist cannot be
-    read is left out (said through the scanner's progress), to be read the next time."""
+    ``old`` does not name read in, and how many entries are new (sdists read, releases
+    found to publish none). A release whose sdist cannot be read is left out (said through
+    the scanner's progress), to be read the next time."""
     releases = dict(old.releases) if old is not None else {}
     listed = scanner.sdists("vllm")
+    wanted = {v for v in [*listed, *scanner.releases("vllm")] if not v.is_prerelease}
+    wanted = {v for v in wanted if only is None or v in only}
     new = [
-        (v, f)
-        for v, f in sorted(listed.items())
-        if not v.is_prerelease
-        and (only is None or v in only)
-        and (v not in releases or releases[v].sdist != f.filename)
+        (v, listed[v])
+        for v in sorted(wanted)
+        if v in listed and (v not in releases or releases[v].sdist != listed[v].filename)
     ]
+    gone = [v for v in sorted(wanted - set(listed)) if v not in releases or releases[v].sdist]
+    for version in gone:  # a wheel, no sdist: a fact of the index, said as such
+        releases[version] = Release(str(version), "", False)
 
     def one(item: tuple[Version, WheelFile]) -> Release | None:
         version, sdist = item
@@ -114,12 +118,12 @@ def update(
     )
     table = BoundsTable(
         about=ABOUT,
-        generated=dt.date.today().isoformat() if new else (old.generated if old else ""),
+        generated=dt.date.today().isoformat() if new or gone else (old.generated if old else ""),
         source=f"{source} (each sdist read as it downloads, up to its test files)",
         index=index_key(scanner.index),
         releases=releases,
     )
-    return table, len(new)
+    return table, len(new) + len(gone)
 
 
 if __name__ == "__main__":
