@@ -165,7 +165,7 @@ def _read(path: str) -> BoundsTable | None:
     from envkit.io.files import read_small_text
 
     try:
-        text = read_small_text(path, MAX_TABLE, what="bounds table", follow=False)
+        text = read_small_text(path, MAX_TABLE, what="bounds table")
     except UnreadableFile as exc:
         if exc.kind == "missing":
             return None
