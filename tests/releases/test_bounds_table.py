@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import layouts
 import pytest
 from packaging.version import Version
 
@@ -22,6 +23,7 @@ from envkit.releases.registry import Scanner, index_key
 from envkit.releases.testregistry import read_sdist, transformers_bounds
 
 import indexserver
+from helpers import envkit
 from wheelhouse import Wheel
 
 REGISTRY = """
@@ -219,3 +221,29 @@ def test_the_shipped_table_equals_a_fresh_read_of_the_sdist(version: str) -> Non
     entry = table.releases[Version(version)]
     assert (entry.sdist, entry.registry, dict(entry.bounds)) == (sdist.filename, registry, found)
     assert found  # both releases bound some architectures
+
+
+def test_history_answers_from_the_table_and_refuses_a_damaged_one(
+    tmp_path: Path, shipped: Path
+) -> None:
+    files = {"tests/models/registry.py": REGISTRY.replace("NimbusForCausalLM", "LlamaForCausalLM")}
+    folder = tmp_path / "index"
+    folder.mkdir()
+    Wheel("vllm", "0.17.1", dict(layouts.vllm_0330().files), sdist=True, sdist_files=files).write(
+        folder
+    )
+    with indexserver.serve(folder) as server:
+        url = indexserver.url(server)
+        table, _read = boundsupdate.update(Scanner(url, use_cache=False), None)
+        entry = table.releases[Version("0.17.1")]
+        marked = {"LlamaForCausalLM": Bound(architecture="LlamaForCausalLM", minimum="4.61")}
+        releases = {Version("0.17.1"): Release("0.17.1", entry.sdist, True, marked)}
+        shipped.write_text(boundstable.dumps(dataclasses.replace(table, releases=releases)))
+        fetched = len(_sdists_fetched(server))
+        res = envkit("history", "LlamaForCausalLM", "--index-url", url, "--json", cwd=tmp_path)
+        res.assert_ok()
+        assert '"min": "4.61"' in res.out and len(_sdists_fetched(server)) == fetched
+        shipped.write_text(shipped.read_text().replace('"4.61"', '"four"'))
+        boundstable._loaded.clear()
+        res = envkit("history", "Qwen3ForCausalLM", "--index-url", url, "--json", cwd=tmp_path)
+    assert res.code != 0 and str(shipped) in res.err and "Traceback" not in res.err

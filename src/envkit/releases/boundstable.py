@@ -36,6 +36,7 @@ FILE = "transformers-bounds.json"
 MAX_TABLE = 16 * MiB
 MAX_RELEASES = 5000
 NO_REGISTRY = "no test registry"
+REINSTALL = "Reinstall envkit: the table ships with it and nothing changes it after."
 NO_SDIST = "no source distribution"  # the index lists a wheel of the release, no sdist
 ABOUT = (
     "vLLM's per-architecture transformers bounds, per published vLLM release, as its source "
@@ -169,13 +170,14 @@ def _read(path: str) -> BoundsTable | None:
     except UnreadableFile as exc:
         if exc.kind == "missing":
             return None
+        exc.hint = REINSTALL
         raise
     try:
-        return load(text, where=path)
+        return load(text)
     except (BadEntry, InvalidVersion) as exc:
-        raise UnreadableFile(
-            path, f"is damaged ({exc}); reinstall envkit", "unreadable", what="bounds table"
-        ) from None
+        damaged = UnreadableFile(path, f"is damaged: {exc}", "unreadable", what="bounds table")
+        damaged.hint = REINSTALL
+        raise damaged from None
 
 
 def lookup(index: str, version: Version) -> Release | None:
