@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 from envkit.errors import EnvkitError, WheelError
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
+from envkit.releases import boundstable
 from envkit.releases.modeltypes import model_types, named_after, serving
 from envkit.releases.registry import Scan, Scanner
 from envkit.releases.testregistry import bounds_for, transformers_bounds
@@ -145,7 +146,7 @@ def prefetch(
     that the sdists download while the other wheels are scanned. A release whose wheel or
     sdist cannot be read is left to the reading after, which says so."""
     sdists = project == "vllm" and scanner.use_cache  # (read here, kept for the reading after)
-    if sdists:
+    if sdists and any(boundstable.lookup(scanner.index, v) is None for v in versions):
         with contextlib.suppress(EnvkitError):
             scanner.sdists(project)  # listed once, before the threads ask
 

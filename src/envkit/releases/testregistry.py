@@ -7,7 +7,8 @@ initialization test applies: bounds.InitPolicy) are out of it; in vLLM's sdists 
 about two thirds of the way in (0.33.0: 69% of its 47 MB, 0.20.0: 78%), and the rest is
 never fetched, nor a body held. The parsed bounds are cached per release and index; a
 release whose sdist has no test registry (older ones) is cached as such. A network failure
-is raised, never cached.
+is raised, never cached. For the index envkit's table was read from
+(:mod:`envkit.releases.boundstable`, every published release's bounds) no sdist is read.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from packaging.version import Version
 
 from envkit.errors import WheelError
 from envkit.index.archives import tar_members
+from envkit.index.pages import WheelFile
 from envkit.io.cache import BOUNDS, Fields
 from envkit.io.http import MiB, status_error
 from envkit.profiles.bounds import Bound, InitPolicy, parse_policy, parse_registry
+from envkit.releases import boundstable
 from envkit.releases.registry import Scan, Scanner, index_key, with_bounds
 
 REGISTRY = "tests/models/registry.py"
@@ -50,16 +53,33 @@ def _store(version: Version, index: str, found: dict[str, Bound], source: str) -
 
 def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
     """Architecture -> its bound, for the vLLM release ``version`` ({} when the release
-    declares none or publishes no sdist with a test registry)."""
+    declares none or publishes no sdist with a test registry): from the user's cache, else
+    envkit's table when it was read from the scanner's index (boundstable; with
+    ``--no-cache`` too, as the kernel table), else the release's sdist (then cached)."""
     if scanner.use_cache:
         cached = _cached(version, scanner.index)
         if cached is not None:
             return cached
+    shipped = boundstable.lookup(scanner.index, version)
+    if shipped is not None:
+        return dict(shipped.bounds)
     sdists = scanner.sdists("vllm")
     sdist = sdists.get(version)
     if sdist is None:
         _store(version, scanner.index, {}, "no source distribution")
         return {}
+    found, registry = read_sdist(scanner, version, sdist)
+    source = sdist.filename if registry else f"{sdist.filename} has no {REGISTRY}"
+    _store(version, scanner.index, found, source)
+    return found
+
+
+def read_sdist(
+    scanner: Scanner, version: Version, sdist: WheelFile
+) -> tuple[dict[str, Bound], bool]:
+    """The bounds vLLM ``version``'s sdist declares, and whether it has a test registry (read
+    as it downloads, up to its test files; nothing cached). WheelError for a registry that is
+    not Python, NetworkError for a failed download."""
     scanner.progress(f"reading vLLM {version}'s test registry from {sdist.filename}")
     # within what the index says it is (with slack for a mirror's rounding)
     declared = sdist.size or MAX_SDIST
@@ -73,18 +93,15 @@ def transformers_bounds(scanner: Scanner, version: Version) -> dict[str, Bound]:
     if answer.status != 200:
         raise status_error(sdist.url, answer.status)
     if REGISTRY not in texts:
-        _store(version, scanner.index, {}, f"{sdist.filename} has no {REGISTRY}")
-        return {}
+        return {}, False
     try:
         policy = parse_policy(texts[INIT_TEST]) if INIT_TEST in texts else InitPolicy()
-        found = parse_registry(texts[REGISTRY], policy=policy)
+        return parse_registry(texts[REGISTRY], policy=policy), True
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise WheelError(
             f"{REGISTRY} in {sdist.filename} is not Python envkit can read.",
             "Report it; envkit reads vLLM's test registry without running it.",
         ) from None
-    _store(version, scanner.index, found, sdist.filename)
-    return found
 
 
 def _sdist_texts(body: Iterable[bytes], url: str) -> dict[str, str]:
@@ -105,7 +122,8 @@ def bounds_for(
     """:func:`transformers_bounds` of many releases, a few sdists at a time. A release whose
     sdist cannot be read gets {} here (said through the scanner's progress), never cached."""
     wanted = list(versions)
-    scanner.sdists("vllm")
+    if any(boundstable.lookup(scanner.index, v) is None for v in wanted):
+        scanner.sdists("vllm")  # listed once, before the threads ask
 
     def one(version: Version) -> dict[str, Bound]:
         try:
