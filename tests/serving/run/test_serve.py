@@ -233,6 +233,7 @@ def test_a_process_that_left_vllms_group_is_stopped_too(
 
 def test_check_probes_the_api_says_ready_and_stops_it(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
+    # the fake binds after it says it starts: ready only if the probe tries again
     res = fake.serve("serve", "--check", "--api-key-env", "SERVE_KEY", SERVE_KEY=KEY)
     res.assert_ok()
     assert f"envkit: ready: http://127.0.0.1:{fake.port}/v1 lists /models/m" in res.err
@@ -246,7 +247,7 @@ def test_check_probes_the_api_says_ready_and_stops_it(tmp_path: Path) -> None:
         assert KEY not in said
     assert "the server demands ***" in log and "the server demands ***" in res.out
     fake.assert_nothing_left()
-    data = output("serve", fake.serve("serve", "--check", "--json").out)
+    data = output("serve", fake.serve("serve", "--check", "--json", FAKE_VLLM_BIND="early").out)
     assert data["outcome"] == "ready" and data["ok"] is True and data["cause"] is None
     assert data["probe"]["ok"] is True and data["probe"]["models"] == ["/models/m"]
     assert data["stopped"]["signal"] == "SIGTERM" and data["stopped"]["left"] == []
@@ -327,14 +328,14 @@ def test_keys_after_the_dashes_are_probed_with_and_masked_everywhere(tmp_path: P
     fake = Fake(tmp_path)
     old, first, second = "old-key-0123456789", "first-key-abcdefgh", "second-key-ijklmnop"
     dashes = ("--", f"--api-key={old}", "--api-key", first, second, "--enforce-eager")
-    res = fake.serve("serve", "--check", "--json", *dashes)
+    res = fake.serve("serve", "--check", "--json", *dashes, FAKE_VLLM_BIND="early")
     res.assert_ok()
     data = output("serve", res.out)
     assert data["outcome"] == "ready" and data["probe"]["ok"] is True
     assert data["command"][-5:] == ["--api-key=***", "--api-key", "***", "***", "--enforce-eager"]
     assert fake.facts()["chat"] is True  # the fake answers only with first or second
     text = Fake(tmp_path / "text")
-    said = text.serve("serve", "--check", *dashes)
+    said = text.serve("serve", "--check", *dashes, FAKE_VLLM_BIND="early")
     said.assert_ok()
     assert "'--api-key=***' '--api-key=***' '***' --enforce-eager" in said.err  # shell-quoted
     for out in (res.out, res.err, fake.log(), said.out, said.err, text.log()):
@@ -399,7 +400,11 @@ def test_a_progress_bar_is_drawn_live_on_a_terminal(tmp_path: Path) -> None:
 def test_ctrl_c_reaches_vllm_and_the_last_line_says_so(tmp_path: Path) -> None:
     """A real process boundary: envkit serve in the foreground, then SIGINT to envkit."""
     fake = Fake(tmp_path)
-    env = {**os.environ, **fake.env("serve"), "PYTHONPATH": str(ROOT / "src")}
+    env = {
+        **os.environ,
+        **fake.env("serve", FAKE_VLLM_BIND="early"),
+        "PYTHONPATH": str(ROOT / "src"),
+    }
     with subprocess.Popen(
         [sys.executable, "-m", "envkit", *fake.args()],
         cwd=tmp_path,
