@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from helpers import Result
@@ -37,7 +36,7 @@ _ZYGOTE = r"""
 import importlib, json, os, select, sys
 for name in WARM:  # what the children run
     importlib.import_module(name)
-for name in EXTRA:  # what one kind of run imports too, where this environment has it
+for name in WARM_IF_INSTALLED:
     try:
         importlib.import_module(name)
     except ModuleNotFoundError:
@@ -88,7 +87,7 @@ import runpy, tempfile
 tempfile.tempdir = None
 sys.path[0] = os.getcwd()
 sys.argv = [sys.argv[0], *run["argv"]]
-del run, streams, opened, serve, name, loaded, importlib, WARM, EXTRA, COLD
+del run, streams, opened, serve, name, loaded, importlib, WARM, WARM_IF_INSTALLED, COLD
 runpy.run_module("envkit", run_name="__main__", alter_sys=True)
 """
 # the modules the forked commands (build, verify, lock, publish) load, commands and the
@@ -104,46 +103,30 @@ WARM = (
     "envkit.compat.check.checker",
     "envkit.gpu.published.wheelabi",
 )
-_STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG")
-_forked_cpu = [0.0]
-
-
-@dataclass(frozen=True)
-class Warmth:
-    """What a zygote imports besides WARM (each where installed), the packages it must not
-    have imported (they read the run's environment when imported: each child imports them
-    after it has taken its run's environment), and the prefixes of the variables those
-    extra modules read when imported (a run whose environment differs in them gets a fresh
-    process, as for the interpreter's own)."""
-
-    modules: tuple[str, ...] = ()
-    cold: tuple[str, ...] = ()
-    startup: tuple[str, ...] = ()
-
-
-# check-model with a Hub repo id: huggingface_hub's dependencies, none of which reads an
-# HF_* variable when imported (tqdm reads TQDM_*), while huggingface_hub reads HF_ENDPOINT,
-# HF_HOME and HF_HUB_OFFLINE into its constants when imported, so each run imports it anew
-HUB = Warmth(
-    modules=(
-        "envkit.cli.models",
-        "envkit.io.hub",
-        "asyncio",
-        "configparser",
-        "csv",
-        "filelock",
-        "http.cookiejar",
-        "httpx2",
-        "httpcore2",  # what its client loads when first made
-        "idna",
-        "mimetypes",
-        "tqdm.auto",
-        "typing_extensions",
-        "yaml",
-    ),
-    cold=("huggingface_hub",),
-    startup=("TQDM_",),
+# check-model with a Hub repo id (tests/io/test_hub.py): huggingface_hub's dependencies,
+# where installed; none reads an HF_* variable when imported (tqdm reads TQDM_*, below)
+WARM_IF_INSTALLED = (
+    "envkit.cli.models",
+    "envkit.io.hub",
+    "asyncio",
+    "configparser",
+    "csv",
+    "filelock",
+    "http.cookiejar",
+    "httpx2",
+    "httpcore2",  # what its client loads when first made
+    "idna",
+    "mimetypes",
+    "tqdm.auto",
+    "typing_extensions",
+    "yaml",
 )
+# read the run's environment when imported (huggingface_hub: HF_ENDPOINT, HF_HOME,
+# HF_HUB_OFFLINE into its constants): never in the zygote, each child imports them anew
+COLD = ("huggingface_hub",)
+# what an interpreter, or a module the zygote imported, reads when it starts
+_STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG", "TQDM_")
+_forked_cpu = [0.0]
 
 
 def forked_cpu() -> float:
@@ -151,17 +134,18 @@ def forked_cpu() -> float:
     return _forked_cpu[0]
 
 
-def _at_startup(name: str, warmth: Warmth = Warmth()) -> bool:
-    return name.startswith(_STARTUP_VARIABLES + warmth.startup)
+def _at_startup(name: str) -> bool:
+    return name.startswith(_STARTUP_VARIABLES)
+
+
+_GIVEN = f"WARM_IF_INSTALLED = {WARM_IF_INSTALLED!r}\nCOLD = {COLD!r}"
 
 
 class _Zygote:
-    def __init__(self, warmth: Warmth) -> None:
-        self.warmth = warmth
-        self.env = {k: v for k, v in os.environ.items() if _at_startup(k, warmth)}
-        given = f"WARM = {WARM!r}\nEXTRA = {warmth.modules!r}\nCOLD = {warmth.cold!r}\n"
+    def __init__(self) -> None:
+        self.env = {k: v for k, v in os.environ.items() if _at_startup(k)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", given + _ZYGOTE],
+            [sys.executable, "-c", f"WARM = {WARM!r}\n{_GIVEN}\n{_ZYGOTE}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=dict(os.environ),
@@ -170,7 +154,7 @@ class _Zygote:
         self._pending = b""
 
     def fits(self, env: dict[str, str]) -> bool:
-        started = {k: v for k, v in env.items() if _at_startup(k, self.warmth)}
+        started = {k: v for k, v in env.items() if _at_startup(k)}
         return self.proc.poll() is None and started == self.env
 
     def fork(self, request: dict[str, object]) -> int:
@@ -211,41 +195,36 @@ class _Zygote:
         self.proc.wait(timeout=30)
 
 
-_zygotes: dict[Warmth, _Zygote] = {}  # one per warmth in use
+_zygotes: list[_Zygote] = []
 
 
 def _stop_zygotes() -> None:
     while _zygotes:
-        _zygotes.popitem()[1].stop()
+        _zygotes.pop().stop()
 
 
-def _zygote(env: dict[str, str], warmth: Warmth) -> _Zygote:
-    running = _zygotes.get(warmth)
-    if running is not None and running.fits(env):
-        return running
-    if not _zygotes:
-        import atexit
+def _zygote(env: dict[str, str]) -> _Zygote:
+    if not (_zygotes and _zygotes[0].fits(env)):
+        if not _zygotes:
+            import atexit
 
-        atexit.register(_stop_zygotes)
-    if running is not None:
-        _zygotes.pop(warmth).stop()
-    _zygotes[warmth] = _Zygote(warmth)
-    return _zygotes[warmth]
+            atexit.register(_stop_zygotes)
+        _stop_zygotes()
+        _zygotes.append(_Zygote())
+    return _zygotes[0]
 
 
 class Forked:
     """A running envkit (``python -m envkit ARGS`` as :class:`subprocess.Popen` starts it,
     stdin from /dev/null), with the few of Popen's ways the tests use."""
 
-    def __init__(
-        self, args: list[str], cwd: Path, env: dict[str, str], warmth: Warmth = Warmth()
-    ) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.args = args
         self._folder = Path(tempfile.mkdtemp(prefix="envkit-forked-"))
         self._out, self._err = self._folder / "out", self._folder / "err"
         self._out.touch()
         self._err.touch()
-        self._zygote = _zygote(env, warmth)
+        self._zygote = _zygote(env)
         request = {"argv": args, "cwd": str(cwd), "env": env}
         self.pid = self._zygote.fork({**request, "out": str(self._out), "err": str(self._err)})
         self.returncode: int | None = None
@@ -286,19 +265,15 @@ class Forked:
 Started = Forked | subprocess.Popen[str]
 
 
-def start_forked(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, warmth: Warmth = Warmth()
-) -> Started:
+def start_forked(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Started:
     """``python -m envkit ARGS`` with ``env`` its whole environment (as Popen's ``env``;
     None: this one's), forked from the warm interpreter; a fresh process (stdout and stderr
     piped, as text) when ``env`` differs in what an interpreter reads at start-up, or off
     Linux."""
     full = dict(os.environ) if env is None else env
-    mine, theirs = (
-        {k: v for k, v in e.items() if _at_startup(k, warmth)} for e in (os.environ, full)
-    )
+    mine, theirs = ({k: v for k, v in e.items() if _at_startup(k)} for e in (os.environ, full))
     if mine == theirs and hasattr(os, "pidfd_open"):  # Linux: the zygote waits on pidfds
-        return Forked(list(args), cwd, full, warmth)
+        return Forked(list(args), cwd, full)
     return subprocess.Popen(
         [sys.executable, "-m", "envkit", *args],
         cwd=cwd,
@@ -311,16 +286,12 @@ def start_forked(
 
 
 def envkit_forked(
-    *args: str,
-    cwd: Path,
-    env: dict[str, str] | None = None,
-    timeout: float = 120,
-    warmth: Warmth = Warmth(),
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Result:
     """:func:`helpers.envkit_process` (``env`` added to this environment), forked from the
-    warm interpreter: for runs killed, signalled or interrupted at a named step, and runs
-    that need a process of their own for what they import (``warmth``)."""
-    proc = start_forked(*args, cwd=cwd, env={**os.environ, **(env or {})}, warmth=warmth)
+    warm interpreter: for runs killed, signalled or interrupted at a named step, or that
+    need a process of their own for what they import."""
+    proc = start_forked(*args, cwd=cwd, env={**os.environ, **(env or {})})
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode is not None
     return Result(proc.returncode, out, err)

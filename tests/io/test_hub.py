@@ -3,7 +3,7 @@ Hub's origin and out of every output, the cache answers offline, --revision is h
 each failure is one message. Each run is a process of its own: the Hub's client reads its
 environment (HF_ENDPOINT, HF_HOME, HF_HUB_OFFLINE) when it is imported. The processes are
 forked from a zygote that has imported envkit and the client's dependencies but never the
-client itself (tests/forked.py, HUB), so each run imports huggingface_hub under its own
+client itself (tests/forked.py), so each run imports huggingface_hub under its own
 environment, as a fresh ``python -m envkit`` would."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import loopback
 import pytest
-from forked import HUB, envkit_forked
+from forked import envkit_forked
 
 from helpers import FIXTURES
 
@@ -37,9 +37,7 @@ def hf_env(tmp_path: Path) -> dict[str, str]:
 
 
 def check(project: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    res = envkit_forked(
-        "check-model", "vllm-0.8.5+qwen2-vl", *args, cwd=project, env=env, warmth=HUB
-    )
+    res = envkit_forked("check-model", "vllm-0.8.5+qwen2-vl", *args, cwd=project, env=env)
     return res.code, res.out, res.err
 
 
