@@ -36,6 +36,14 @@ _ZYGOTE = r"""
 import importlib, json, os, select, sys
 for name in WARM:  # what the children run
     importlib.import_module(name)
+for name in WARM_IF_INSTALLED:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        pass
+# a package that reads the run's environment when imported is imported by the run itself
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in COLD)
+assert not loaded, f"the zygote imported {loaded}"
 
 
 def serve():
@@ -79,7 +87,7 @@ import runpy, tempfile
 tempfile.tempdir = None
 sys.path[0] = os.getcwd()
 sys.argv = [sys.argv[0], *run["argv"]]
-del run, streams, opened, serve, name, importlib, WARM
+del run, streams, opened, serve, name, loaded, importlib, WARM, WARM_IF_INSTALLED, COLD
 runpy.run_module("envkit", run_name="__main__", alter_sys=True)
 """
 # the modules the forked commands (build, verify, lock, publish) load, commands and the
@@ -95,7 +103,29 @@ WARM = (
     "envkit.compat.check.checker",
     "envkit.gpu.published.wheelabi",
 )
-_STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG")
+# check-model with a Hub repo id (tests/io/test_hub.py): huggingface_hub's dependencies,
+# where installed; none reads an HF_* variable when imported (tqdm reads TQDM_*, below)
+WARM_IF_INSTALLED = (
+    "envkit.cli.models",
+    "envkit.io.hub",
+    "asyncio",
+    "configparser",
+    "csv",
+    "filelock",
+    "http.cookiejar",
+    "httpx2",
+    "httpcore2",  # what its client loads when first made
+    "idna",
+    "mimetypes",
+    "tqdm.auto",
+    "typing_extensions",
+    "yaml",
+)
+# read the run's environment when imported (huggingface_hub: HF_ENDPOINT, HF_HOME,
+# HF_HUB_OFFLINE into its constants): never in the zygote, each child imports them anew
+COLD = ("huggingface_hub",)
+# what an interpreter, or a module the zygote imported, reads when it starts
+_STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG", "TQDM_")
 _forked_cpu = [0.0]
 
 
@@ -108,11 +138,14 @@ def _at_startup(name: str) -> bool:
     return name.startswith(_STARTUP_VARIABLES)
 
 
+_GIVEN = f"WARM_IF_INSTALLED = {WARM_IF_INSTALLED!r}\nCOLD = {COLD!r}"
+
+
 class _Zygote:
     def __init__(self) -> None:
         self.env = {k: v for k, v in os.environ.items() if _at_startup(k)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", f"WARM = {WARM!r}\n{_ZYGOTE}"],
+            [sys.executable, "-c", f"WARM = {WARM!r}\n{_GIVEN}\n{_ZYGOTE}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=dict(os.environ),
@@ -260,7 +293,8 @@ def envkit_forked(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Result:
     """:func:`helpers.envkit_process` (``env`` added to this environment), forked from the
-    warm interpreter: for runs killed, signalled or interrupted at a named step."""
+    warm interpreter: for runs killed, signalled or interrupted at a named step, or that
+    need a process of their own for what they import."""
     proc = start_forked(*args, cwd=cwd, env={**os.environ, **(env or {})})
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode is not None

@@ -1,7 +1,10 @@
 """Model configs from the Hugging Face Hub through huggingface_hub: the token stays with the
 Hub's origin and out of every output, the cache answers offline, --revision is honoured, and
 each failure is one message. Each run is a process of its own: the Hub's client reads its
-environment (HF_ENDPOINT, HF_HOME, HF_HUB_OFFLINE) when it is imported."""
+environment (HF_ENDPOINT, HF_HOME, HF_HUB_OFFLINE) when it is imported. The processes are
+forked from a zygote that has imported envkit and the client's dependencies but never the
+client itself (tests/forked.py), so each run imports huggingface_hub under its own
+environment, as a fresh ``python -m envkit`` would."""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ from pathlib import Path
 
 import loopback
 import pytest
+from forked import envkit_forked
 
-from helpers import FIXTURES, envkit_process
+from helpers import FIXTURES
 
 CONFIG = (FIXTURES / "models/Qwen2-VL-2B-Instruct/config.json").read_bytes()
 TOKEN = "hf_hubTESTtoken0123456789"
@@ -33,7 +37,7 @@ def hf_env(tmp_path: Path) -> dict[str, str]:
 
 
 def check(project: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    res = envkit_process("check-model", "vllm-0.8.5+qwen2-vl", *args, cwd=project, env=env)
+    res = envkit_forked("check-model", "vllm-0.8.5+qwen2-vl", *args, cwd=project, env=env)
     return res.code, res.out, res.err
 
 

@@ -9,7 +9,9 @@ vLLM prints (our own, from :mod:`bootlogs`) and then
 - ``serve``: the start line, then (a moment later, as uvicorn binds after vLLM says it
   starts) answers the OpenAI API on the loopback port given: GET /v1/models and POST
   /v1/chat/completions, demanding ``VLLM_API_KEY`` when it is set; on SIGINT it says it
-  shuts down and exits 0;
+  shuts down and exits 0 (with ``FAKE_VLLM_BIND=early`` it listens before it says it
+  starts, so the probe's first try is answered: for the tests whose subject is not the
+  probe's retry);
 - ``late``: as if another server had taken the port: it waits for something to listen on
   it, then says it started (and binds nothing).
 
@@ -203,13 +205,21 @@ def main() -> None:
         say("INFO:     Application startup complete.")
         time.sleep(60)
         sys.exit(0)
+    serve_api(host, port, model)
+
+
+def serve_api(host: str, port: int, model: str) -> None:
+    """Say vLLM starts, then answer its API (after a moment, unless it binds early)."""
+    from http.server import ThreadingHTTPServer
+
+    early = os.environ.get("FAKE_VLLM_BIND") == "early"
+    server = ThreadingHTTPServer((host, port), api(model)) if early else None
     say(
         f"INFO 05-12 10:01:08 [api_server.py:1090] Starting vLLM API server on http://{host}:{port}"
     )
-    time.sleep(0.15)  # the probe's first try finds nothing listening
-    from http.server import ThreadingHTTPServer
-
-    server = ThreadingHTTPServer((host, port), api(model))
+    if server is None:
+        time.sleep(0.15)  # the probe's first try finds nothing listening
+        server = ThreadingHTTPServer((host, port), api(model))
     say("INFO:     Application startup complete.")
     server.serve_forever()
 
