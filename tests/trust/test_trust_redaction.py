@@ -107,11 +107,12 @@ def test_a_control_inside_userinfo_does_not_end_it_early() -> None:
 
 # --- every pattern linear: a crafted 256 KiB line of each shape, in a child whose CPU time is
 # limited (RLIMIT_CPU). One pass over all of them takes about two seconds of CPU; a pattern
-# that backtracks takes minutes on one of them (a quadratic search of 256 KiB is 2**35 steps),
-# so the limit tells the two apart whatever else the machine runs. The 1 MB a line may be is
+# that backtracks takes far longer on one of them (a quadratic search of 256 KiB is 2**35
+# steps: `a*b` on it, the plainest, about 20 s at half a nanosecond a step), so a limit of
+# 10 s tells the two apart whatever else the machine runs. The 1 MB a line may be is
 # the same shapes, four times longer: their speed is a benchmark's, not this test's.
 N = 1 << 18
-CPU_SECONDS = 30
+CPU_SECONDS = 10
 CRAFTED = {
     "userinfo": "://" + "a" * N,
     "userinfo_one_line": "://a" + "\x1b" * N,
