@@ -108,13 +108,15 @@ def argv(name: str, env: dict[str, str]) -> list[str]:
 
 def before_envkit(err: str) -> bool:
     """A traceback of the interpreter's own start, before envkit's first line ran: CPython's
-    fatal error while it sets up its streams or ``site``, or KeyboardInterrupt raised at the
-    console script's ``from envkit.cli import run`` while Python was finding, compiling and
-    loading that module (``envkit`` and ``envkit.cli`` hold definitions alone; ENTRY)."""
-    if "Traceback" not in err or "KeyboardInterrupt" not in err.splitlines()[-1]:
-        return False
+    fatal error while it sets up its streams or ``site`` (whatever it ends with: a SIGINT in
+    the middle of importing ``io`` there has ended in "TypeError: expected a message
+    argument"), or KeyboardInterrupt raised at the console script's ``from envkit.cli import
+    run`` while Python was finding, compiling and loading that module (``envkit`` and
+    ``envkit.cli`` hold definitions alone; ENTRY)."""
     if err.startswith("Fatal Python error: init_"):
         return "/envkit/" not in err
+    if "Traceback" not in err or "KeyboardInterrupt" not in err.splitlines()[-1]:
+        return False
     files = [line.strip() for line in err.splitlines() if line.strip().startswith("File ")]
     loading = (f'File "{envkit_argv()[0]}"', 'File "<frozen ', *ENTRY)
     return bool(files) and all(
