@@ -28,13 +28,16 @@ IMPORTS_TRANSFORMERS = re.compile(
     rb"^[ \t]*(?:from[ \t]+transformers\b|import[ \t]+transformers\b)", re.M
 )
 # what a top-level block boundary needs told apart: comments and strings (a triple-quoted
-# one may hold anything), and ``def``/``class`` at the start of a line after a blank one
+# one may hold anything), and ``def``/``class`` at the start of a line after a blank one. A
+# string that is never closed (not Python: its block then fails to parse) runs to the end of
+# its line, or of the text for a triple-quoted one, so that no quote is tried again as the
+# start of another string: one pass over any text, never a scan to the end from each quote.
 _TOKENS = re.compile(
     rb"#[^\n]*"
-    rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
-    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
-    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\\?\Z)"
+    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:"""|\\?\Z)'
+    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|(?=\n)|\\?\Z)"
+    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|(?=\n)|\\?\Z)'
     rb"|(?<=\n\n)(?:def|class|async[ \t]+def)\b",
     re.S,
 )
