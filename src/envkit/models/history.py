@@ -25,7 +25,7 @@ from envkit.errors import EnvkitError, WheelError
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
 from envkit.releases import boundstable
-from envkit.releases.modeltypes import model_types, named_after, serving
+from envkit.releases.modeltypes import model_types, serving
 from envkit.releases.registry import Scan, Scanner
 from envkit.releases.testregistry import bounds_for, transformers_bounds
 
@@ -224,11 +224,10 @@ def of_model_type(model_type: str, scanner: Scanner, shipped: list[Profile]) -> 
             tables = model_types(scanner, releases[-1])
     except EnvkitError as exc:
         note = f"transformers' auto tables not read: {exc.message}"
-    mapped = {arch for arch, types in tables.items() if model_type in types}
 
     def serves(scan: Scan) -> bool:  # lists an architecture that serving() will name
-        return bool(mapped.intersection(scan.architectures)) or bool(
-            named_after(model_type, scan.architectures)
+        return not set(scan.architectures).isdisjoint(
+            serving(model_type, tables, scan.architectures)
         )
 
     names: set[str] = set()
