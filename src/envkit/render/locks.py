@@ -9,14 +9,15 @@ from envkit.render.term import echo, emit_json, encode_json, one_line, table, wr
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.lock.cells import CellState, Place
+    from envkit.results import Result
 
 
 # a cell's colour is its result's severity: locked green, source-only yellow, the rest red
 _COLOUR = {"ok": "green", "warning": "yellow"}
 
 
-def _colour(state: CellState) -> str:
-    return _COLOUR.get(state.result.severity.value, "red")
+def _colour(result: Result) -> str:
+    return _COLOUR.get(result.severity.value, "red")
 
 
 def places(found: Sequence[Place]) -> None:
@@ -44,7 +45,7 @@ def lock_results(results: Sequence[CellState], where: Sequence[Place], as_json: 
     for r in results:
         said = r.result
         echo(f"{r.cell.profile} / {said.fact('cell')}: ", nl=False)
-        echo(said.fact("state"), fg=_colour(r), nl=False)
+        echo(said.fact("state"), fg=_colour(said), nl=False)
         echo(
             one_line(
                 f" ({r.seconds:.1f} s)"
@@ -70,7 +71,7 @@ def _state_rows(found: Sequence[CellState]) -> None:
 
 
 def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool) -> None:
-    bad = [s.result for s in found if s.result.failed]
+    bad = [r for r in (s.result for s in found) if r.failed]
     if as_json:
         emit_json(
             {
