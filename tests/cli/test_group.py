@@ -190,3 +190,21 @@ def test_a_command_is_given_the_group_options_once() -> None:
     command = group.load("show")
     names = [p.name for p in command.params if isinstance(p, click.Option)]
     assert names.count("envs") == 1 and names.count("wide") == 1
+
+
+def test_a_ctrl_c_while_the_arguments_are_parsed_prints_nothing_of_clicks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """click's own main answers a KeyboardInterrupt with an empty line on stderr before it
+    aborts; the group turns one met while parsing (an option's callback) into Abort, so
+    "envkit: Interrupted." (cli.app) is the only line said."""
+
+    def interrupted(ctx: click.Context, param: click.Parameter, value: object) -> None:
+        raise KeyboardInterrupt
+
+    command = group.LazyGroup(
+        "envkit", params=[click.Option(["--slow"], is_flag=True, callback=interrupted)]
+    )
+    with pytest.raises(click.exceptions.Abort):
+        command.main(args=["--slow"], standalone_mode=False, prog_name="envkit")
+    assert capsys.readouterr().err == ""

@@ -12,6 +12,7 @@ their short help), so a command pays for its own imports alone.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
@@ -131,11 +132,24 @@ class LazyGroup(click.Group):
             raise no_such(name, possibilities=sorted(COMMAND_MODULES), ctx=ctx)
         return super().resolve_command(ctx, args)
 
+    # A Ctrl-C while click parses the arguments or runs the command: click's main would print
+    # an empty line first; as Abort, cli.app says "Interrupted." alone
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            raise click.exceptions.Abort() from None
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            # click would print an empty line first; cli.app says "Interrupted." on its own
             raise click.exceptions.Abort() from None
 
 
