@@ -3,6 +3,8 @@ deployment files, exit codes and the --json shape; bad input by property."""
 
 from __future__ import annotations
 
+import functools
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -196,12 +198,14 @@ def test_any_words_are_walked(words: list[str]) -> None:
     assert all(f.severity in ("error", "warning", "info") for f in check.findings)
 
 
+@functools.cache
 def load_profile_text() -> Profile:
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp())
-    (folder / "p.toml").write_text(lint_world.profile("0.2.0"))
-    return load_profile(folder / "p.toml")
+    """lint_world's profile, read from a file once per process (a frozen value: the examples
+    share it) and the file removed again."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "p.toml"
+        path.write_text(lint_world.profile("0.2.0"))
+        return load_profile(path)
 
 
 @pytest.mark.parametrize(
