@@ -111,6 +111,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], Callable[[], set[str]]]] = {
     "lint": ((), lambda: set(lint.CODES)),
     "fleet check": (("fleet/judge.py",), lambda: set(judge.CHECKS)),
     "lock, matrix": ((), lambda: {f"cell-{s.value}" for s in CellStatus}),
+    "probe, serve": (("serving/run/probe.py",), set),
     "profile problems": (("errors.py",), set),
 }
 # codes doctor never lists: it shows what is not ok

@@ -145,13 +145,8 @@ def probe(result: ProbeResult, as_json: bool) -> None:
             echo(wrap(result.chat.problem, "  ", "  "))
     for said in result.notes:
         echo(wrap(f"note: {said}", "", "  "))
-    if result.ok:
-        echo(one_line(f"The server answers at {result.base}."), fg="green", bold=True)
-    elif result.answers:
-        said = f"The server answers at {result.base}, not at {result.given}: use {result.base}."
-        echo(one_line(said), fg="red", bold=True)
-    else:
-        echo("The server does not answer as an OpenAI-compatible API.", fg="red", bold=True)
+    verdict = result.result
+    echo(one_line(verdict.message), fg=_SEVERITY[verdict.severity.value], bold=True)
 
 
 _SEVERITY = {

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from envkit.errors import BadInput
+from envkit.results import Result
 from envkit.serving.run.probe import candidates
 
 from helpers import envkit
@@ -174,3 +175,32 @@ def test_refused_and_timeout(server: Server, tmp_path: Path) -> None:
     res = envkit("probe", base(server) + "/v1", "--timeout", "0.5", "--json", cwd=tmp_path)
     assert res.code == 1
     assert "no answer within" in res.json()["tried"][0]["problem"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "suffix", "code", "severity", "exit_code"),
+    [
+        ("ok", "/v1", "server-answers", "ok", 0),
+        ("ok", "", "server-answers-elsewhere", "error", 1),
+        ("crash", "/v1", "server-does-not-answer", "error", 1),
+        ("key", "/v1", "server-does-not-answer", "error", 1),
+    ],
+)
+def test_the_verdict_is_one_result_and_the_text_ends_with_its_message(
+    server: Server, tmp_path: Path, mode: str, suffix: str, code: str, severity: str, exit_code: int
+) -> None:
+    """The probe's verdict is a Result in --json, and the text's last line is that result's
+    message: the two cannot disagree."""
+    server.mode = mode
+    as_json = envkit("probe", base(server) + suffix, "--json", cwd=tmp_path)
+    data = as_json.json()
+    result = Result.from_dict(data["result"])
+    assert (result.code, result.severity.value, as_json.code) == (code, severity, exit_code)
+    assert result.fact("given") == data["given"] and result.fact("base_url") == (
+        data["base_url"] or ""
+    )
+    if code == "server-answers-elsewhere":
+        assert result.fix == f"use {data['base_url']} as the base URL"
+    text = envkit("probe", base(server) + suffix, cwd=tmp_path)
+    assert text.code == exit_code
+    assert text.out.splitlines()[-1] == result.message

@@ -21,6 +21,7 @@ from envkit.errors import BadInput, NetworkError
 from envkit.io.http import Http, seconds_from_env
 from envkit.io.redaction import redact, remember_secret
 from envkit.io.urls import parse_url
+from envkit.results import Result, Severity
 
 _ENDPOINTS = ("/chat/completions", "/completions", "/models", "/embeddings")
 
@@ -61,6 +62,43 @@ class ProbeResult:
         """It answers, at the URL given: a corrected URL is a wrong URL (exit 1)."""
         return self.answers and self.given_works
 
+    @property
+    def result(self) -> Result:
+        """The probe's verdict as the one record: the server answers at the URL given
+        (``server-answers``), only at a corrected one (``server-answers-elsewhere``, its fix
+        the base URL to use), or not as an OpenAI-compatible API (``server-does-not-answer``).
+        Its evidence is the base URL that works and what the chat did."""
+        chat = self.chat
+        facts = {"given": self.given}
+        if self.base:
+            facts["base_url"] = self.base
+        if chat is not None:
+            facts["chat"] = f"{chat.status or 'no answer'} in {chat.seconds:.2f} s"
+        if self.ok:
+            return Result(
+                code="server-answers",
+                severity=Severity.OK,
+                subject=self.base,
+                message=f"The server answers at {self.base}.",
+                evidence=facts,
+            )
+        if self.answers:
+            return Result(
+                code="server-answers-elsewhere",
+                severity=Severity.ERROR,
+                subject=self.given,
+                message=f"The server answers at {self.base}, not at {self.given}: use {self.base}.",
+                evidence=facts,
+                fix=f"use {self.base} as the base URL",
+            )
+        return Result(
+            code="server-does-not-answer",
+            severity=Severity.ERROR,
+            subject=self.given,
+            message="The server does not answer as an OpenAI-compatible API.",
+            evidence=facts,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         def answer(a: Answer) -> dict[str, Any]:
             return {
@@ -81,6 +119,7 @@ class ProbeResult:
             "chat": answer(self.chat) if self.chat else None,
             "reply": _reply(self.chat.body) if self.chat and self.chat.status == 200 else None,
             "notes": list(self.notes),
+            "result": self.result.to_dict(),
         }
 
 
