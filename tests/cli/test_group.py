@@ -208,3 +208,26 @@ def test_a_ctrl_c_while_the_arguments_are_parsed_prints_nothing_of_clicks(
     with pytest.raises(click.exceptions.Abort):
         command.main(args=["--slow"], standalone_mode=False, prog_name="envkit")
     assert capsys.readouterr().err == ""
+
+
+def test_a_ctrl_c_while_the_context_is_torn_down_prints_nothing_of_clicks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The group's context closes inside click's main, after the command: a Ctrl-C in its
+    close callbacks is Abort too, never click's empty line."""
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    def late(ctx: click.Context, param: click.Parameter, value: object) -> None:
+        if value:
+            ctx.call_on_close(interrupt)
+
+    command = group.LazyGroup(
+        "envkit",
+        invoke_without_command=True,
+        params=[click.Option(["--late"], is_flag=True, callback=late)],
+    )
+    with pytest.raises(click.exceptions.Abort):
+        command.main(args=["--late"], standalone_mode=False, prog_name="envkit")
+    assert capsys.readouterr().err == ""

@@ -112,8 +112,21 @@ def add_group_options(command: click.Command) -> None:
         command.short_help = " ".join(command.help.split("\n\n")[0].split())
 
 
+class _Context(click.Context):
+    """The group's context: a Ctrl-C while it is torn down (its close callbacks run after
+    the command, inside click's main) is Abort too, as one while parsing or running is."""
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:  # click 8.2 on closes through its own helper here, not through close()
+            return super().__exit__(*exc_info)
+        except KeyboardInterrupt:
+            raise click.exceptions.Abort() from None
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported when first asked for (see the module's doc)."""
+
+    context_class = _Context
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMAND_MODULES)
@@ -132,8 +145,9 @@ class LazyGroup(click.Group):
             raise no_such(name, possibilities=sorted(COMMAND_MODULES), ctx=ctx)
         return super().resolve_command(ctx, args)
 
-    # A Ctrl-C while click parses the arguments or runs the command: click's main would print
-    # an empty line first; as Abort, cli.app says "Interrupted." alone
+    # A Ctrl-C while click parses the arguments or runs the command (or, in _Context, tears
+    # it down): click's main would print an empty line first; as Abort, cli.app says
+    # "Interrupted." alone
     def make_context(
         self,
         info_name: str | None,
