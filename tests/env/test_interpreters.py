@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,25 +40,39 @@ def asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return ran
 
 
+def copied_python(venv: Path) -> Path:
+    """A venv whose interpreter is a copy of this one (``venv --copies``, as an upgrade of
+    the system's Python replaces a file)."""
+    python = venv / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {REAL.parent}\n")
+    shutil.copy2(REAL, python)
+    ran = subprocess.run([python, "-c", "pass"], capture_output=True, text=True, check=False)
+    if ran.returncode != 0:  # a build that finds its library beside its own path only
+        pytest.skip(f"a copy of {REAL} does not run elsewhere: {ran.stderr.strip()[-200:]}")
+    return python
+
+
 def test_an_answer_is_remembered_until_the_binary_is_replaced(
     asked: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    python = tmp_path / "bin" / "python3"
-    python.parent.mkdir()
-    shutil.copy2(REAL, python)
+    python = copied_python(tmp_path / "venv")
     first = ask_version(python)
     assert first is not None and str(first.version) == VERSION and first.path == python
     assert ask_version(python) == first and len(asked) == 1  # this process remembers
     monkeypatch.setattr(interpreters, "_asked", {})  # as the next process starts
     assert ask_version(python) == first and len(asked) == 1  # from the user cache
     # the same bytes, size and modification time, but another file: asked again
-    shutil.copy2(REAL, tmp_path / "replacement")
-    os.replace(tmp_path / "replacement", python)
+    shutil.copy2(REAL, python.with_name("replacement"))
+    os.replace(python.with_name("replacement"), python)
     assert ask_version(python) == first and len(asked) == 2
     # what the interpreter reads as it starts is part of the answer's key
     monkeypatch.setenv("PYTHONNOUSERSITE", "1")
     assert ask_version(python) == first and len(asked) == 3
     assert ask_version(python) == first and len(asked) == 3
+    # and so is the venv's pyvenv.cfg (which Python a launcher runs, on some systems)
+    (python.parent.parent / "pyvenv.cfg").write_text(f"home = {REAL.parent}\nversion = x\n")
+    assert ask_version(python) == first and len(asked) == 4
 
 
 def test_a_script_is_asked_every_time(asked: list[str], tmp_path: Path) -> None:

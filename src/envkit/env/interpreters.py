@@ -140,9 +140,9 @@ def _ask(path: Path) -> Interpreter | None:
 def binary_key(path: Path) -> str | None:
     """What identifies the answer ``path`` gives, as a cache key; None for a script (a
     shim) or a path that is not a regular file."""
-    where = str(path) if path.is_absolute() else os.path.join(os.getcwd(), str(path))
-    real = os.path.realpath(where)
     try:
+        where = str(path) if path.is_absolute() else os.path.join(os.getcwd(), str(path))
+        real = os.path.realpath(where)
         with open_regular(real, what="interpreter") as binary:
             if binary.read(2) == b"#!":
                 return None
