@@ -290,6 +290,7 @@ TORCH_NEEDS = Kind("torch-needs", 1, 16 * MiB)  # torch symbols a wheel needs (w
 TORCH_DEFINES = Kind("torch-defines", 1, 32 * MiB)  # which asked symbols a torch wheel defines
 PROFILES = Kind("profiles", 1, 4 * MiB)  # a valid profile's TOML, parsed (profiles.tomldoc)
 SERVE_FLAGS = Kind("serve-flags", 1, 4 * MiB)  # vllm serve's flags and VLLM_* names (serveflags)
+PYTHONS = Kind("pythons", 1, 8 * KiB)  # an interpreter's version, by its binary (interpreters)
 
 KINDS = {
     k.folder: k
