@@ -151,6 +151,10 @@ def test_index_credentials_reach_no_file_or_output(
         res = run_cli("lock", "m", "--index-url", index, "--torch-index", "default", *extra)
         res.assert_ok()
         outputs.append(res.out + res.err)
+    # resolved again, through the same index: current (its pylock's header masks the token)
+    check = run_cli("lock", "m", "--check", "--resolve", "--index-url", index, "--json")
+    check.assert_ok()
+    outputs.append(check.out + check.err)
     (tmp_path / "envs" / "b.toml").write_text(profile_text())
     build = run_cli(
         "build", "b", "--index-url", index, "--torch-index", "default", "--no-lock",

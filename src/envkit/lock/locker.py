@@ -207,19 +207,20 @@ class Locker:
     ) -> Path | None:
         """The published pylock when ``folder``'s cell.txt is the published body (every pin,
         and by its hashes every file of each) and the pylock's header names this uv, index and
-        torch source: uv would write it again. None otherwise, or with a value masked in it
-        (its URLs would not reach the index)."""
+        torch source: uv would write it again. None otherwise, or with a value masked in its
+        body (its URLs would not reach the index)."""
         if not published:
             return None
         txt, pylock = published
         try:
             same = read_lock(folder / "cell.txt") == body(txt)
-            text = read_lock(pylock) if same else MASK
+            text = read_lock(pylock) if same else ""
         except UnreadableFile:
             return None
+        head = [line for line in text.splitlines()[:8] if line.startswith("#")]
         wanted = (f"uv: {self.uv_version()}", self._index_line(cell, torch))
-        head = text.splitlines()[:8]
-        return pylock if MASK not in text and all(f"# {w}" in head for w in wanted) else None
+        masked = MASK in text.split("\n", len(head))[-1]
+        return pylock if same and not masked and all(f"# {w}" in head for w in wanted) else None
 
     def _extensions(self, profile: Profile, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
         """Why a locked package's compiled modules do not link against the cell's torch
