@@ -9,11 +9,14 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from forked import envkit_forked
 
+from envkit.io import process
 from envkit.io.uv import find_uv
 
 import wheelhouse
@@ -47,7 +50,9 @@ def locked(repo: Path, _locked_once: Path) -> Path:
     return repo
 
 
-def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Indexes) -> None:
+def test_lock_writes_every_cell_with_header_and_hashes(
+    repo: Path, indexes: Indexes, _locked_once: Path
+) -> None:
     res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo)
     res.assert_ok()
     cells = {c["cell"]: c for c in res.json()["cells"]}
@@ -69,10 +74,14 @@ def test_lock_writes_every_cell_with_header_and_hashes(repo: Path, indexes: Inde
     assert 'lock-version = "1.0"' in pylock.read_text()
     manifest = json.loads((folder / "lock.json").read_text())
     assert manifest["cells"][f"py{PY}-linux-x86_64-cu124"]["state"] == "locked"
-    # deterministic: a second lock writes the same bytes
-    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
-    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+    # deterministic: the module's lock of the same profile, made in another folder (and
+    # another test's turn), wrote the same bytes, every file of every cell and lock.json
+    def written(where: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in where.iterdir() if p.is_file()}
+
+    assert len(written(folder)) == 9
+    assert written(folder) == written(_locked_once / "constraints" / "m")
     # plain uv, handed the published file, resolves the pinned transformers
     (repo / "in.txt").write_text("vllm==0.8.5\n")
     out = subprocess.run(
@@ -101,8 +110,7 @@ def test_check_and_staleness_after_an_edit(locked: Path, indexes: Indexes) -> No
     repo = locked
     ok = envkit("lock", "m", "--check", "--json", cwd=repo)
     assert ok.code == 0 and ok.json()["stale"] == []
-    resolved = envkit("lock", "m", "--check", "--resolve", *lock_args(indexes), cwd=repo)
-    resolved.assert_ok()
+    # (--check --resolve of this lock passes: test_check_resolve_uses_the_torch_source_...)
     profile = repo / "envs" / "m.toml"
     profile.write_text(profile.read_text().replace("transformers==4.51.3", "transformers==5.0.0"))
     stale = envkit("lock", "m", "--check", "--json", cwd=repo)
@@ -190,16 +198,41 @@ def test_check_resolve_uses_the_torch_source_each_cell_was_locked_with(
     locked: Path, indexes: Indexes
 ) -> None:
     """Locked from the default index, checked against the default index, with no
-    --torch-index given (the PyTorch index would give another resolution, or none)."""
+    --torch-index given (the PyTorch index would give another resolution, or none). A cell
+    whose constraints resolve to the published ones again takes its published pylock (same
+    pins, same files by their hashes, same uv and index: uv would write it again), so uv runs
+    once for it; a cell that resolves to another result is stale, after both resolutions."""
     repo = locked
-    check = envkit("lock", "m", "--check", "--resolve", "--index-url", indexes.default, cwd=repo)
-    check.assert_ok()
+    changed = f"py{OTHER}-linux-aarch64-cu124"
+    txt = repo / "constraints" / "m" / f"{changed}.txt"
+    # its published body no longer what the index gives (as after a new release of a
+    # dependency the profile leaves open)
+    assert "transformers==4.51.3 \\" in txt.read_text()
+    txt.write_text(txt.read_text().replace("transformers==4.51.3 \\", "transformers==4.51.2 \\"))
+    compiles: list[str] = []
+
+    def counted(args: Sequence[str], **kwargs: Any) -> process.Completed:
+        if list(args[1:3]) == ["pip", "compile"]:
+            compiles.append(args[args.index("--output-file") + 1])
+        return real_run(args, **kwargs)
+
+    real_run = process.run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(process, "run", counted)  # the real uv runs, and is counted
+        check = envkit(
+            "lock", "m", "--check", "--resolve", "--json", "--index-url", indexes.default, cwd=repo
+        )
+    assert check.code == 1, check.err
+    assert check.json()["stale"] == [f"m/{changed}"]
+    assert "resolving again gives another result" in check.out
+    assert sorted(compiles) == ["cell.txt"] * 4 + ["pylock.toml"]  # 3 cells x 1, 1 cell x 2
 
 
-def test_publish_index_and_to_dir(repo: Path, indexes: Indexes, tmp_path: Path) -> None:
+def test_publish_index_and_to_dir(repo: Path, _locked_once: Path, tmp_path: Path) -> None:
     refused = envkit("publish", "--all", cwd=repo)
     assert refused.code == 1 and "Refusing to publish" in refused.err
-    assert envkit("lock", "--all", *lock_args(indexes), cwd=repo).code == 0
+    # what `envkit lock --all` leaves here: the module's lock (the same bytes, the first test)
+    shutil.copytree(_locked_once / "constraints", repo / "constraints")
     res = envkit("publish", "--all", "--json", cwd=repo)
     assert res.code == 0
     index = json.loads((repo / "constraints" / "index.json").read_text())
@@ -264,8 +297,17 @@ def test_lock_never_runs_the_pythons_on_path(repo: Path, indexes: Indexes, tmp_p
         shim.write_text(f'#!/bin/sh\necho "$0" >> "{ran}"\nexec "{sys.executable}" "$@"\n')
         shim.chmod(0o755)
     env = {"PATH": f"{shims}:{os.environ['PATH']}"}
+    # a cell of each Python (this one's, and another uv could go looking for); the platform
+    # is only --python-platform, which names no interpreter
+    profile = repo / "envs" / "m.toml"
+    profile.write_text(
+        profile.read_text().replace('"linux-x86_64", "linux-aarch64"', '"linux-x86_64"')
+    )
     res = envkit("lock", "m", "--json", *lock_args(indexes), cwd=repo, env=env)
     res.assert_ok()
+    assert sorted(c["cell"] for c in res.json()["cells"]) == sorted(
+        f"py{p}-linux-x86_64-cu124" for p in (PY, OTHER)
+    )
     assert {c["state"] for c in res.json()["cells"]} == {"locked"}
     assert not ran.exists(), ran.read_text()
 
@@ -298,21 +340,24 @@ def test_a_torch_build_other_than_the_backend_is_refused_and_withdrawn(
     assert txt.is_file() and pylock.is_file()
     txt.write_text("# my own notes, not envkit's\n")  # a file envkit did not write stays
     cpu = ["--index-url", indexes.cpu, "--torch-index", "default"]
-    res = envkit("lock", "m", "--json", *cpu, cwd=repo)
+    # the one cell: its refusal and withdrawal are the cell's own, and its neighbours stay
+    res = envkit("lock", "m", "--cell", cell, "--json", *cpu, cwd=repo)
     assert res.code == 1, res.err
     states = {c["cell"]: c for c in res.json()["cells"]}
-    assert {c["state"] for c in states.values()} == {"incompatible"}
+    assert list(states) == [cell] and states[cell]["state"] == "incompatible"
     reason = states[cell]["reason"]
     assert "the default index's torch 2.6.0 for linux-x86_64 is a CPU-only build" in reason
     assert "not the CUDA 12.4 build cu124 names" in reason
     assert not pylock.exists() and txt.read_text() == "# my own notes, not envkit's\n"
-    recorded = json.loads((folder / "lock.json").read_text())["cells"][cell]
-    assert recorded["state"] == "incompatible" and recorded["files"] == []
+    recorded = json.loads((folder / "lock.json").read_text())["cells"]
+    assert recorded[cell]["state"] == "incompatible" and recorded[cell]["files"] == []
+    assert {c["state"] for n, c in recorded.items() if n != cell} == {"locked"}
     check = envkit("lock", "--all", "--check", "--json", cwd=repo)
-    assert check.code == 1 and f"m/{cell}" in check.json()["stale"]
-    # the same index with the CUDA build: locked again
-    assert envkit("lock", "m", *lock_args(indexes), cwd=repo).code == 0
+    assert check.code == 1 and check.json()["stale"] == [f"m/{cell}"]
+    # the same index with the CUDA build: locked again, and every cell is current
+    assert envkit("lock", "m", "--cell", cell, *lock_args(indexes), cwd=repo).code == 0
     assert pylock.is_file()
+    assert envkit("lock", "--all", "--check", cwd=repo).code == 0
 
 
 def test_an_unreadable_torch_wheel_is_no_verdict(tmp_path: Path) -> None:
@@ -336,11 +381,40 @@ def test_an_unreadable_torch_wheel_is_no_verdict(tmp_path: Path) -> None:
     assert "not checked" in said[0]
 
 
+def test_uv_is_asked_its_version_once_per_binary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every lock's header names uv's version. A process that runs several locks (a test
+    run, say) asks a binary once, and again once its file changed (an upgrade)."""
+    from envkit.io.uv import Uv
+
+    binary = tmp_path / "uv"  # the real uv, behind a file of its own
+    binary.write_text(f'#!/bin/sh\nexec "{find_uv()}" "$@"\n')
+    binary.chmod(0o755)
+    asked: list[str] = []
+
+    def counted(args: Sequence[str], **kwargs: Any) -> process.Completed:
+        if list(args[1:]) == ["--version"]:
+            asked.append(args[0])
+        return real_run(args, **kwargs)
+
+    real_run = process.run
+    monkeypatch.setattr(process, "run", counted)  # the real uv runs, and is counted
+    first = Uv(str(binary)).version()
+    assert first[0].isdigit() and Uv(str(binary)).version() == first
+    assert asked == [str(binary)]
+    binary.write_text(f'#!/bin/sh\n# upgraded\nexec "{find_uv()}" "$@"\n')
+    assert Uv(str(binary)).version() == first and asked == [str(binary)] * 2
+
+
 def test_git_status_lists_only_the_locks(repo: Path, indexes: Indexes) -> None:
     """In a git repository, lock and publish leave nothing but their outputs to commit:
     envkit's file locks are in a folder of its own whose .gitignore ignores it."""
     from envkit.lock.cells import FILE_LOCKS
 
+    # one cell: what a lock leaves is each cell's two files, lock.json and the file locks
+    one = matrix_profile([PY]).replace('"linux-x86_64", "linux-aarch64"', '"linux-x86_64"')
+    (repo / "envs" / "m.toml").write_text(one)
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "envs"], check=True)
@@ -352,7 +426,7 @@ def test_git_status_lists_only_the_locks(repo: Path, indexes: Indexes) -> None:
         check=True, capture_output=True, text=True,
     ).stdout.splitlines()  # fmt: skip
     listed = sorted(line[3:] for line in status)
-    cells = [(p, plat) for p in (PY, OTHER) for plat in ("linux-aarch64", "linux-x86_64")]
+    cells = [(PY, "linux-x86_64")]
     assert all(line.startswith("?? ") for line in status)
     assert listed == sorted(
         [

@@ -65,6 +65,8 @@ def test_other_profiles_entries_in_index_json_gain_their_driver(
 ) -> None:
     """An index.json from before (no ``driver``) keeps the other profiles' entries, each
     with the driver its cell's backend needs."""
+    one = matrix_profile([PY]).replace('"linux-x86_64", "linux-aarch64"', '"linux-x86_64"')
+    (repo / "envs" / "m.toml").write_text(one)  # one cell to publish beside them is enough
     envkit("lock", "m", *lock_args(indexes), cwd=repo).assert_ok()
     old = {
         "profile": "other",

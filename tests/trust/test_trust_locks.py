@@ -91,7 +91,7 @@ def test_a_folder_that_cannot_be_written_is_one_message(locked: Path, indexes: I
     (locked / "constraints" / "n").write_text("a file where a folder belongs\n")
     profile = locked / "envs" / "n.toml"
     profile.write_text(profile.read_text() + "# edited\n")
-    res = run_cli("lock", "n", *lock_args(indexes))
+    res = run_cli("lock", "n", "--cell", f"py{PY}-linux-x86_64-cu124", *lock_args(indexes))
     assert res.code == 2, res.err
     assert "error: Cannot create" in res.err and "constraints/n" in res.err
     assert "Traceback" not in res.err
@@ -142,13 +142,19 @@ def test_index_credentials_reach_no_file_or_output(
     token = "s3cret-index-t0ken"
     index = served_index.replace("http://", f"http://:{token}@")
     (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / "m.toml").write_text(matrix_profile([PY]))
+    # one cell: every kind of file a lock writes (its .txt, its pylock, lock.json) is there
+    one = matrix_profile([PY]).replace('"linux-x86_64", "linux-aarch64"', '"linux-x86_64"')
+    (tmp_path / "envs" / "m.toml").write_text(one)
     monkeypatch.chdir(tmp_path)
     outputs = []
     for extra in ((), ("--json",)):
         res = run_cli("lock", "m", "--index-url", index, "--torch-index", "default", *extra)
         res.assert_ok()
         outputs.append(res.out + res.err)
+    # resolved again, through the same index: current (its pylock's header masks the token)
+    check = run_cli("lock", "m", "--check", "--resolve", "--index-url", index, "--json")
+    check.assert_ok()
+    outputs.append(check.out + check.err)
     (tmp_path / "envs" / "b.toml").write_text(profile_text())
     build = run_cli(
         "build", "b", "--index-url", index, "--torch-index", "default", "--no-lock",
@@ -159,7 +165,9 @@ def test_index_credentials_reach_no_file_or_output(
     assert all(token not in text for text in outputs)
     written = [p for p in (tmp_path / "constraints").rglob("*") if p.is_file()]
     written.append(tmp_path / ".venv" / "envkit-build.json")
-    assert len(written) >= 5
+    cell = f"py{PY}-linux-x86_64-cu124"
+    pylock = f"pylock.{cell.replace('.', '')}.toml"
+    assert {f"{cell}.txt", pylock, "lock.json", "envkit-build.json"} <= {p.name for p in written}
     for path in written:
         assert token not in path.read_text(), path
     header = (tmp_path / "constraints" / "m" / f"py{PY}-linux-x86_64-cu124.txt").read_text()

@@ -55,6 +55,21 @@ def subprocess_runner(
     return process.run(args, capture=not stream, merge_stderr=True, env=env, cwd=cwd)
 
 
+# A binary's version does not change while its file does not: what `uv --version` said, by
+# the binary's real path and its file's identity (device, inode, size, modification time).
+# Every lock names the version; a process running several (the test suite) asks uv once.
+_VERSIONS: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def _file_key(binary: str) -> tuple[str, int, int, int, int] | None:
+    try:
+        real = os.path.realpath(binary)
+        st = os.stat(real)
+    except OSError:
+        return None  # uv's own run says what is wrong with it
+    return (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class Uv:
     """uv, invoked as a program."""
 
@@ -84,8 +99,15 @@ class Uv:
         return done
 
     def version(self) -> str:
+        """uv's version, asked once per process for each binary file (see ``_VERSIONS``)."""
+        key = _file_key(self.binary) if self.runner is subprocess_runner else None
+        if key is not None and key in _VERSIONS:
+            return _VERSIONS[key]
         out = self.run(["--version"], what="uv --version").stdout.split()
-        return out[1] if len(out) > 1 else "unknown"
+        found = out[1] if len(out) > 1 else "unknown"
+        if key is not None:
+            _VERSIONS[key] = found
+        return found
 
     def create_venv(self, path: Path, python: str, *, stream: bool) -> None:
         args = ["venv", "--relocatable", "--no-project", "--python", python, str(path)]

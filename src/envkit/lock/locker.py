@@ -38,7 +38,7 @@ from envkit.io import faults, process
 from envkit.io.atomicfile import temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
-from envkit.io.redaction import redact
+from envkit.io.redaction import MASK, redact
 from envkit.io.uv import Uv
 from envkit.lock import companions, extensions, pylocks
 from envkit.lock.cells import (
@@ -48,6 +48,7 @@ from envkit.lock.cells import (
     Manifest,
     ManifestEntry,
     TorchOrigin,
+    body,
     cell_folder,
     cells,
     digest,
@@ -153,9 +154,11 @@ class Locker:
         return None
 
     def resolve(
-        self, profile: Profile, cell: Cell, folder: Path, torch: TorchIndex | None = None
-    ) -> CellState:
-        """Resolve one cell into ``folder`` (cell.txt and pylock.toml, bodies only)."""
+        self, profile: Profile, cell: Cell, folder: Path, torch: TorchIndex | None = None,
+        *, published: tuple[Path, ...] = (),
+    ) -> CellState:  # fmt: skip
+        """Resolve one cell into ``folder`` (cell.txt and pylock.toml, bodies only); with its
+        ``published`` .txt and pylock, maybe only cell.txt (:meth:`_same`)."""
         (folder / "requirements.in").write_text("\n".join(profile.requirements) + "\n")
         (folder / "constraints.txt").write_text("\n".join(profile.constraints) + "\n")
         options, unset = self._uv_options(profile, cell, torch or self.options.torch_index)
@@ -165,14 +168,15 @@ class Locker:
         # dominate a warm lock); a cache miss goes to the network, which also decides
         # whether a cell is unresolvable.
         cached_first = bool(profile.exclude_newer) and not self.options.refresh
+        torch = torch or self.options.torch_index
         try:
-            for output in ("cell.txt", "pylock.toml"):
-                self._compile(folder, output, cell, options, unset, cached_first=cached_first)
-                cached_first = True  # the first output fetched all that the second needs
+            self._compile(folder, "cell.txt", cell, options, unset, cached_first=cached_first)
+            pylock = self._same(folder, cell, torch, published)
+            if pylock is None:  # the first output fetched all that the second needs
+                self._compile(folder, "pylock.toml", cell, options, unset, cached_first=True)
+                pylock = folder / "pylock.toml"
         except CommandFailed as exc:
             return CellState(cell=cell, status=CellStatus.UNRESOLVABLE, reason=_reason(exc.output))
-        torch = torch or self.options.torch_index
-        pylock = folder / "pylock.toml"
         # a torch of the wrong build is said alone: the extensions would be judged against it
         refused = self._torch_build(cell, pylock, torch) or "; ".join(
             filter(
@@ -185,7 +189,7 @@ class Locker:
         )
         if refused:
             return CellState(cell=cell, status=CellStatus.INCOMPATIBLE, reason=refused)
-        sources = pylocks.source_only(folder / "pylock.toml")
+        sources = pylocks.source_only(pylock)
         return CellState(
             cell=cell,
             status=CellStatus.SOURCE_ONLY if sources else CellStatus.LOCKED,
@@ -197,6 +201,26 @@ class Locker:
                 else ""
             ),
         )
+
+    def _same(
+        self, folder: Path, cell: Cell, torch: TorchIndex, published: tuple[Path, ...]
+    ) -> Path | None:
+        """The published pylock when ``folder``'s cell.txt is the published body (every pin,
+        and by its hashes every file of each) and the pylock's header names this uv, index and
+        torch source: uv would write it again. None otherwise, or with a value masked in its
+        body (its URLs would not reach the index)."""
+        if not published:
+            return None
+        txt, pylock = published
+        try:
+            same = read_lock(folder / "cell.txt") == body(txt)
+            text = read_lock(pylock) if same else ""
+        except UnreadableFile:
+            return None
+        head = [line for line in text.splitlines()[:8] if line.startswith("#")]
+        wanted = (f"uv: {self.uv_version()}", self._index_line(cell, torch))
+        masked = MASK in text.split("\n", len(head))[-1]
+        return pylock if same and not masked and all(f"# {w}" in head for w in wanted) else None
 
     def _extensions(self, profile: Profile, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
         """Why a locked package's compiled modules do not link against the cell's torch
@@ -338,13 +362,12 @@ class Locker:
         line break in an index URL would otherwise become a requirement line of its own);
         the reproduce line is quoted word by word for a shell."""
         torch = self.options.torch_index
-        index = redact(self.options.index_url) if self.options.index_url else "uv's default index"
         command = ["envkit", "lock", profile.name, "--cell", cell.name, *torch.flag()]
         lines = [
             f"envkit lock: profile {profile.name}, cell {cell.name}",
             f"profile-digest: {profile_digest}",
             f"uv: {self.uv_version()}",
-            f"index: {index}; torch: {torch.header_text(cell.backend)}",
+            self._index_line(cell, torch),
             f"reproduce: {shell_command(command)}",
         ]
         needs = backend_summary(cell.backend)  # from the backend: the same bytes each lock
@@ -353,6 +376,10 @@ class Locker:
         if result.status is CellStatus.SOURCE_ONLY:
             lines.append(f"source-only: {', '.join(result.source_only)}")
         return "".join(f"# {visible(line)}\n" for line in lines)
+
+    def _index_line(self, cell: Cell, torch: TorchIndex) -> str:
+        index = redact(self.options.index_url) if self.options.index_url else "uv's default index"
+        return f"index: {index}; torch: {torch.header_text(cell.backend)}"
 
     def _write_manifest(
         self, profile: Profile, profile_digest: str, results: list[CellState]

@@ -121,7 +121,7 @@ def _re_resolved(profile: Profile, state: CellState, locker: Locker) -> CellStat
     if out_of_reach is not None:
         raise out_of_reach  # the cache must not answer for an index that is gone
     with temporary_folder("check") as tmp:
-        again = locker.resolve(profile, state.cell, Path(tmp), torch)
+        again = locker.resolve(profile, state.cell, Path(tmp), torch, published=state.files)
         if again.status in (CellStatus.UNRESOLVABLE, CellStatus.INCOMPATIBLE):
             said = "no longer resolves" if again.status is CellStatus.UNRESOLVABLE else "refused"
             return CellState(
