@@ -7,6 +7,7 @@ once, each with its key path and line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -133,19 +134,8 @@ class Profile:
 
     def expected_versions(self) -> dict[str, str]:
         """Exact versions to verify: every ``==`` pin, then ``[verify].versions`` on top."""
-        found: dict[str, str] = {}
-        for text in (*self.requirements, *self.constraints):
-            req = Requirement(text)
-            specs = list(req.specifier)
-            if (
-                len(specs) == 1
-                and specs[0].operator in ("==", "===")
-                and "*" not in specs[0].version
-            ):
-                found[canonicalize_name(req.name)] = specs[0].version
-        for name, version in self.checks.versions.items():
-            found[canonicalize_name(name)] = version
-        return found
+        versions = tuple(self.checks.versions.items())
+        return dict(_exact_pins((*self.requirements, *self.constraints), versions))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,6 +167,21 @@ class Profile:
             },
             **({"serve": self.serve.to_dict()} if self.serve.args or self.serve.env else {}),
         }
+
+
+@functools.lru_cache(maxsize=256)  # asked of each profile by every lookup of its builds
+def _exact_pins(
+    requirements: tuple[str, ...], versions: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    found: dict[str, str] = {}
+    for text in requirements:
+        req = Requirement(text)
+        specs = list(req.specifier)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            found[canonicalize_name(req.name)] = specs[0].version
+    for name, version in versions:
+        found[canonicalize_name(name)] = version
+    return tuple(found.items())
 
 
 def cuda_for_backend(backend: str) -> str:
