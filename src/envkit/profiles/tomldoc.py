@@ -42,7 +42,11 @@ def cached(text: str, sha256: str = "") -> dict[str, Any] | None:
 
 
 def quick(text: str) -> dict[str, Any] | None:
-    """The document of ``text`` as ``tomllib`` reads it; None when it refuses the text."""
+    """The document of ``text`` as ``tomllib`` reads it; None when it refuses the text, or
+    when the text holds a carriage return (tomllib reads a multi-line string's CRLF as LF,
+    tomlkit keeps it: such a text is left to tomlkit, so the Profile is the same)."""
+    if "\r" in text:
+        return None
     import tomllib
 
     try:
