@@ -18,7 +18,7 @@ from envkit.errors import ProfileError
 from envkit.io.cache import PROFILES
 from envkit.profiles import profile as profile_module
 from envkit.profiles import tomldoc
-from envkit.profiles.profile import parse_profile
+from envkit.profiles.profile import Profile, parse_profile
 
 from helpers import ROOT, profile_text
 
@@ -158,3 +158,46 @@ def test_any_json_in_an_entry_gives_the_fresh_profile(value: Any) -> None:
     fresh = parse(text)
     tampered(text, lambda _d: value)
     assert parse(text) == fresh
+
+
+SPELLED = (
+    profile_text(extra="models.previously_supported = { 'Zeta' = '0.9' }\n")
+    .replace('python = "', "python = '")
+    .replace('"\nrequirements', "'\nrequirements")
+    .replace('"test profile"', '"""two\nlines"""')
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SPELLED,  # literal strings, a dotted key, an inline table, a multi-line string
+        SPELLED.replace("\n", "\r\n"),  # tomlkit's: it keeps the string's CRLF
+        profile_text(extra='notes = """two\nlines"""\n'),  # an unknown key
+        profile_text(extra='exclude_newer = "soon"\n'),  # TOML, but not a profile
+        "python = \n",  # malformed TOML
+    ],
+    ids=["spelled", "crlf", "unknown-key", "bad-value", "malformed"],
+)
+def test_a_new_text_is_read_by_tomllib_as_tomlkit_reads_it(
+    text: str, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text not met before is read by the standard library's tomllib first: a valid one
+    without tomlkit, a broken one said exactly as tomlkit's reading says it."""
+
+    def outcome() -> Any:
+        try:
+            return parse(text)
+        except ProfileError as exc:
+            return str(exc), exc.problems
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tomldoc, "quick", lambda _text: None)  # tomlkit alone, as before
+        before = outcome()
+    PROFILES.path(tomldoc._key(text)).unlink(missing_ok=True)
+    if text == SPELLED:
+        assert isinstance(before, Profile)
+        no_tomlkit(monkeypatch)
+    else:
+        assert isinstance(before, tuple) or "\r" in text
+    assert outcome() == before

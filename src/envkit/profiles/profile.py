@@ -7,6 +7,7 @@ once, each with its key path and line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -133,19 +134,8 @@ class Profile:
 
     def expected_versions(self) -> dict[str, str]:
         """Exact versions to verify: every ``==`` pin, then ``[verify].versions`` on top."""
-        found: dict[str, str] = {}
-        for text in (*self.requirements, *self.constraints):
-            req = Requirement(text)
-            specs = list(req.specifier)
-            if (
-                len(specs) == 1
-                and specs[0].operator in ("==", "===")
-                and "*" not in specs[0].version
-            ):
-                found[canonicalize_name(req.name)] = specs[0].version
-        for name, version in self.checks.versions.items():
-            found[canonicalize_name(name)] = version
-        return found
+        versions = tuple(self.checks.versions.items())
+        return dict(_exact_pins((*self.requirements, *self.constraints), versions))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,6 +169,21 @@ class Profile:
         }
 
 
+@functools.lru_cache(maxsize=256)  # asked of each profile by every lookup of its builds
+def _exact_pins(
+    requirements: tuple[str, ...], versions: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    found: dict[str, str] = {}
+    for text in requirements:
+        req = Requirement(text)
+        specs = list(req.specifier)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            found[canonicalize_name(req.name)] = specs[0].version
+    for name, version in versions:
+        found[canonicalize_name(name)] = version
+    return tuple(found.items())
+
+
 def cuda_for_backend(backend: str) -> str:
     """The CUDA version a ``cuXYZ`` backend stands for (cu124 -> 12.4); empty otherwise."""
     if re.fullmatch(r"cu[0-9]{3}", backend):
@@ -205,22 +210,30 @@ def parse_profile(text: str, *, path: Path, name: str) -> Profile:
 
     A text met before in this process (same characters, path and name) gives the same frozen
     Profile again without parsing: a command that lists profiles and then resolves one reads
-    the same files twice. A text met before on this machine is not parsed by tomlkit again
-    (``tomldoc``: its document comes from envkit's cache, and is validated as ever)."""
-    # keyed by the text's sha256, so the cache holds no file's text; a ProfileError is not
-    # kept (it is raised each time)
+    the same files twice. A broken one gives a new ProfileError of the same problems (they are
+    a pure function of the text, path and name). A text met before on this machine is not
+    parsed by tomlkit again (``tomldoc``: its document comes from envkit's cache, and is
+    validated as ever); a broken one is never stored there."""
+    # keyed by the text's sha256, so the memory holds no file's text
     sha = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
     key = (sha.digest(), path, name)
     with _PARSED_LOCK:
         known = _PARSED.get(key)
-    if known is not None:
+    if isinstance(known, Profile):
         return known
-    profile = _parse(text, path, name, sha.hexdigest())
+    if known is not None:
+        raise ProfileError(known)
+    try:
+        found: Profile | tuple[Problem, ...] = _parse(text, path, name, sha.hexdigest())
+    except ProfileError as exc:
+        found = exc.problems
     with _PARSED_LOCK:
         if len(_PARSED) >= _PARSED_MAX:
             del _PARSED[next(iter(_PARSED))]  # the oldest
-        _PARSED[key] = profile
-    return profile
+        _PARSED[key] = found
+    if isinstance(found, Profile):
+        return found
+    raise ProfileError(found)
 
 
 def content_digest(text: str, sha256: str = "") -> str:
@@ -233,22 +246,39 @@ def content_digest(text: str, sha256: str = "") -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-_PARSED: dict[tuple[bytes, Path, str], Profile] = {}
+_PARSED: dict[tuple[bytes, Path, str], Profile | tuple[Problem, ...]] = {}
 _PARSED_MAX = 64
 _PARSED_LOCK = threading.Lock()
 
 
 def _parse(text: str, path: Path, name: str, sha256: str) -> Profile:
     shown = str(path)
-    # tomlkit only for a text not met before
-    doc, parsed_now = tomldoc.parse(text, shown, sha256)
+    digest = content_digest(text, sha256)
+    doc = tomldoc.cached(text, sha256)
+    if doc is not None:
+        return _checked(doc, text, shown, path, name, digest)
+    quick = tomldoc.quick(text)  # tomllib; tomlkit only to say what is wrong
+    if quick is not None:
+        try:
+            profile = _checked(quick, text, shown, path, name, digest)
+        except ProfileError:
+            pass  # said below, from tomlkit's reading, as ever
+        else:
+            tomldoc.store(text, quick, sha256)
+            return profile
+    doc = tomldoc.strict(text, shown)
+    profile = _checked(doc, text, shown, path, name, digest)
+    tomldoc.store(text, doc, sha256)
+    return profile
+
+
+def _checked(
+    doc: dict[str, Any], text: str, shown: str, path: Path, name: str, digest: str
+) -> Profile:
     try:
-        profile = _validate(doc, text, shown, path, name, content_digest(text, sha256))
+        return _validate(doc, text, shown, path, name, digest)
     except (ValueError, TypeError, RecursionError) as exc:  # a case the checks below missed
         raise ProfileError([Problem(shown, "", f"cannot be read as a profile: {exc}")]) from None
-    if parsed_now:
-        tomldoc.store(text, doc, sha256)
-    return profile
 
 
 def _validate(

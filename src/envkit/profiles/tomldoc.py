@@ -1,6 +1,13 @@
-"""A profile's TOML as plain data (tables, arrays, strings): parsed by tomlkit the first
-time envkit meets a text, read back from envkit's cache (``io.cache``, kind ``profiles``,
-keyed by the text's sha256) every time after.
+"""A profile's TOML as plain data (tables, arrays, strings): parsed the first time envkit
+meets a text, read back from envkit's cache (``io.cache``, kind ``profiles``, keyed by the
+text's sha256) every time after.
+
+A text not met before is read first by the standard library's ``tomllib`` (:func:`quick`,
+several times faster than tomlkit, and no tomlkit import); only when it refuses the text, or
+the profile its document makes is not valid, is the text parsed again by tomlkit
+(:func:`strict`), whose document is validated as ever: so every problem and message is the
+one tomlkit's reading gives, and a valid profile is the same Profile either way (the same
+TOML read by two conforming parsers).
 
 tomlkit takes 25-75 ms for each shipped profile, and importing it about as much again;
 ``check-model`` and ``which`` read every profile on the path. The cache turns that into a
@@ -28,13 +35,29 @@ from envkit.io.cache import PROFILES, BadEntry, Fields
 MAX_DEPTH = 8  # a profile nests four tables deep (models.transformers_bounds.ARCH.min)
 
 
-def parse(text: str, shown: str, sha256: str = "") -> tuple[dict[str, Any], bool]:
-    """The document of ``text``, and whether it was parsed now (False: from the cache).
-    ``sha256``: the text's hex digest, when the caller has it. Raises ProfileError for TOML
-    tomlkit refuses, with tomlkit's reason and line."""
-    cached = PROFILES.load(sha256 or _key(text), lambda fields: _entry(fields, text))
-    if cached is not None:
-        return cached, False
+def cached(text: str, sha256: str = "") -> dict[str, Any] | None:
+    """The document of ``text`` kept in envkit's cache; None when none is (or it is not
+    what :func:`store` writes). ``sha256``: the text's hex digest, when the caller has it."""
+    return PROFILES.load(sha256 or _key(text), lambda fields: _entry(fields, text))
+
+
+def quick(text: str) -> dict[str, Any] | None:
+    """The document of ``text`` as ``tomllib`` reads it; None when it refuses the text, or
+    when the text holds a carriage return (tomllib reads a multi-line string's CRLF as LF,
+    tomlkit keeps it: such a text is left to tomlkit, so the Profile is the same)."""
+    if "\r" in text:
+        return None
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError):
+        return None
+
+
+def strict(text: str, shown: str) -> dict[str, Any]:
+    """The document of ``text`` as tomlkit reads it. Raises ProfileError for TOML tomlkit
+    refuses, with tomlkit's reason and line."""
     import tomlkit  # only for a text not met before
     import tomlkit.exceptions
 
@@ -48,7 +71,7 @@ def parse(text: str, shown: str, sha256: str = "") -> tuple[dict[str, Any], bool
         ) from None
     except (tomlkit.exceptions.TOMLKitError, ValueError, RecursionError) as exc:
         raise ProfileError([Problem(shown, "", f"malformed TOML: {exc}")]) from None
-    return doc, True
+    return doc
 
 
 def store(text: str, doc: dict[str, Any], sha256: str = "") -> None:

@@ -30,6 +30,8 @@ from enum import Enum
 from envkit.gpu.arch import KNOWN, Capability, Kind, Target, Variant
 from envkit.gpu.binaries.fatbin import Fatbin
 
+MEMO = 64  # verdicts kept per Images: KNOWN has 19 capabilities; --compute-capability any
+
 
 class Verdict(str, Enum):
     RUNS = "runs"
@@ -127,8 +129,23 @@ class Images:
         listed = sorted(t for t in {t for g in main for t in g} if everywhere(t))
         return tuple(t for t in listed if not any(_plainer(u, t) for u in listed))
 
+    @functools.cached_property
+    def _verdicts(self) -> dict[Capability, Coverage]:
+        return {}
+
     def on(self, gpu: Capability) -> Coverage:
-        """The verdict for a GPU of capability ``gpu``."""
+        """The verdict for a GPU of capability ``gpu``: a pure function of frozen values, so
+        kept per capability (up to :data:`MEMO`; check-model asks it for every GPU envkit
+        knows, for every profile, on every call)."""
+        memo = self._verdicts
+        found = memo.get(gpu)
+        if found is None:
+            found = self._on(gpu)
+            if len(memo) < MEMO:
+                memo[gpu] = found
+        return found
+
+    def _on(self, gpu: Capability) -> Coverage:
         covering = sum(count for targets, count in self.groups if covers(targets, gpu))
         main = self.main  # once, not once per group
         main_missing = sum(

@@ -5,6 +5,7 @@ holds them (:class:`KernelTable`), looked up by release, CUDA and platform."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,15 @@ from envkit.gpu.published.wheelkernels import WheelKernels
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64")
 X86 = PLATFORMS[0]
+MEMO = 64  # verdicts kept per build (KNOWN has 19 capabilities; --compute-capability any)
+
+
+def _kept(
+    memo: dict[Capability, BuildVerdict], capability: Capability, verdict: BuildVerdict
+) -> BuildVerdict:
+    if len(memo) < MEMO:
+        memo[capability] = verdict
+    return verdict
 
 
 def wheel_platform(filename: str) -> str:
@@ -66,8 +76,18 @@ class VllmBuild:
         """What its core modules' main containers carry, in one line."""
         return has(self.wheel.core)
 
+    @functools.cached_property
+    def _verdicts(self) -> dict[Capability, BuildVerdict]:
+        return {}
+
     def on(self, capability: Capability) -> BuildVerdict:
-        return build_verdict(f"vLLM {self.version}", self.wheel, capability)
+        """Its verdict on ``capability``: a pure function of the frozen build, kept per
+        capability (check-model and which ask it for every GPU, profile and call)."""
+        known = self._verdicts.get(capability)
+        if known is not None:
+            return known
+        verdict = build_verdict(f"vLLM {self.version}", self.wheel, capability)
+        return _kept(self._verdicts, capability, verdict)
 
 
 @dataclass(frozen=True)
@@ -92,13 +112,23 @@ class TorchBuild:
     def targets(self) -> str:
         return has(self.wheel.core)
 
+    @functools.cached_property
+    def _verdicts(self) -> dict[Capability, BuildVerdict]:
+        return {}
+
     def on(self, capability: Capability) -> BuildVerdict:
+        """Its verdict on ``capability``, kept per capability as :meth:`VllmBuild.on`'s."""
+        known = self._verdicts.get(capability)
+        if known is not None:
+            return known
         if not self.cuda and not self.wheel.core:
             # torch.version.cuda is None and no libtorch_cuda: a CPU-only build (the package
             # index's default aarch64 wheels of torch 2.8-2.10), which runs on no GPU at all
             why = f"{self.label} is a CPU-only build ({self.wheel.filename}): no GPU kernels"
-            return BuildVerdict(self.label, capability, Verdict.NO_KERNEL_IMAGE, "", why)
-        return build_verdict(self.label, self.wheel, capability)
+            verdict = BuildVerdict(self.label, capability, Verdict.NO_KERNEL_IMAGE, "", why)
+        else:
+            verdict = build_verdict(self.label, self.wheel, capability)
+        return _kept(self._verdicts, capability, verdict)
 
 
 @dataclass(frozen=True)
@@ -112,12 +142,24 @@ class KernelTable:
     notes: tuple[str, ...] = ()  # what the generator could not read, and why
     no_wheel: tuple[tuple[str, str], ...] = ()  # (platform, vLLM version): publishes none
 
+    @functools.cached_property
+    def _vllm_index(self) -> dict[tuple[Version | None, str], VllmBuild]:
+        """The first build of each (release, platform), as a scan in order finds it."""
+        found: dict[tuple[Version | None, str], VllmBuild] = {}
+        for b in self.vllm:
+            found.setdefault((version_of(b.version), b.platform), b)
+        return found
+
+    @functools.cached_property
+    def _torch_index(self) -> dict[tuple[Version | None, str], tuple[TorchBuild, ...]]:
+        """The builds of each (release, platform), in the table's order."""
+        found: dict[tuple[Version | None, str], list[TorchBuild]] = {}
+        for b in self.torch:
+            found.setdefault((version_of(b.version), b.platform), []).append(b)
+        return {key: tuple(builds) for key, builds in found.items()}
+
     def vllm_build(self, version: str, platform: str = X86) -> VllmBuild | None:
-        wanted = version_of(version)
-        return next(
-            (b for b in self.vllm if version_of(b.version) == wanted and b.platform == platform),
-            None,
-        )
+        return self._vllm_index.get((version_of(version), platform))
 
     def publishes_no_wheel(self, version: str, platform: str) -> bool:
         """Whether the index was read and vLLM ``version`` has no wheel for ``platform``."""
@@ -130,9 +172,7 @@ class KernelTable:
         """The default build of torch ``version``, or its build for ``cuda`` ('12.4'), for
         ``platform``."""
         wanted = version_of(version.split("+")[0])
-        for build in self.torch:
-            if version_of(build.version) != wanted or build.platform != platform:
-                continue
+        for build in self._torch_index.get((wanted, platform), ()):
             if (cuda is None and build.default) or (cuda is not None and _same_cuda(build, cuda)):
                 return build
         return None
@@ -175,7 +215,9 @@ class KernelTable:
         }
 
 
+@functools.lru_cache(maxsize=1024)  # every lookup parses the versions it compares
 def version_of(text: str) -> Version | None:
+    """``text`` as a Version (one object per text: do not change it); None when it is not one."""
     try:
         return Version(text)
     except InvalidVersion:

@@ -183,7 +183,7 @@ class WheelKernels:
     torch_cuda: str = ""  # torch: torch.version.cuda ('' for a CPU build)
     read_bytes: int = 0  # fetched from the index to read it
 
-    @property
+    @functools.cached_property  # asked for every verdict on the build
     def core(self) -> tuple[ModuleKernels, ...]:
         return tuple(m for m in self.modules if m.role is Role.CORE)
 
