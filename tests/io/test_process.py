@@ -354,3 +354,39 @@ def test_an_interrupt_at_any_moment_of_a_spawn_leaves_no_child(
     finally:
         signal.signal(signal.SIGINT, saved)
     assert _my_children() - before == set()
+
+
+def test_the_trampoline_is_taken_only_for_a_program_exec_will_start(tmp_path: Path) -> None:
+    """io.programs finds a program as Popen does (a slash: the name itself, from the child's
+    folder; else the child's PATH, passing over what exec passes over) and says yes only for
+    an ELF program or a script whose interpreter is one: else the child is forked, and Popen
+    raises what exec says."""
+    from envkit.io import programs
+
+    def script(name: str, text: str, mode: int = 0o755) -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        path.chmod(mode)
+        return path
+
+    script("sh-script", "#!/bin/sh\necho hi\n")
+    script("env-script", "#! /usr/bin/env python3 -u\nprint(1)\n")
+    inner = script("of-a-script", f"#!{tmp_path / 'sh-script'}\n")
+    script("no-newline", "#!/bin/sh" + " " * 300)
+    script("lost", "#!/nowhere/sh\n")
+    script("plain", "echo hi\n", 0o644)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "plain").symlink_to(tmp_path / "plain")  # passed over: not executable
+    (tmp_path / "bin" / "sh-script").symlink_to(tmp_path / "sh-script")
+    path = {"PATH": f"{tmp_path / 'bin'}:{tmp_path}"}
+    assert programs.starts_surely(sys.executable)
+    assert programs.starts_surely("sh") and programs.starts_surely("sh", {"PATH": "/bin"})
+    for sure in ("./sh-script", "./env-script", "bin/sh-script"):
+        assert programs.starts_surely(sure, None, tmp_path), sure
+    assert programs.starts_surely(str(tmp_path / "sh-script"))
+    assert programs.starts_surely("sh-script", path)
+    for unsure in ("./of-a-script", "./no-newline", "./lost", "./plain", "./missing", "."):
+        assert not programs.starts_surely(unsure, None, tmp_path), unsure
+    assert not programs.starts_surely(str(inner)) and not programs.starts_surely("")
+    assert not programs.starts_surely("sh-script") and not programs.starts_surely("plain", path)
+    assert not programs.starts_surely("sh", {"PATH": str(tmp_path / "bin")})
