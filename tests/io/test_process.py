@@ -322,15 +322,42 @@ def _my_children() -> set[int]:
     return found
 
 
+def _run_or_stream(how: str) -> None:
+    """A long child, run to its end or streamed and waited for: only an interrupt ends it
+    (a Streaming that stream() returned is stopped here, as its caller would)."""
+    if how == "run":
+        process.run(["sleep", "30"])
+        return
+    child = None
+    try:
+        child = process.stream(["sleep", "30"])
+        child.wait(30)
+    finally:
+        if child is not None:
+            try:
+                child.stop(0)
+            finally:
+                child.close()
+
+
+def _subreaper() -> bool:
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return bool(flag.value)
+
+
 @LINUX
 @WAYS
 @pytest.mark.parametrize("handlers", ["envkit", "python"])
+@pytest.mark.parametrize("how", ["run", "stream"])
 def test_an_interrupt_at_any_moment_of_a_spawn_leaves_no_child(
-    way: str, handlers: str, monkeypatch: pytest.MonkeyPatch
+    way: str, handlers: str, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGINT (and SIGTERM, under envkit's handlers) sent to envkit at random moments around
-    the spawn of a long child: each run ends in KeyboardInterrupt, and every child started
-    is stopped and reaped."""
+    the spawn of a long child: each ends in KeyboardInterrupt, every child started is
+    stopped and reaped, and envkit is no longer a subreaper."""
     _start_children(way, monkeypatch)
     before = _my_children()
     saved = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -345,7 +372,7 @@ def test_an_interrupt_at_any_moment_of_a_spawn_leaves_no_child(
                 with pytest.raises(KeyboardInterrupt):
                     try:
                         timer.start()
-                        process.run(["sleep", "30"])
+                        _run_or_stream(how)
                     finally:
                         timer.join()
             finally:
@@ -354,6 +381,7 @@ def test_an_interrupt_at_any_moment_of_a_spawn_leaves_no_child(
     finally:
         signal.signal(signal.SIGINT, saved)
     assert _my_children() - before == set()
+    assert not _subreaper()
 
 
 def test_the_trampoline_is_taken_only_for_a_program_exec_will_start(tmp_path: Path) -> None:

@@ -286,19 +286,23 @@ def stream(
     Raises OSError when the program cannot start.
     """
     _load_libc()
-    proc: subprocess.Popen[bytes] | None = None
-    subreaper(True)
+    child: Streaming | None = None
+    reaping = False
     try:
-        with _signals_caught():
-            proc = _popen(
-                args, group=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd
-            )
+        with _signals_caught():  # no interrupt between the subreaper, the spawn and the object
+            subreaper(True)
+            reaping = True
+            child = Streaming(
+                _popen(args, group=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       env=env, cwd=cwd)
+            )  # fmt: skip
     except BaseException:  # an interrupt caught during the spawn arrives here
-        if proc is None:
+        if child is not None:
+            try:
+                child.stop(1.0)
+            finally:
+                child.close()
+        elif reaping:
             subreaper(False)
-        else:
-            child = Streaming(proc)
-            child.stop(1.0)
-            child.close()
         raise
-    return Streaming(proc)
+    return child

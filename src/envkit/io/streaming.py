@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envkit.io import procfs
+from envkit.io.interrupts import signals_caught
 
 _libc: Any = None
 
@@ -219,7 +220,8 @@ class Streaming:
                 drain(data)
 
     def close(self) -> None:
-        self._out.close()
-        if not self._closed:
-            self._closed = True
-            subreaper(False)
+        with signals_caught():  # an interrupt here never leaves envkit a subreaper
+            self._out.close()
+            if not self._closed:
+                self._closed = True
+                subreaper(False)
