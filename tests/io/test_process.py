@@ -5,29 +5,57 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from envkit.errors import OutputTooLarge
 from envkit.io import process
+from envkit.io.interrupts import SIGNALS
+
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux: /proc, prctl")
+# how a child is started: by vfork through setpriv (found on PATH), or forked (ENVKIT_SETPRIV
+# empty: the documented way to go without it)
+WAYS = pytest.mark.parametrize("way", ["setpriv", "forked"])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
-def test_a_child_dies_with_envkit() -> None:
-    code = "from envkit.io import process; process.run(['sleep', '60'])"
-    parent = subprocess.Popen([sys.executable, "-c", code])
+def _start_children(way: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if way == "forked":
+        monkeypatch.setenv(process.SETPRIV_VARIABLE, "")
+        assert process.setpriv() is None
+    else:
+        monkeypatch.delenv(process.SETPRIV_VARIABLE, raising=False)
+        if process.setpriv() is None:
+            pytest.skip("no setpriv with --pdeathsig here")
+
+
+@LINUX
+@WAYS
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_a_child_dies_with_envkit(way: str, how: str) -> None:
+    """SIGKILL to envkit: its child (sleep) dies of the parent-death signal, whichever way
+    it was started."""
+    start = "process.run(['sleep', '60'])"
+    if how == "stream":
+        start = "process.stream(['sleep', '60']); time.sleep(60)"
+    code = f"import time\nfrom envkit.io import process\n{start}"
+    env = dict(os.environ, **({process.SETPRIV_VARIABLE: ""} if way == "forked" else {}))
+    parent = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
         for _ in range(100):
             kids = subprocess.run(
                 ["pgrep", "-P", str(parent.pid)], capture_output=True, text=True
             ).stdout.split()
-            if kids:
+            if kids and _program(int(kids[0])) == "sleep":  # not setpriv: the signal is set
                 break
             time.sleep(0.05)
         assert kids, "the child never started"
@@ -132,3 +160,261 @@ def test_a_streamed_childs_orphans_are_found_and_stopped(child_exits: bool) -> N
     finally:
         child.stop(0)
         child.close()
+
+
+def _program(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _signals(line: str) -> set[signal.Signals]:
+    """``SigBlk:\t<hex mask>`` (or SigIgn) of /proc/PID/status: bit N-1 set for signal N."""
+    mask = int(line.split()[1], 16)
+    return {s for s in signal.Signals if 0 < s < 64 and mask & (1 << (s - 1))}
+
+
+def _mask_of_a_child(how: str, field: str = "SigBlk") -> set[signal.Signals]:
+    """The signals a real child's program starts with blocked (or ignored): it reads its own
+    status, or, streamed, it sleeps and its status is read."""
+    if how == "run":
+        return _signals(process.run(["grep", f"{field}:", "/proc/self/status"]).stdout)
+    child = process.stream(["sleep", "30"])
+    try:
+        for _ in range(200):
+            if _program(child.pid) == "sleep":
+                status = Path(f"/proc/{child.pid}/status").read_text().splitlines()
+                return _signals(next(row for row in status if row.startswith(f"{field}:")))
+            time.sleep(0.01)
+        raise AssertionError("the streamed child never ran its program")
+    finally:
+        child.stop(0)
+        child.close()
+
+
+@LINUX
+@WAYS
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_a_child_runs_with_the_interrupts_unblocked(
+    way: str, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the main thread (envkit's handlers or Python's), and from a worker thread that
+    blocks SIGINT and SIGTERM itself: the child's program starts with neither blocked. One
+    ignored by envkit is ignored by the child, as Popen has it."""
+    _start_children(way, monkeypatch)
+    assert not _mask_of_a_child(how) & SIGNALS
+    restore = process.install_signal_handlers()
+    try:
+        assert not _mask_of_a_child(how) & SIGNALS
+    finally:
+        restore()
+
+    def blocking() -> set[signal.Signals]:
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        try:
+            return _mask_of_a_child(how)
+        finally:
+            assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) >= SIGNALS  # kept
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+    with ThreadPoolExecutor(1) as pool:
+        assert not pool.submit(blocking).result() & SIGNALS
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)  # ignored: the child inherits that
+    try:
+        assert signal.SIGINT in _mask_of_a_child(how, "SigIgn")
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
+def test_setpriv_is_found_tried_once_and_set_aside_when_it_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENVKIT_SETPRIV names the setpriv (empty: none); one that is missing, or refuses
+    --pdeathsig (as util-linux before 2.33 does), is not used: children are then forked."""
+    old = tmp_path / "setpriv"
+    old.write_text("#!/bin/sh\necho \"setpriv: unrecognized option '$1'\" >&2\nexit 1\n")
+    old.chmod(0o755)
+    for named in ("", str(tmp_path / "missing"), str(old)):
+        monkeypatch.setenv(process.SETPRIV_VARIABLE, named)
+        assert process.setpriv() is None
+        assert process.run(["sh", "-c", "echo $0"]).stdout == "sh\n"  # started forked
+    found = subprocess.run(["sh", "-c", "command -v setpriv"], capture_output=True, text=True)
+    if found.returncode == 0:
+        monkeypatch.setenv(process.SETPRIV_VARIABLE, found.stdout.strip())
+        assert process.setpriv() == found.stdout.strip()
+        monkeypatch.delenv(process.SETPRIV_VARIABLE)
+        assert process.setpriv() == found.stdout.strip()
+
+
+def _failure(call: Callable[[], object]) -> tuple[type[BaseException], int | None, object]:
+    with pytest.raises(OSError) as caught:
+        call()
+    return type(caught.value), caught.value.errno, caught.value.filename
+
+
+@LINUX
+@WAYS
+def test_a_program_that_cannot_start_raises_what_popen_raises(
+    way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing (by name or path), not executable, a folder, a script whose interpreter is
+    missing or that has none, a bad cwd: run and stream raise what Popen itself raises, the
+    caller's program named (never the trampoline's exit code 127)."""
+    _start_children(way, monkeypatch)
+    plain = tmp_path / "plain"
+    plain.write_text("echo hi\n")
+    lost = tmp_path / "lost-interpreter"
+    lost.write_text("#!/nowhere/python\nprint(1)\n")
+    noshebang = tmp_path / "no-shebang"
+    noshebang.write_bytes(b"\x00\x01binary\n")
+    for script in (lost, noshebang):
+        script.chmod(0o755)
+    cases: list[tuple[list[str], Path | None]] = [
+        (["envkit-no-such-program"], None),
+        ([str(tmp_path / "missing")], None),
+        ([str(plain)], None),  # not executable
+        ([str(tmp_path)], None),  # a folder
+        ([str(lost)], None),
+        ([str(noshebang)], None),
+        (["true"], tmp_path / "missing"),
+        (["true"], plain),  # a cwd that is a file
+        (["./plain"], tmp_path),
+    ]
+    for args, cwd in cases:
+        expected = _failure(partial(subprocess.Popen, args, cwd=cwd))
+        assert _failure(partial(process.run, args, cwd=cwd)) == expected, (args, cwd)
+        assert _failure(partial(process.stream, args, cwd=cwd)) == expected, (args, cwd)
+
+
+@LINUX
+@WAYS
+def test_a_child_keeps_the_callers_argv(
+    way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _start_children(way, monkeypatch)
+    script = tmp_path / "say"
+    script.write_text('#!/bin/sh\necho "$0 $1"\n')
+    script.chmod(0o755)
+    done = process.run(["./say", "x"], cwd=tmp_path)
+    assert (done.args, done.stdout) == (("./say", "x"), "./say x\n")
+    assert process.run(["sh", "-c", "echo $0"]).stdout == "sh\n"
+    child = process.stream(["sh", "-c", "echo $0"])
+    try:
+        assert child.proc.args == ["sh", "-c", "echo $0"]
+        assert child.wait(10) == 0 and child.read(5) == b"sh\n"
+    finally:
+        child.stop(0)
+        child.close()
+
+
+def _my_children() -> set[int]:
+    """Every process whose parent is this one, zombies included (not reaped)."""
+    me, found = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                found.add(int(entry.name))
+    return found
+
+
+def _run_or_stream(how: str) -> None:
+    """A long child, run to its end or streamed and waited for: only an interrupt ends it
+    (a Streaming that stream() returned is stopped here, as its caller would)."""
+    if how == "run":
+        process.run(["sleep", "30"])
+        return
+    child = None
+    try:
+        child = process.stream(["sleep", "30"])
+        child.wait(30)
+    finally:
+        if child is not None:
+            try:
+                child.stop(0)
+            finally:
+                child.close()
+
+
+def _subreaper() -> bool:
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return bool(flag.value)
+
+
+@LINUX
+@WAYS
+@pytest.mark.parametrize("handlers", ["envkit", "python"])
+@pytest.mark.parametrize("how", ["run", "stream"])
+def test_an_interrupt_at_any_moment_of_a_spawn_leaves_no_child(
+    way: str, handlers: str, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT (and SIGTERM, under envkit's handlers) sent to envkit at random moments around
+    the spawn of a long child: each ends in KeyboardInterrupt, every child started is
+    stopped and reaped, and envkit is no longer a subreaper."""
+    _start_children(way, monkeypatch)
+    before = _my_children()
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    signals = [signal.SIGINT, signal.SIGTERM] if handlers == "envkit" else [signal.SIGINT]
+    chance = random.Random(28)
+    try:
+        for round_ in range(40):
+            sig = signals[round_ % len(signals)]
+            timer = threading.Timer(chance.uniform(0, 0.004), os.kill, (os.getpid(), sig))
+            restore = process.install_signal_handlers() if handlers == "envkit" else None
+            try:  # envkit's handlers installed again each round: the request recorded cleared
+                with pytest.raises(KeyboardInterrupt):
+                    try:
+                        timer.start()
+                        _run_or_stream(how)
+                    finally:
+                        timer.join()
+            finally:
+                if restore is not None:
+                    restore()
+    finally:
+        signal.signal(signal.SIGINT, saved)
+    assert _my_children() - before == set()
+    assert not _subreaper()
+
+
+def test_the_trampoline_is_taken_only_for_a_program_exec_will_start(tmp_path: Path) -> None:
+    """io.programs finds a program as Popen does (a slash: the name itself, from the child's
+    folder; else the child's PATH, passing over what exec passes over) and says yes only for
+    an ELF program or a script whose interpreter is one: else the child is forked, and Popen
+    raises what exec says."""
+    from envkit.io import programs
+
+    def script(name: str, text: str, mode: int = 0o755) -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        path.chmod(mode)
+        return path
+
+    script("sh-script", "#!/bin/sh\necho hi\n")
+    script("env-script", "#! /usr/bin/env python3 -u\nprint(1)\n")
+    inner = script("of-a-script", f"#!{tmp_path / 'sh-script'}\n")
+    script("no-newline", "#!/bin/sh" + " " * 300)
+    script("lost", "#!/nowhere/sh\n")
+    script("plain", "echo hi\n", 0o644)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "plain").symlink_to(tmp_path / "plain")  # passed over: not executable
+    (tmp_path / "bin" / "sh-script").symlink_to(tmp_path / "sh-script")
+    path = {"PATH": f"{tmp_path / 'bin'}:{tmp_path}"}
+    assert programs.starts_surely(sys.executable)
+    assert programs.starts_surely("sh") and programs.starts_surely("sh", {"PATH": "/bin"})
+    for sure in ("./sh-script", "./env-script", "bin/sh-script"):
+        assert programs.starts_surely(sure, None, tmp_path), sure
+    assert programs.starts_surely(str(tmp_path / "sh-script"))
+    assert programs.starts_surely("sh-script", path)
+    for unsure in ("./of-a-script", "./no-newline", "./lost", "./plain", "./missing", "."):
+        assert not programs.starts_surely(unsure, None, tmp_path), unsure
+    assert not programs.starts_surely(str(inner)) and not programs.starts_surely("")
+    assert not programs.starts_surely("sh-script") and not programs.starts_surely("plain", path)
+    assert not programs.starts_surely("sh", {"PATH": str(tmp_path / "bin")})

@@ -3,8 +3,9 @@
 Python raises KeyboardInterrupt wherever the main thread is; raised inside ``fork``'s hooks it
 is printed as a traceback and swallowed, and a build would go on. So the handler also records
 the request for :func:`checkpoint`, :func:`signals_deferred` runs a block as one step (a signal
-inside it is raised at its end), and :func:`signals_held` blocks the signals while a child is
-spawned.
+inside it is raised at its end), and :func:`signals_caught` keeps one from interrupting the
+spawn of a child (without blocking it: a child started by vfork keeps the spawning thread's
+signal mask).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 _requested = threading.Event()
 SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -75,13 +77,49 @@ def checkpoint() -> None:
 
 
 @contextmanager
-def signals_held() -> Iterator[None]:
-    """The interrupts blocked for the block (a child being spawned), delivered after it."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+def signals_caught() -> Iterator[None]:
+    """SIGINT and SIGTERM recorded over the block (a child being spawned) and delivered to
+    their own handlers after it, so no exception comes out of the middle of a spawn (a child
+    started and no object left to stop it by). Nothing is blocked: a child started by vfork
+    begins with the spawning thread's signal mask, and must have these unblocked.
+
+    Python runs signal handlers in the main thread only; in another thread nothing can be
+    raised and the block just runs. An ignored signal stays ignored (a child inherits that),
+    and one handled outside Python is left alone."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    arrived: list[int] = []
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    saved: dict[signal.Signals, Any] = {}
     try:
+        for sig in SIGNALS:  # a signal pending here reaches its own handler, which may raise
+            now = signal.getsignal(sig)
+            if now is not None and now != signal.SIG_IGN:
+                saved[sig] = now
+                signal.signal(sig, note)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+        try:
+            _restore(saved)
+        finally:
+            if arrived:  # the last one, as envkit's handler passes on the last
+                signal.raise_signal(arrived[-1])
+
+
+def _restore(saved: dict[signal.Signals, Any]) -> None:
+    """Every handler put back, even when one put back first raises for a signal still pending
+    (``signal.signal`` runs pending handlers first); that exception is raised after."""
+    raised: BaseException | None = None
+    for sig, previous in saved.items():
+        while True:
+            try:
+                signal.signal(sig, previous)
+                break
+            except BaseException as exc:  # a handler's: raised once all are back
+                raised = exc
+    if raised is not None:
+        raise raised

@@ -3,11 +3,17 @@
 Two things make this more than ``subprocess.run``:
 
 - Ctrl-C and SIGTERM are never lost. Python raises KeyboardInterrupt wherever the main
-  thread is; raised inside ``fork``'s hooks it is printed as a traceback and swallowed, and a
-  build would go on. So signals are held while a child is spawned, and the handler also
-  records the request for :func:`checkpoint`.
-- A child dies with envkit (Linux parent-death signal): a killed build never leaves uv
-  writing into a folder that recovery is about to remove.
+  thread is; raised in the middle of a spawn it would leave a child no one stops. So a
+  signal arriving during a spawn is delivered after it, and the handler also records the
+  request for :func:`checkpoint`.
+- A child dies with envkit (Linux parent-death signal, SIGKILL, set before its program
+  runs): a killed build never leaves uv writing into a folder that recovery is about to
+  remove. A child is started by vfork (a fork copies envkit's page tables: about 20 ms of
+  CPU a child, against 1.7, in a parent holding 300 MB; docs/benchmarks.md) through
+  util-linux's ``setpriv --pdeathsig KILL``, which sets the signal and execs the program,
+  when ``io.programs`` says the program will start (else Popen could not raise what its
+  exec says); otherwise, or without a setpriv that does this (:func:`setpriv`), it is
+  forked and sets the signal itself.
 
 What a child writes is read within a cap (:data:`OUTPUT_CAP` bytes a stream, by default):
 a child that prints without end (an interpreter whose sitecustomize.py writes gigabytes) is
@@ -18,18 +24,18 @@ Work that runs children from several threads at once (the lock matrix) gives its
 
 A long-running child whose output is watched as it comes (``envkit serve`` runs vLLM) is
 started with :func:`stream`, in a process group of its own, envkit a child subreaper
-meanwhile: its output is read with a deadline (:class:`Streaming`; ``io.pieces`` cuts it
-into bounded lines), and :meth:`Streaming.stop` ends every process it started (its group,
-and those that left it by ``setsid`` or a double fork, found in ``/proc`` by ``io.procfs``),
-a signal first and SIGKILL after a grace period.
+meanwhile: a :class:`~envkit.io.streaming.Streaming` reads its output with a deadline
+(``io.pieces`` cuts it into bounded lines) and ends every process it started.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,22 +47,93 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import OutputTooLarge
-from envkit.io import procfs
+from envkit.io import programs
 from envkit.io.interrupts import SIGNALS as _SIGNALS
 from envkit.io.interrupts import checkpoint as checkpoint
 from envkit.io.interrupts import install_signal_handlers as install_signal_handlers
 from envkit.io.interrupts import last_signal as last_signal
+from envkit.io.interrupts import signals_caught as _signals_caught
 from envkit.io.interrupts import signals_deferred as signals_deferred
-from envkit.io.interrupts import signals_held as _signals_held
+from envkit.io.streaming import READ_SIZE, subreaper
+from envkit.io.streaming import Stopped as Stopped
+from envkit.io.streaming import Streaming as Streaming
 
 _PR_SET_PDEATHSIG = 1
 _libc: Any = None  # loaded once in the parent: a child has no time to load libraries
+SETPRIV_VARIABLE = "ENVKIT_SETPRIV"  # the setpriv to start children through; empty: none
 
 
 def _child_setup() -> None:  # pragma: no cover - runs in the child, before exec
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # inherited from _signals_held
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # whatever the spawning thread had
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def setpriv() -> str | None:
+    """The setpriv children are started through: ``ENVKIT_SETPRIV`` (a path; empty for
+    none, which starts every child forked), else the one on PATH; None when there is none
+    or it does not set the parent-death signal (before util-linux 2.33), tried once."""
+    return _setpriv(os.environ.get(SETPRIV_VARIABLE))
+
+
+@functools.cache
+def _setpriv(named: str | None) -> str | None:
+    found = shutil.which("setpriv") if named is None else named
+    if not found or not sys.platform.startswith("linux"):
+        return None
+    try:  # it sets the signal and execs what follows "--": itself, to say its version
+        tried = subprocess.run(
+            [found, "--pdeathsig", "KILL", "--", found, "--version"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if tried.returncode == 0 else None
+
+
+def _popen(
+    args: Sequence[str],
+    *,
+    group: bool,
+    stdout: int | None,
+    stderr: int | None,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+) -> subprocess.Popen[bytes]:
+    """The child started: by vfork through setpriv (``group``: leading a process group of
+    its own), else forked, setting its parent-death signal (and group) itself."""
+    argv, held = list(args), set()
+    trampoline = setpriv() if os.name == "posix" else None
+    vfork = bool(trampoline) and (not group or sys.version_info >= (3, 11))  # process_group
+    options: dict[str, Any] = {"preexec_fn": _group_child_setup if group else _child_setup}
+    if vfork and argv and programs.starts_surely(argv[0], env, cwd):
+        options = {"process_group": 0} if group else {}
+        argv = [str(trampoline), "--pdeathsig", "KILL", "--", *argv]
+        held = _SIGNALS & signal.pthread_sigmask(signal.SIG_BLOCK, ())  # the child's mask
+    elif os.name != "posix":  # pragma: no cover - no preexec_fn there
+        options = {}
+    if held:  # blocked by whoever runs this thread: not in the child
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            bufsize=0 if group else -1,
+            **options,
+        )
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    proc.args = list(args)  # the caller's, not the trampoline's
+    return proc
 
 
 def _load_libc() -> None:
@@ -124,17 +201,16 @@ def run(
     proc: subprocess.Popen[bytes] | None = None
     _load_libc()
     try:
-        with _signals_held():
-            proc = subprocess.Popen(
-                list(args),
+        with _signals_caught():
+            proc = _popen(
+                args,
+                group=False,
                 stdout=subprocess.PIPE if capture else None,
                 stderr=(subprocess.STDOUT if merge_stderr else subprocess.PIPE)
                 if capture
                 else None,
-                stdin=subprocess.DEVNULL,
-                env=None if env is None else dict(env),
+                env=env,
                 cwd=cwd,
-                preexec_fn=_child_setup if os.name == "posix" else None,
             )
         out, err = _collect(proc, args, timeout, max_output)
     except BaseException:
@@ -183,6 +259,9 @@ def _collect(
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdout, proc.stderr):  # an interrupt before _collect left them open
+        if pipe is not None:
+            pipe.close()
     proc.terminate()
     try:
         proc.wait(timeout=10)
@@ -196,22 +275,6 @@ def _group_child_setup() -> None:  # pragma: no cover - runs in the child, befor
     _child_setup()
 
 
-_PR_SET_CHILD_SUBREAPER = 36
-_reaping = 0  # open Streamings: envkit is a subreaper while one is
-_reaping_lock = threading.Lock()
-
-
-def _subreaper(on: bool) -> None:
-    """Make envkit a child subreaper (Linux 3.4 on) while a streamed child runs: a process
-    its child leaves behind (a double fork, a daemon) is then reparented to envkit, not to
-    init, and stays findable. Off again once the last Streaming is closed."""
-    global _reaping
-    with _reaping_lock:
-        _reaping += 1 if on else -1
-        if _libc is not None and (_reaping == 1 if on else _reaping == 0):
-            _libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
-
-
 def stream(
     args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Streaming:
@@ -223,209 +286,23 @@ def stream(
     Raises OSError when the program cannot start.
     """
     _load_libc()
-    proc: subprocess.Popen[bytes] | None = None
-    _subreaper(True)
+    child: Streaming | None = None
+    reaping = False
     try:
-        with _signals_held():
-            proc = subprocess.Popen(
-                list(args),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=None if env is None else dict(env),
-                cwd=cwd,
-                bufsize=0,
-                preexec_fn=_group_child_setup if os.name == "posix" else None,
-            )
-    except BaseException:  # an interrupt held during the spawn arrives here
-        if proc is None:
-            _subreaper(False)
-        else:
-            child = Streaming(proc)
-            child.stop(1.0)
-            child.close()
+        with _signals_caught():  # no interrupt between the subreaper, the spawn and the object
+            subreaper(True)
+            reaping = True
+            child = Streaming(
+                _popen(args, group=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       env=env, cwd=cwd)
+            )  # fmt: skip
+    except BaseException:  # an interrupt caught during the spawn arrives here
+        if child is not None:
+            try:
+                child.stop(1.0)
+            finally:
+                child.close()
+        elif reaping:
+            subreaper(False)
         raise
-    return Streaming(proc)
-
-
-READ_SIZE = 64 * 1024
-KILL_WAIT = 5.0  # seconds for the kernel to end a group after SIGKILL
-
-
-@dataclass(frozen=True)
-class Stopped:
-    """How a child and everything it started were ended: ``signal`` the last one sent (''
-    when all had ended by themselves), after ``seconds``, and the processes of it still
-    alive (none, normally)."""
-
-    signal: str
-    seconds: float
-    left: tuple[int, ...]
-
-
-class Streaming:
-    """A child started by :func:`stream`: read its output with a deadline, ask which of the
-    processes it started still run, signal them, stop them.
-
-    What counts as the child's (Linux, from ``/proc``), each process known by its pid and
-    start time so that a pid used again by another process is never signalled:
-
-    - the child and every process below it by parent links;
-    - every process of its process group;
-    - every process reparented to envkit (a subreaper while the child runs) that started
-      after the child: only a descendant of a child of envkit is reparented to it, and
-      envkit starts nothing else while it streams;
-    - every process seen as one of these before (a double fork's grandchild once its parent
-      has exited), and what is below those.
-    """
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.pid = proc.pid
-        self.pgid = proc.pid  # the child leads its group (setpgid before exec)
-        assert proc.stdout is not None
-        self._out = proc.stdout
-        self._eof = False
-        self._closed = False
-        self._linux = procfs.available()
-        first = procfs.stat(self.pid) if self._linux else None
-        self._start = first.start if first is not None else 0
-        self._seen: dict[int, int] = {self.pid: self._start}  # pid -> start time
-        self._signalled: set[tuple[int, int, str]] = set()
-
-    def read(self, timeout: float) -> bytes | None:
-        """What the child wrote within ``timeout`` seconds (at most READ_SIZE bytes): None
-        when nothing came, ``b""`` once every writer closed the pipe."""
-        if self._eof:
-            return b""
-        ready, _w, _x = select.select([self._out], [], [], max(0.0, timeout))
-        if not ready:
-            return None
-        data = os.read(self._out.fileno(), READ_SIZE)
-        self._eof = not data
-        return data
-
-    @property
-    def eof(self) -> bool:
-        return self._eof
-
-    def returncode(self) -> int | None:
-        """The child's exit code once it has ended (it is reaped here), else None."""
-        return self.proc.poll()
-
-    def wait(self, timeout: float) -> int | None:
-        """The child's exit code once it ends within ``timeout`` seconds, else None."""
-        try:
-            return self.proc.wait(timeout=max(0.0, timeout))
-        except subprocess.TimeoutExpired:
-            return None
-
-    def track(self) -> dict[int, procfs.Proc]:
-        """Look at ``/proc`` once: every process of the child's (see the class), alive or a
-        zombie, by pid. Reaps the zombies reparented to envkit."""
-        me = os.getpid()
-        mine = procfs.family(self.pid, self._start, self.pgid, self._seen, me)
-        self._seen = {pid: p.start for pid, p in mine.items()} | {self.pid: self._start}
-        for pid, p in mine.items():
-            if not p.alive and p.ppid == me and pid != self.pid:  # Popen reaps its own
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-        return mine
-
-    def members(self) -> tuple[int, ...]:
-        """The live processes of the child's (zombies do not count: they run nothing)."""
-        self.proc.poll()
-        if not self._linux:  # pragma: no cover - no /proc: the group alone
-            try:
-                os.killpg(self.pgid, 0)
-            except (ProcessLookupError, PermissionError):
-                return ()
-            return (self.pgid,)
-        return tuple(sorted(pid for pid, p in self.track().items() if p.alive))
-
-    def holds_port(self, port: int) -> bool | None:
-        """Whether a live process of the child's listens on TCP ``port``; None where
-        ``/proc`` cannot say."""
-        if not self._linux:  # pragma: no cover - not Linux
-            return None
-        return any(True for _ in procfs.holders(procfs.listening(port), self.members()))
-
-    def send(self, sig: signal.Signals, *, again: bool = True) -> bool:
-        """Send ``sig`` to every live process of the child's (``again=False``: only to
-        those that have not had it yet); False when none is left."""
-        if not self._linux:  # pragma: no cover - not Linux
-            try:
-                os.killpg(self.pgid, sig)
-            except (ProcessLookupError, PermissionError):
-                return False
-            return True
-        live = {pid: p for pid, p in self.track().items() if p.alive}
-        if again and any(p.pgrp == self.pgid for p in live.values()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pgid, sig)  # at once: a member forking meanwhile is in it too
-        for pid, p in live.items():
-            if not again and (pid, p.start, sig.name) in self._signalled:
-                continue
-            now = procfs.stat(pid)
-            if now is not None and now.start == p.start:  # not ended, its pid not reused
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
-            self._signalled.add((pid, p.start, sig.name))
-        return bool(live)
-
-    def stop(
-        self,
-        grace: float,
-        *,
-        first: signal.Signals = signal.SIGTERM,
-        drain: Callable[[bytes], None] | None = None,
-    ) -> Stopped:
-        """End the child and every process of it: ``first`` (SIGTERM, or the interrupt
-        being passed on), then SIGKILL to what still runs after ``grace`` seconds. Output
-        written meanwhile goes to ``drain`` (so a child logging its shutdown never blocks on
-        a full pipe). A KeyboardInterrupt while waiting kills them at once and is raised
-        again."""
-        start = time.monotonic()
-        if not self.members():
-            self.proc.poll()
-            return Stopped("", 0.0, ())
-        sent = first.name
-        try:
-            self.send(first)
-            if not self._gone_by(start + grace, drain, first):
-                sent = "SIGKILL"
-                self.send(signal.SIGKILL)
-                self._gone_by(time.monotonic() + KILL_WAIT, drain, signal.SIGKILL)
-        except KeyboardInterrupt:
-            self.send(signal.SIGKILL)
-            self._gone_by(time.monotonic() + KILL_WAIT, None, signal.SIGKILL)
-            raise
-        return Stopped(sent, time.monotonic() - start, self.members())
-
-    def _gone_by(
-        self, deadline: float, drain: Callable[[bytes], None] | None, sig: signal.Signals
-    ) -> bool:
-        while True:
-            if not self.members():  # what it wrote on its way out, without waiting for more
-                for _ in range(64 if drain is not None else 0):  # at most 4 MiB
-                    if not (data := self.read(0)) or drain is None:
-                        break
-                    drain(data)
-                return True
-            if self._linux:
-                self.send(sig, again=False)  # to what started meanwhile
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            if self._eof:
-                time.sleep(min(0.02, left))  # bounded by the deadline
-                continue
-            data = self.read(min(0.05, left))
-            if data and drain is not None:
-                drain(data)
-
-    def close(self) -> None:
-        self._out.close()
-        if not self._closed:
-            self._closed = True
-            _subreaper(False)
+    return child
