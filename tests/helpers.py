@@ -189,23 +189,23 @@ def lock_args(indexes: Indexes, *extra: str) -> list[str]:
 
 # the JSON Schemas envkit ships
 def schema(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = copy.deepcopy(_checked_schema(name))
+    data: dict[str, Any] = copy.deepcopy(_loaded_schema(name))
     return data
 
 
 @functools.cache
-def _checked_schema(name: str) -> dict[str, Any]:
-    """Read and checked against the metaschema once per process (a second or so for the
-    outputs schema): the file does not change while the tests run."""
+def _loaded_schema(name: str) -> dict[str, Any]:
+    """Read once per process. That each file holds against its metaschema is one test's
+    (tests/test_schemas.py), run once a run: checking it here cost every worker half a
+    second while collecting, for a fact about a file that does not change while tests run."""
     text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
     data: dict[str, Any] = json.loads(text)
-    jsonschema.Draft202012Validator.check_schema(data)
     return data
 
 
 @functools.cache
 def _output_validator(command: str) -> jsonschema.Draft202012Validator:
-    outputs = _checked_schema("outputs")  # checked already: validate() would check it again
+    outputs = _loaded_schema("outputs")  # its metaschema check is test_schemas' own
     return jsonschema.Draft202012Validator({**outputs, "$ref": f"#/$defs/{command}"})
 
 
