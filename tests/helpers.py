@@ -28,7 +28,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
     """A folder that ``make`` fills once a run, however many xdist workers ask for it (the
     xdist recipe): the first to ask makes it in the run's temporary folder, the workers' common
     parent, holding a lock that the others wait on, then read what it made. ``name`` is the
