@@ -235,7 +235,9 @@ def upgrade_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 # ENVKIT_TEST_CPU=FOLDER: each test's CPU seconds (this process and the children it waited
 # for: the uv runs, the envkit processes) and wall seconds, setup and teardown included, one
 # JSON line per test in FOLDER/<worker>.jsonl (benchmarks/suite_time.py --per-test reads them).
-# The first test to use a session fixture pays for building it.
+# The first test to use a session fixture pays for building it; one made once a run
+# (helpers.made_once) is paid for by the run's first, and another worker's test waiting
+# for it is charged the wait as wall time.
 _CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU", "")
 if _CPU_FOLDER:
     import json as _json
