@@ -34,7 +34,7 @@ import properties  # noqa: E402
 import indexserver  # noqa: E402
 import registry_world  # noqa: E402
 import wheelhouse  # noqa: E402
-from helpers import build_args, envkit, profile_text  # noqa: E402
+from helpers import build_args, envkit, made_once, profile_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,20 +94,24 @@ class Indexes:
 
 @pytest.fixture(scope="session")
 def indexes(tmp_path_factory: pytest.TempPathFactory) -> Indexes:
-    root = tmp_path_factory.mktemp("indexes")
-    cpu = wheelhouse.write_index(
-        root / "cpu",
-        [
-            wheelhouse.vllm(),
-            wheelhouse.transformers("4.51.3", with_attribute=True),
-            wheelhouse.torch("2.6.0", cuda=None),
-        ],
-    )
-    return Indexes(
-        default=wheelhouse.standard_index(root / "default"),
-        cpu=cpu,
-        mirror=wheelhouse.mirror_index(root / "mirror"),
-    )
+    """Made once a run (helpers.made_once) and only read: a test that changes an index copies
+    it first."""
+
+    def make(root: Path) -> None:
+        wheelhouse.write_index(
+            root / "cpu",
+            [
+                wheelhouse.vllm(),
+                wheelhouse.transformers("4.51.3", with_attribute=True),
+                wheelhouse.torch("2.6.0", cuda=None),
+            ],
+        )
+        wheelhouse.standard_index(root / "default")
+        wheelhouse.mirror_index(root / "mirror")
+
+    root = made_once(tmp_path_factory, "indexes", make)
+    # write_index's URL: the index's simple/ folder
+    return Indexes(*((root / name / "simple").as_uri() for name in ("default", "cpu", "mirror")))
 
 
 @pytest.fixture
@@ -122,10 +126,19 @@ def project(tmp_path: Path) -> Path:
 
 @contextmanager
 def _published(
-    folder: Path, wheels: list[wheelhouse.Wheel], upload_times: Callable[[Path], dict[str, str]]
+    factory: pytest.TempPathFactory,
+    name: str,
+    wheels: Callable[[], list[wheelhouse.Wheel]],
+    upload_times: Callable[[Path], dict[str, str]],
 ) -> Iterator[indexserver.Server]:
-    for wheel in wheels:
-        wheel.write(folder)
+    """``wheels`` written once a run into a folder every worker reads (helpers.made_once),
+    served by a server of this process's own (a test sets its status, reads its paths)."""
+
+    def write(folder: Path) -> None:
+        for wheel in wheels():
+            wheel.write(folder)
+
+    folder = made_once(factory, name, write)
     with indexserver.serve(folder) as server:
         server.upload_times = upload_times(folder)
         yield server
@@ -134,8 +147,9 @@ def _published(
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index on 127.0.0.1 publishing registry_world's wheels, with range requests."""
-    folder = tmp_path_factory.mktemp("world")
-    with _published(folder, registry_world.wheels(), registry_world.upload_times) as server:
+    with _published(
+        tmp_path_factory, "world", registry_world.wheels, registry_world.upload_times
+    ) as server:
         yield server
 
 
@@ -149,13 +163,15 @@ def scan_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def built_template(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    """A project with envs/good.toml built into .venv once per session; copy before use."""
-    root = tmp_path_factory.mktemp("built")
-    (root / "envs").mkdir()
-    (root / "envs" / "good.toml").write_text(profile_text())
-    res = envkit("build", "good", *build_args(indexes.default), cwd=root)
-    res.assert_ok()
-    return root
+    """A project with envs/good.toml built into .venv once a run (helpers.made_once: one build
+    for every worker); copy before use."""
+
+    def make(root: Path) -> None:
+        (root / "envs").mkdir()
+        (root / "envs" / "good.toml").write_text(profile_text())
+        envkit("build", "good", *build_args(indexes.default), cwd=root).assert_ok()
+
+    return made_once(tmp_path_factory, "built", make)
 
 
 @pytest.fixture
@@ -171,10 +187,11 @@ def lint_world_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[index
     """A local index publishing lint_world's tiny vLLM wheels (their serve parsers)."""
     import lint_world
 
-    folder = tmp_path_factory.mktemp("lint-world")
-    for wheel in lint_world.wheels():
-        wheel.write(folder)
-    with indexserver.serve(folder) as served:
+    def write(folder: Path) -> None:
+        for wheel in lint_world.wheels():
+            wheel.write(folder)
+
+    with indexserver.serve(made_once(tmp_path_factory, "lint-world", write)) as served:
         yield served
 
 
@@ -183,8 +200,7 @@ def compat_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index publishing compat_world's wheels (vLLM and three transformers)."""
     import compat_world as cw
 
-    folder = tmp_path_factory.mktemp("compat-world")
-    with _published(folder, cw.wheels(), cw.upload_times) as server:
+    with _published(tmp_path_factory, "compat-world", cw.wheels, cw.upload_times) as server:
         yield server
 
 
@@ -193,8 +209,7 @@ def runtime_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index publishing runtime_world's wheels (one vLLM and three transformers)."""
     import runtime_world as rw
 
-    folder = tmp_path_factory.mktemp("runtime-world")
-    with _published(folder, rw.wheels(), rw.upload_times) as server:
+    with _published(tmp_path_factory, "runtime-world", rw.wheels, rw.upload_times) as server:
         yield server
 
 
@@ -203,8 +218,7 @@ def startup_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A local index publishing startup_world's wheels (two vLLM and five transformers)."""
     import startup_world as sw
 
-    folder = tmp_path_factory.mktemp("startup-world")
-    with _published(folder, sw.wheels(), sw.upload_times) as server:
+    with _published(tmp_path_factory, "startup-world", sw.wheels, sw.upload_times) as server:
         yield server
 
 
@@ -214,15 +228,16 @@ def upgrade_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     and two tokenizers releases)."""
     import upgrade_world as uw
 
-    folder = tmp_path_factory.mktemp("upgrade-world")
-    with _published(folder, uw.wheels(), uw.upload_times) as server:
+    with _published(tmp_path_factory, "upgrade-world", uw.wheels, uw.upload_times) as server:
         yield server
 
 
 # ENVKIT_TEST_CPU=FOLDER: each test's CPU seconds (this process and the children it waited
 # for: the uv runs, the envkit processes) and wall seconds, setup and teardown included, one
 # JSON line per test in FOLDER/<worker>.jsonl (benchmarks/suite_time.py --per-test reads them).
-# The first test to use a session fixture pays for building it.
+# The first test to use a session fixture pays for building it; one made once a run
+# (helpers.made_once) is paid for by the run's first, and another worker's test waiting
+# for it is charged the wait as wall time.
 _CPU_FOLDER = os.environ.get("ENVKIT_TEST_CPU", "")
 if _CPU_FOLDER:
     import json as _json

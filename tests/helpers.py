@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,11 +19,36 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 
 if TYPE_CHECKING:
+    import pytest
+
     from conftest import Indexes
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout
 FIXTURES = ROOT / "tests" / "fixtures"
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
+    """A folder that ``make`` fills once a run, however many xdist workers ask for it (the
+    xdist recipe): the first to ask makes it in the run's temporary folder, the workers' common
+    parent, holding a lock that the others wait on, then read what it made. ``name`` is the
+    folder's, one per thing made. A failed ``make`` leaves no folder: the next worker to ask
+    tries again and fails as itself. Under ``-n 0`` the one process makes it in its own
+    temporary folder. What is made is shared: a test that changes it copies it first."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = factory.mktemp(name)
+        make(folder)
+        return folder
+    run = factory.getbasetemp().parent  # this run's, above each worker's own
+    folder, made = run / name, run / f"{name}.made"
+    with open(run / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not made.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            made.touch()
+    return folder
 
 
 def profile_text(
@@ -187,25 +215,38 @@ def lock_args(indexes: Indexes, *extra: str) -> list[str]:
     return ["--index-url", indexes.default, "--torch-index", "default", *extra]
 
 
+def locked_matrix(factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    """A project whose 4-cell profile (``matrix_profile([PY, OTHER])``, envs/m.toml) is locked
+    by ``envkit lock m``, once a run (made_once): tests/lock/test_lock.py and test_pylocks.py
+    copy it (a second lock writes the same bytes, test_lock shows)."""
+
+    def make(root: Path) -> None:
+        (root / "envs").mkdir()
+        (root / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
+        envkit("lock", "m", *lock_args(indexes), cwd=root).assert_ok()
+
+    return made_once(factory, "locked-m", make)
+
+
 # the JSON Schemas envkit ships
 def schema(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = copy.deepcopy(_checked_schema(name))
+    data: dict[str, Any] = copy.deepcopy(_loaded_schema(name))
     return data
 
 
 @functools.cache
-def _checked_schema(name: str) -> dict[str, Any]:
-    """Read and checked against the metaschema once per process (a second or so for the
-    outputs schema): the file does not change while the tests run."""
+def _loaded_schema(name: str) -> dict[str, Any]:
+    """Read once per process. That each file holds against its metaschema is one test's
+    (tests/test_schemas.py), run once a run: checking it here cost every worker half a
+    second while collecting, for a fact about a file that does not change while tests run."""
     text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
     data: dict[str, Any] = json.loads(text)
-    jsonschema.Draft202012Validator.check_schema(data)
     return data
 
 
 @functools.cache
 def _output_validator(command: str) -> jsonschema.Draft202012Validator:
-    outputs = _checked_schema("outputs")  # checked already: validate() would check it again
+    outputs = _loaded_schema("outputs")  # its metaschema check is test_schemas' own
     return jsonschema.Draft202012Validator({**outputs, "$ref": f"#/$defs/{command}"})
 
 

@@ -4,6 +4,7 @@ writes: the shipped profiles, every lock.json and index.json, and each command's
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -27,6 +28,18 @@ from helpers import (
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = Path(__file__).parent / "fixtures" / "models" / "Qwen2-VL-2B-Instruct"
 SHIPPED = "vllm-0.8.5+qwen2-vl"
+
+
+def test_every_shipped_schema_holds_against_its_metaschema() -> None:
+    """Once a run (helpers.schema only reads the files): each names draft 2020-12, the
+    dialect the tests validate with, and is a valid schema of it."""
+    shipped = sorted(resources.files("envkit").joinpath("schemas").iterdir(), key=str)
+    names = [p.name.removesuffix(".schema.json") for p in shipped if p.name.endswith(".json")]
+    assert {"index", "lock", "outputs", "profile"} <= set(names)
+    for name in names:
+        data = schema(name)
+        assert data["$schema"] == jsonschema.Draft202012Validator.META_SCHEMA["$id"], name
+        jsonschema.Draft202012Validator.check_schema(data)
 
 
 def test_shipped_profiles_locks_and_index_follow_their_schemas() -> None:

@@ -24,7 +24,7 @@ import indexserver
 import wheelhouse
 from base import buildah, ensure_base
 from conftest import Indexes
-from helpers import Result, envkit, output
+from helpers import Result, envkit, made_once, output
 
 CELL = "py3.11-linux-x86_64-cu124"  # the Debian bookworm base's Python
 
@@ -59,7 +59,8 @@ def locked(root: Path, index: str, name: str = "m", probes: tuple[str, ...] = ()
 
 @pytest.fixture(scope="module")
 def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    return locked(tmp_path_factory.mktemp("locked"), indexes.default)
+    """The module's one lock, made once a run (helpers.made_once), copied by ``project``."""
+    return made_once(tmp_path_factory, "locked-image", lambda root: locked(root, indexes.default))
 
 
 @pytest.fixture

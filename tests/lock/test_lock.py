@@ -21,7 +21,7 @@ from envkit.io.uv import find_uv
 
 import wheelhouse
 from conftest import Indexes
-from helpers import OTHER, PY, build_args, envkit, lock_args, matrix_profile
+from helpers import OTHER, PY, build_args, envkit, lock_args, locked_matrix, matrix_profile
 
 
 @pytest.fixture
@@ -34,12 +34,8 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    """``envkit lock m`` of the ``repo`` profile, run once for the module."""
-    root = tmp_path_factory.mktemp("locked")
-    (root / "envs").mkdir()
-    (root / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
-    envkit("lock", "m", *lock_args(indexes), cwd=root).assert_ok()
-    return root
+    """``envkit lock m`` of the ``repo`` profile, run once a run (helpers.locked_matrix)."""
+    return locked_matrix(tmp_path_factory, indexes)
 
 
 @pytest.fixture

@@ -18,18 +18,13 @@ from envkit.io.uv import find_uv
 from envkit.lock.pylocks import validate_file
 
 from conftest import Indexes
-from helpers import OTHER, PY, ROOT, lock_args, matrix_profile, run_cli
+from helpers import OTHER, PY, ROOT, locked_matrix
 
 
 @pytest.fixture(scope="module")
 def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    root = tmp_path_factory.mktemp("locked")
-    (root / "envs").mkdir()
-    (root / "envs" / "m.toml").write_text(matrix_profile([PY, OTHER]))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        assert run_cli("lock", "m", *lock_args(indexes)).code == 0
-    return root
+    """``envkit lock m`` of a 4-cell profile, once a run (helpers.locked_matrix)."""
+    return locked_matrix(tmp_path_factory, indexes)
 
 
 @pytest.fixture

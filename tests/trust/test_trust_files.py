@@ -33,7 +33,7 @@ from envkit.serving.plan.memory_plan import PlanInput, make_plan
 
 import indexserver
 from conftest import Indexes
-from helpers import PY, ROOT, envkit, matrix_profile, run_cli
+from helpers import PY, ROOT, envkit, made_once, matrix_profile, run_cli
 
 FUZZ = settings(
     max_examples=examples(30),
@@ -58,16 +58,19 @@ def index_profiles(folder: Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def locked_template(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    """Four one-cell profiles with the same content, so one lock serves all four."""
-    root = tmp_path_factory.mktemp("four")
-    (root / "envs").mkdir()
-    (root / "envs" / "m1.toml").write_text(ONE_CELL)
-    res = envkit("lock", "m1", "--index-url", indexes.default, "--torch-index", "default", cwd=root)
-    res.assert_ok()
-    for name in PROFILES[1:]:
-        shutil.copy(root / "envs" / "m1.toml", root / "envs" / f"{name}.toml")
-        shutil.copytree(root / "constraints" / "m1", root / "constraints" / name)
-    return root
+    """Four one-cell profiles with the same content, so one lock serves all four; made once a
+    run (helpers.made_once), copied by each test (``four``)."""
+
+    def make(root: Path) -> None:
+        (root / "envs").mkdir()
+        (root / "envs" / "m1.toml").write_text(ONE_CELL)
+        args = ("--index-url", indexes.default, "--torch-index", "default")
+        envkit("lock", "m1", *args, cwd=root).assert_ok()
+        for name in PROFILES[1:]:
+            shutil.copy(root / "envs" / "m1.toml", root / "envs" / f"{name}.toml")
+            shutil.copytree(root / "constraints" / "m1", root / "constraints" / name)
+
+    return made_once(tmp_path_factory, "locked-four", make)
 
 
 @pytest.fixture

@@ -17,20 +17,23 @@ import pytest
 import indexserver
 import registry_world
 from conftest import Indexes
-from helpers import PY, lock_args, matrix_profile, profile_text, run_cli
+from helpers import PY, lock_args, made_once, matrix_profile, profile_text, run_cli
 
 
 @pytest.fixture(scope="module")
 def _locked_once(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    root = tmp_path_factory.mktemp("locked")
-    (root / "envs").mkdir()
-    (root / "envs" / "m.toml").write_text(matrix_profile([PY]))
-    (root / "envs" / "n.toml").write_text(matrix_profile([PY]).replace("test", "test n"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        assert run_cli("lock", "--all", *lock_args(indexes)).code == 0
-        assert run_cli("publish", "--all").code == 0
-    return root
+    """Two profiles locked and published, once a run (helpers.made_once)."""
+
+    def make(root: Path) -> None:
+        (root / "envs").mkdir()
+        (root / "envs" / "m.toml").write_text(matrix_profile([PY]))
+        (root / "envs" / "n.toml").write_text(matrix_profile([PY]).replace("test", "test n"))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(root)
+            assert run_cli("lock", "--all", *lock_args(indexes)).code == 0
+            assert run_cli("publish", "--all").code == 0
+
+    return made_once(tmp_path_factory, "locked-trust", make)
 
 
 @pytest.fixture
