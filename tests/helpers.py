@@ -32,9 +32,9 @@ def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path],
     """A folder that ``make`` fills once a run, however many xdist workers ask for it (the
     xdist recipe): the first to ask makes it in the run's temporary folder, the workers' common
     parent, holding a lock that the others wait on, then read what it made. ``name`` is the
-    folder's, one per thing made. A failed ``make`` leaves no folder: the next worker to ask
-    tries again and fails as itself. Under ``-n 0`` the one process makes it in its own
-    temporary folder. What is made is shared: a test that changes it copies it first."""
+    folder's, one per thing made. A failed ``make`` leaves no ``.made`` marker: the next
+    worker to ask clears the folder, makes it again and fails as itself. Under ``-n 0`` the
+    one process makes it in its own temporary folder. What is made is shared: a test that changes it copies it first."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         folder = factory.mktemp(name)
         make(folder)

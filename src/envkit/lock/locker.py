@@ -219,8 +219,9 @@ class Locker:
             return None
         head = [line for line in text.splitlines()[:8] if line.startswith("#")]
         wanted = (f"uv: {self.uv_version()}", self._index_line(cell, torch))
+        named = all(f"# {visible(w)}" in head for w in wanted)  # as _header writes them
         masked = MASK in text.split("\n", len(head))[-1]
-        return pylock if same and not masked and all(f"# {w}" in head for w in wanted) else None
+        return pylock if same and named and not masked else None
 
     def _extensions(self, profile: Profile, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
         """Why a locked package's compiled modules do not link against the cell's torch
