@@ -34,7 +34,8 @@ def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path],
     parent, holding a lock that the others wait on, then read what it made. ``name`` is the
     folder's, one per thing made. A failed ``make`` leaves no ``.made`` marker: the next
     worker to ask clears the folder, makes it again and fails as itself. Under ``-n 0`` the
-    one process makes it in its own temporary folder. What is made is shared: a test that changes it copies it first."""
+    one process makes it in its own temporary folder. What is made is shared: a test that
+    changes it copies it first."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         folder = factory.mktemp(name)
         make(folder)
