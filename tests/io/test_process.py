@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from properties import examples
 
 from envkit.errors import OutputTooLarge
 from envkit.io import process
@@ -357,16 +358,24 @@ def test_an_interrupt_at_any_moment_of_a_spawn_leaves_no_child(
 ) -> None:
     """SIGINT (and SIGTERM, under envkit's handlers) sent to envkit at random moments around
     the spawn of a long child: each ends in KeyboardInterrupt, every child started is
-    stopped and reaped, and envkit is no longer a subreaper."""
+    stopped and reaped, and envkit is no longer a subreaper.
+
+    The timer sends each to the main thread, as the kernel delivers a Ctrl-C to a process
+    whose other threads block it (envkit's do: io.interrupts.to_main_thread). Sent with
+    os.kill, Linux hands it to the sending thread, which wakes no one: the main thread then
+    notices it only when it next runs bytecode (250 ms later in Popen.wait's polling, and
+    only when ``sleep 30`` ends in a blocking wait)."""
     _start_children(way, monkeypatch)
     before = _my_children()
     saved = signal.signal(signal.SIGINT, signal.default_int_handler)
     signals = [signal.SIGINT, signal.SIGTERM] if handlers == "envkit" else [signal.SIGINT]
-    chance = random.Random(28)
+    chance = random.Random()  # every run looks at other moments (properties.py)
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
     try:
-        for round_ in range(40):
+        for round_ in range(examples(16)):
             sig = signals[round_ % len(signals)]
-            timer = threading.Timer(chance.uniform(0, 0.004), os.kill, (os.getpid(), sig))
+            timer = threading.Timer(chance.uniform(0, 0.004), signal.pthread_kill, (main, sig))
             restore = process.install_signal_handlers() if handlers == "envkit" else None
             try:  # envkit's handlers installed again each round: the request recorded cleared
                 with pytest.raises(KeyboardInterrupt):
@@ -418,3 +427,46 @@ def test_the_trampoline_is_taken_only_for_a_program_exec_will_start(tmp_path: Pa
     assert not programs.starts_surely(str(inner)) and not programs.starts_surely("")
     assert not programs.starts_surely("sh-script") and not programs.starts_surely("plain", path)
     assert not programs.starts_surely("sh", {"PATH": str(tmp_path / "bin")})
+
+
+@LINUX
+@WAYS
+@pytest.mark.parametrize("handlers", ["envkit", "python", "deferred"])
+def test_a_signal_another_thread_takes_still_ends_the_wait_at_once(
+    way: str, handlers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGINT whose C handler runs in another thread (a library's, or any thread the
+    kernel picks while the main thread blocks it) wakes run()'s wait on the child at once:
+    its handler runs in the main thread, and the child is stopped. Without the wakeup
+    descriptor the main thread would sleep in select until ``sleep 30`` ended. Inside
+    ``signals_deferred`` the handler only records it: the wait goes on to the child's end
+    (here a short one) and the interrupt is raised there."""
+    _start_children(way, monkeypatch)
+    before = _my_children()
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    restore = process.install_signal_handlers() if handlers != "python" else None
+
+    def elsewhere() -> None:
+        time.sleep(0.2)  # the main thread is in select by then
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    thread = threading.Thread(target=elsewhere)
+    try:
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            thread.start()
+            if handlers == "deferred":
+                with process.signals_deferred():
+                    done = process.run(["sleep", "0.5"])
+                    assert done.returncode == 0  # run to its end, then raised
+            else:
+                process.run(["sleep", "30"])
+        took = time.monotonic() - start
+    finally:
+        thread.join()
+        if restore is not None:
+            restore()
+        signal.signal(signal.SIGINT, saved)
+    assert took < (10 if handlers == "deferred" else 5), took
+    assert handlers != "deferred" or took >= 0.5
+    assert _my_children() - before == set()

@@ -5,11 +5,15 @@ is printed as a traceback and swallowed, and a build would go on. So the handler
 the request for :func:`checkpoint`, :func:`signals_deferred` runs a block as one step (a signal
 inside it is raised at its end), and :func:`signals_caught` keeps one from interrupting the
 spawn of a child (without blocking it: a child started by vfork keeps the spawning thread's
-signal mask).
+signal mask). :func:`woken_by_signals` gives a wait on file descriptors one more to wait on,
+which a signal makes readable: Python runs a signal's handler between bytecodes, so one landing
+just before a ``select`` blocks, or taken by another thread, would otherwise wait for the
+select to end.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -123,3 +127,49 @@ def _restore(saved: dict[signal.Signals, Any]) -> None:
                 raised = exc
     if raised is not None:
         raise raised
+
+
+_wakeup: tuple[int, int] | None = None  # the pipe signal.set_wakeup_fd writes into, made once
+
+
+@contextmanager
+def woken_by_signals() -> Iterator[int | None]:
+    """Over the block, a file descriptor that becomes readable when a signal arrives (the
+    read end of a pipe given to ``signal.set_wakeup_fd``, whose C handler writes a byte
+    whichever thread takes the signal): a ``select`` waiting on it beside its own returns,
+    and the handler runs at the next bytecode. Without it, a Ctrl-C arriving between the
+    last bytecode and the select, or taken by another thread, waits until the select ends
+    (a whole ``uv sync``). Pass what becomes readable to :func:`drain_wakeups`.
+
+    None outside the main thread (only it runs handlers, only it may set the descriptor)
+    and while another wakeup descriptor is set (an event loop's): that one is left alone."""
+    global _wakeup
+    if threading.current_thread() is not threading.main_thread() or os.name != "posix":
+        yield None
+        return
+    if _wakeup is None:
+        read, write = os.pipe()
+        for fd in (read, write):
+            os.set_blocking(fd, False)
+            os.set_inheritable(fd, False)
+        _wakeup = (read, write)
+    previous = signal.set_wakeup_fd(_wakeup[1], warn_on_full_buffer=False)
+    if previous != -1:  # someone else's: put back, and no descriptor of ours
+        signal.set_wakeup_fd(previous)
+        yield None
+        return
+    try:
+        drain_wakeups(_wakeup[0])  # bytes of signals already handled are not news
+        yield _wakeup[0]
+    finally:
+        signal.set_wakeup_fd(-1)
+
+
+def drain_wakeups(fd: int) -> None:
+    """Read what signals wrote into :func:`woken_by_signals`'s descriptor (it never blocks)."""
+    while True:
+        try:
+            if not os.read(fd, 512):
+                return
+        except (BlockingIOError, InterruptedError):
+            return

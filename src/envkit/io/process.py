@@ -50,10 +50,12 @@ from envkit.errors import OutputTooLarge
 from envkit.io import programs
 from envkit.io.interrupts import SIGNALS as _SIGNALS
 from envkit.io.interrupts import checkpoint as checkpoint
+from envkit.io.interrupts import drain_wakeups as _drain_wakeups
 from envkit.io.interrupts import install_signal_handlers as install_signal_handlers
 from envkit.io.interrupts import last_signal as last_signal
 from envkit.io.interrupts import signals_caught as _signals_caught
 from envkit.io.interrupts import signals_deferred as signals_deferred
+from envkit.io.interrupts import woken_by_signals as _woken_by_signals
 from envkit.io.streaming import READ_SIZE, subreaper
 from envkit.io.streaming import Stopped as Stopped
 from envkit.io.streaming import Streaming as Streaming
@@ -235,27 +237,46 @@ def _collect(
     pipes = {p.fileno(): (name, p) for name, p in (("stdout", proc.stdout), ("stderr", proc.stderr))
              if p is not None}  # fmt: skip
     try:
-        while pipes:
-            left = None if ends is None else ends - time.monotonic()
-            if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(list(args), timeout or 0)
-            ready, _w, _x = select.select(list(pipes), [], [], left)
-            for fd in ready:
-                name, pipe = pipes[fd]
-                data = os.read(fd, READ_SIZE)
-                if not data:
-                    pipe.close()
-                    del pipes[fd]
-                    continue
-                kept[name] += data
-                if len(kept[name]) > cap:
-                    raise OutputTooLarge(str(args[0]), name, cap)
+        with _woken_by_signals() as woken:
+            _read_pipes(pipes, kept, args, ends, timeout, cap, woken)
     finally:  # a child stopped early gets EPIPE; none of its pipes is left open
         for _name, pipe in pipes.values():
             pipe.close()
     left = None if ends is None else max(0.0, ends - time.monotonic())
     proc.wait(timeout=left)
     return bytes(kept["stdout"]), bytes(kept["stderr"])
+
+
+def _read_pipes(
+    pipes: dict[int, tuple[str, Any]],
+    kept: dict[str, bytearray],
+    args: Sequence[str],
+    ends: float | None,
+    timeout: float | None,
+    cap: int,
+    woken: int | None,
+) -> None:
+    """Read until every pipe is closed (each closed pipe leaves ``pipes``); a signal makes
+    ``woken`` readable (io.interrupts.woken_by_signals), so its handler runs at once."""
+    watched = [] if woken is None else [woken]
+    while pipes:
+        left = None if ends is None else ends - time.monotonic()
+        if left is not None and left <= 0:
+            raise subprocess.TimeoutExpired(list(args), timeout or 0)
+        ready, _w, _x = select.select([*pipes, *watched], [], [], left)
+        for fd in ready:
+            if fd == woken:
+                _drain_wakeups(fd)
+                continue
+            name, pipe = pipes[fd]
+            data = os.read(fd, READ_SIZE)
+            if not data:
+                pipe.close()
+                del pipes[fd]
+                continue
+            kept[name] += data
+            if len(kept[name]) > cap:
+                raise OutputTooLarge(str(args[0]), name, cap)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
