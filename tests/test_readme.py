@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import re
 import shlex
 from collections.abc import Iterator
@@ -406,3 +407,22 @@ def test_the_option_check_bites() -> None:
     ]
     with pytest.raises(AssertionError, match="no command 'biuld'"):
         unknown_options("envkit biuld X")
+
+
+def test_no_page_says_a_thing_twice() -> None:
+    """A merge that keeps both sides leaves a line written twice in a row, or a table with
+    two rows for one thing (an old and a new row for a package): neither is on any page."""
+    for page in pages():
+        lines = _read(page).splitlines()
+        for number, (line, after) in enumerate(itertools.pairwise(lines), 2):
+            assert not (line.strip() and line == after), f"{_name(page)}:{number}: {line!r}"
+        tables: list[list[str]] = [[]]
+        for line in lines:
+            if line.startswith("|"):
+                tables[-1].append(line)
+            elif tables[-1]:
+                tables.append([])
+        for table in tables:
+            firsts = [row.split("|")[1].strip() for row in table[2:]]  # past head and rule
+            twice = sorted({first for first in firsts if firsts.count(first) > 1})
+            assert not twice, f"{_name(page)}: a table has two rows for {twice}"
