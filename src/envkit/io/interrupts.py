@@ -132,6 +132,20 @@ def _restore(saved: dict[signal.Signals, Any]) -> None:
 _wakeup: tuple[int, int] | None = None  # the pipe signal.set_wakeup_fd writes into, made once
 
 
+def _own_pipe_after_fork() -> None:
+    """A forked child (the tests' zygote forks envkit) makes its own pipe: one shared with
+    the parent would let each read the other's wakeups."""
+    global _wakeup
+    if _wakeup is not None:
+        for fd in _wakeup:
+            os.close(fd)
+        _wakeup = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_own_pipe_after_fork)
+
+
 @contextmanager
 def woken_by_signals() -> Iterator[int | None]:
     """Over the block, a file descriptor that becomes readable when a signal arrives (the
