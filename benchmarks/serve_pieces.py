@@ -3,7 +3,7 @@ the log file and the watch get them) and ``io.pieces.Screen`` (lines as a termin
 them), on a megabyte of each kind of output that could cost time or memory: carriage
 returns alone, progress-bar updates, one-character updates, a line that never ends. Prints
 the time and the peak memory Python allocated (tracemalloc) for each, read in 64 KiB
-chunks as ``io.process.Streaming`` reads them. Run by hand:
+chunks as ``io.streaming.Streaming`` reads them. Run by hand:
 
     python benchmarks/serve_pieces.py
 """

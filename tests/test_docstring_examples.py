@@ -9,7 +9,13 @@ import importlib
 import pytest
 
 # the modules whose value types carry examples; each must keep at least one
-WITH_EXAMPLES = ("envkit.gpu.arch", "envkit.gpu.needs", "envkit.lock.cells", "envkit.results")
+WITH_EXAMPLES = (
+    "envkit.gpu.arch",
+    "envkit.gpu.needs",
+    "envkit.lock.cells",
+    "envkit.results",
+    "envkit.serving.plan.verdict",
+)
 
 
 @pytest.mark.parametrize("name", WITH_EXAMPLES)

@@ -103,6 +103,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], Callable[[], set[str]]]] = {
             "gpu/published/profilefit.py",
             "serving/plan/memory_plan.py",
             "serving/plan/mmbudget.py",
+            "serving/plan/verdict.py",
         ),
         lambda: {bounds.TOO_OLD, bounds.TOO_NEW, bounds.HF_ONLY},
     ),

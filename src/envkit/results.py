@@ -208,6 +208,12 @@ def ok(results: Iterable[Result]) -> bool:
     return not any(r.failed for r in results)
 
 
+def fixes(results: Iterable[Result]) -> str:
+    """The fixes of the failing ``results``, each once, one a line: a verdict made of them
+    fixes what each says."""
+    return "\n".join(dict.fromkeys(r.fix for r in results if r.failed and r.fix))
+
+
 def exit_code(results: Iterable[Result]) -> int:
     """1 when a result fails, else 0: the exit code of a command made of checks."""
     return 0 if ok(results) else 1

@@ -555,3 +555,46 @@ def test_a_removal_is_said_from_the_registries_not_from_vllms_record(
     assert "vLLM 0.8.5 lists it" in problem["message"]
     assert "own record says until 0.2.7, which its registries contradict" in problem["message"]
     assert problem["fix"] == "use vLLM 0.8.5 or older"
+
+
+@pytest.mark.parametrize(
+    ("model", "code", "exit_code"),
+    [(QWEN2VL, "model-loads", 0), (QWEN35, "model-does-not-load", 1)],
+)
+def test_the_verdict_is_one_result_and_the_text_says_its_message(
+    envs: Path, model: Path, code: str, exit_code: int
+) -> None:
+    """check-model's verdict is one Result in --json (the schema requires it) and the text's
+    verdict line is that result's message: the two cannot disagree. It fails exactly when the
+    command exits 1; a refusal names the failing codes, and its fix is their fixes (which
+    name the profile that can load the model); ``which`` gives every profile's the same way."""
+    from envkit.results import Result
+
+    from helpers import output
+
+    as_json = run(envs, "check-model", "old", str(model), "--json")
+    data = output("check-model", as_json.out)
+    result = Result.from_dict(data["result"])
+    assert (result.code, result.failed, as_json.code) == (code, exit_code == 1, exit_code)
+    assert result.subject == "old" and data["ok"] is not result.failed
+    if code == "model-loads":
+        architecture = "Qwen2VLForConditionalGeneration"
+        assert result.fact("architecture") == data["architecture"] == architecture
+        assert result.message == f"old: can load it with {architecture}"
+        assert result.fix == ""
+    else:
+        codes = ("unknown-model-type", "unsupported-architecture")
+        assert result.facts("problems") == codes
+        assert result.message == f"old: CANNOT load it ({', '.join(codes)})"
+        assert result.steps == tuple(p["fix"] for p in data["problems"])
+        assert all(step.endswith(": new, envkit build new") for step in result.steps)
+    text = run(envs, "check-model", "old", str(model))
+    assert text.code == exit_code
+    assert [line for line in text.out.splitlines() if line.startswith("old: ")] == [result.message]
+    # which: each profile's verdict line is its result's message, in the order of --json
+    profiles = output("which", run(envs, "which", str(model), "--json").out)["profiles"]
+    said = [Result.from_dict(p["result"]) for p in profiles]
+    assert [(r.subject, r.failed) for r in said] == [(p["profile"], not p["ok"]) for p in profiles]
+    shown = [line for line in run(envs, "which", str(model)).out.splitlines()
+             if line.startswith(("old: ", "new: "))]  # fmt: skip
+    assert shown == [r.message for r in said]

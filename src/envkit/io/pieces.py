@@ -1,4 +1,4 @@
-"""A child's output cut into bounded pieces as it arrives (``io.process.Streaming`` reads it;
+"""A child's output cut into bounded pieces as it arrives (``io.streaming.Streaming`` reads it;
 ``envkit serve`` tees vLLM's log through it), and its lines as a terminal shows them.
 
 :class:`Pieces` keeps the bytes (the log file keeps them so): each piece ends at a newline,

@@ -149,7 +149,7 @@ def _pids() -> list[str]:
 
 
 def family(child: int, start: int, pgid: int, seen: Mapping[int, int], me: int) -> dict[int, Proc]:
-    """The processes of a child started at ``start`` (see ``io.process.Streaming``): the
+    """The processes of a child started at ``start`` (see ``io.streaming.Streaming``): the
     child, its group, the processes reparented to ``me`` that started after it, those
     ``seen`` before (pid -> start time), and every process below these."""
     table = processes()

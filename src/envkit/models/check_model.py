@@ -32,7 +32,7 @@ from envkit.models.configfile import (
 )
 from envkit.profiles.bounds import HF_ONLY, Bound
 from envkit.profiles.profile import Profile
-from envkit.results import Result, Severity
+from envkit.results import Result, Severity, fixes, listing
 
 if TYPE_CHECKING:  # the GPU check is handed in; check-model without a GPU loads no table
     from envkit.gpu.published.profilefit import GpuCheck
@@ -55,6 +55,21 @@ class Verdict:
     problems: tuple[Result, ...] = ()
     notes: tuple[str, ...] = ()
 
+    @property
+    def result(self) -> Result:
+        """The verdict as the one record: ``model-loads`` (with the architecture vLLM would
+        use) or ``model-does-not-load`` (the failing problems' codes its evidence, their
+        fixes its own, one a line)."""
+        if self.ok:
+            return Result(code="model-loads", severity=Severity.OK, subject=self.profile,
+                          message=f"{self.profile}: can load it with {self.architecture}",
+                          evidence={"architecture": self.architecture})  # fmt: skip
+        failing = [p for p in self.problems if p.failed]
+        codes = listing(dict.fromkeys(p.code for p in failing))
+        return Result(code="model-does-not-load", severity=Severity.ERROR, subject=self.profile,
+                      message=f"{self.profile}: CANNOT load it ({codes})",
+                      evidence={"problems": codes}, fix=fixes(failing))  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "profile": self.profile,
@@ -62,6 +77,7 @@ class Verdict:
             "architecture": self.architecture or None,
             "problems": [{**p.to_dict(), "where": p.subject} for p in self.problems],
             "notes": list(self.notes),
+            "result": self.result.to_dict(),
         }
 
 
@@ -257,15 +273,7 @@ class ModelReport:
 
 def _noted(verdict: Verdict, stale: dict[str, str] | None) -> Verdict:
     note = (stale or {}).get(verdict.profile)
-    if not note:
-        return verdict
-    return Verdict(
-        profile=verdict.profile,
-        ok=verdict.ok,
-        architecture=verdict.architecture,
-        problems=verdict.problems,
-        notes=(note, *verdict.notes),
-    )
+    return dataclasses.replace(verdict, notes=(note, *verdict.notes)) if note else verdict
 
 
 def _confirmed(verdict: Verdict, find_releases: Any, spans: dict[str, Any]) -> Verdict:

@@ -93,11 +93,9 @@ def model_report(rep: ModelReport, as_json: bool) -> None:
     if rep.gpu:
         echo(one_line(f"  gpu {rep.gpu}"))
     shown = [rep.verdict] if rep.verdict is not None else list(rep.verdicts)
-    for verdict in shown:
-        mark, colour = ("can load", "green") if verdict.ok else ("CANNOT load", "red")
-        using = f" with {verdict.architecture}" if verdict.ok else ""
-        echo(f"{verdict.profile}: ", nl=False, bold=True)
-        echo(one_line(f"{mark} it{using}"), fg=colour)
+    for verdict in shown:  # its line is its result's message
+        said = verdict.result
+        echo(one_line(said.message), fg="red" if said.failed else "green", bold=True)
         for problem in verdict.problems:
             echo(wrap(f"{problem.code}: {problem.message}", "  ", "    "))
             if problem.fix:

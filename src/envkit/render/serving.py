@@ -110,12 +110,8 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
     finding_lines(result.problems[shown:])
     for said in result.notes:
         echo(wrap(f"note: {said}", "  ", "    "))
-    if not verdict.ok:
-        echo("No command: the profile cannot load this model.", fg="red", bold=True)
-    elif result.ok:
-        echo("It fits as asked.", fg="green", bold=True)
-    else:
-        echo("It does not fit as asked.", fg="red", bold=True)
+    judged = result.result  # the verdict line: its result's message
+    echo(one_line(judged.message), fg=_SEVERITY[judged.severity.value], bold=True)
     if result.command:
         echo("recommended: " + one_line(result.command))
     if compose:

@@ -219,7 +219,8 @@ def test_cli_json_shape_exit_codes_and_compose(tmp_path: Path) -> None:
     assert data["command"].startswith(f"vllm serve {folder} --dtype float16")
     fits = envkit(*args, "--gpu-memory-utilization", "0.86", "--compose", cwd=tmp_path)
     fits.assert_ok()
-    assert "It fits as asked." in fits.out and "image: vllm/vllm-openai:v0.8.5" in fits.out
+    assert "It fits as asked: a 4096-token context at utilisation 0.86" in fits.out
+    assert "image: vllm/vllm-openai:v0.8.5" in fits.out
     vl = envkit(
         "--envs",
         str(ROOT / "envs"),
@@ -508,3 +509,65 @@ def test_without_max_model_len_the_plan_takes_vllms_default_and_says_so(tmp_path
     flat = " ".join(text.out.split())
     assert "context 32768 tokens" in flat and "not asked: vLLM's default" in flat
     assert "vLLM's default context, 32768 tokens (max_position_embeddings of config.json)" in flat
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "code", "exit_code"),
+    [
+        ("fits", ["--gpu-memory-utilization", "0.86"], "plan-fits", 0),
+        ("asked too much", [], "plan-does-not-fit", 1),
+        ("nothing fits", ["--gpu-memory", "2GiB", "--free", "2GiB"], "plan-does-not-fit", 1),
+        ("cannot load", [], "plan-model-does-not-load", 1),
+    ],
+)
+def test_the_verdict_is_one_result_and_the_text_says_its_message(
+    tmp_path: Path, case: str, extra: list[str], code: str, exit_code: int
+) -> None:
+    """The plan's verdict is one Result in --json (the schema requires it) and the text's
+    verdict line is that result's message: the two cannot disagree. It fails exactly when
+    the command exits 1; its fix is the recommended command when one fits, else the
+    problems' own fixes; its evidence the context and utilisation it was judged at."""
+    from envkit.results import Result
+
+    from helpers import output
+
+    folder = MODELS / "Qwen3.5-9B" if case == "cannot load" else model_dir(tmp_path, QWEN25_15B)
+    args = ["--envs", str(ROOT / "envs"), "plan", PROFILE, str(folder), "--gpu-memory",
+            "8GiB", "--free", "6.98GiB", "--max-model-len", "4096", "--dtype", "float16",
+            *extra]  # fmt: skip
+    as_json = envkit(*args, "--json", cwd=tmp_path)
+    data = output("plan", as_json.out)
+    result = Result.from_dict(data["result"])
+    assert (result.code, result.failed, as_json.code) == (code, exit_code == 1, exit_code)
+    assert data["ok"] is not result.failed and result.subject == str(folder)
+    failing = [p for p in data["problems"] if p["severity"] == "error"]
+    if code == "plan-model-does-not-load":  # the profile's reasons alone: no setting fixes them
+        assert data["command"] == "" and not data["profile"]["ok"]
+        said = Result.from_dict(data["profile"]["result"])
+        assert said.code == "model-does-not-load"
+        assert said.fact("problems") == result.fact("problems")
+        assert result.facts("problems") == ("unknown-model-type", "unsupported-architecture")
+        assert result.fix == said.fix and len(result.steps) == 2
+    else:
+        assert result.facts("problems") == tuple(dict.fromkeys(p["code"] for p in failing))
+        rec = data["recommended"]
+        assert result.fact("max_model_len") == "4096"
+        assert result.fact("max_model_len_that_fits_asked") == str(
+            data["max_model_len_that_fits_asked"]
+        )
+        assert result.fact("recommended_utilization") == f"{rec['gpu_memory_utilization']:.2f}"
+    if code == "plan-fits":
+        assert result.fix == "" and "It fits as asked" in result.message
+    if case == "asked too much":
+        assert result.fix == data["command"] != "" and "0.86" in result.message
+    if case == "nothing fits":
+        assert data["command"] == "" and "no setting fits" in result.message
+        assert result.steps == tuple(dict.fromkeys(p["fix"] for p in failing))
+    text = envkit(*args, cwd=tmp_path)
+    assert text.code == exit_code
+    lines = text.out.splitlines()
+    assert result.message in lines
+    # the verdict line comes after the problems, and only the command follows it
+    assert lines[lines.index(result.message) + 1 :] == (
+        [f"recommended: {data['command']}"] if data["command"] else []
+    )

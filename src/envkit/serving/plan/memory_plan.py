@@ -63,6 +63,7 @@ from envkit.serving.plan.shapes import (
     whole,
 )
 from envkit.serving.plan.towers import towers
+from envkit.serving.plan.verdict import plan_result
 
 # A context this long at the utilisation asked is worth keeping it for: a roomy card is offered
 # a shorter context before a utilisation that leaves no room for a display or another process.
@@ -142,6 +143,7 @@ class Plan:
     mm: Images | None
     command: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    result: Result  # the verdict (verdict.plan_result): its message is the text's verdict line
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -153,6 +155,7 @@ class Plan:
             "mm": self.mm.to_dict() if self.mm else None,
             "command": self.command,
             "notes": list(self.notes),
+            "result": self.result.to_dict(),
         }
 
 
@@ -398,6 +401,9 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         notes.append("the profile cannot load this model: no command to recommend")
     elif not rec_len:
         notes.append("no setting fits this model on this GPU: no command to recommend")
+    verdict = plan_result(problems, inp.load_problems, model_arg, utilization=inp.utilization,
+                          length=length, held=fits_asked, recommended=recommended,
+                          command=command)  # fmt: skip
     return Plan(
         ok=ok(problems),  # warnings say, not refuse
         problems=tuple(problems),
@@ -407,6 +413,7 @@ def make_plan(config: dict[str, Any], model: Path, model_arg: str, inp: PlanInpu
         mm=mm,
         command=command,
         notes=tuple(notes),
+        result=verdict,
     )
 
 

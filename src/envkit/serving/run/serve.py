@@ -21,7 +21,7 @@ Then, whichever comes first:
 
 A failure, a stall or an early exit is explained from the log as ``explain`` would. Every
 wait is a read with a deadline, and nothing vLLM started (its group, and what left it:
-``io.process.Streaming``) is left running on return.
+``io.streaming.Streaming``) is left running on return.
 """
 
 from __future__ import annotations
