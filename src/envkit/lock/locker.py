@@ -31,7 +31,6 @@ from envkit.errors import (
     FileSystemError,
     NetworkError,
     UnreadableFile,
-    WheelError,
 )
 from envkit.gpu.needs import backend_summary
 from envkit.io import faults, process
@@ -56,9 +55,8 @@ from envkit.lock.cells import (
     read_lock,
 )
 from envkit.lock.reach import probe
-from envkit.lock.torchsource import TorchIndex
-from envkit.profiles.profile import PLATFORMS, Profile, cuda_for_backend
-from envkit.releases.torchbuilds import wheel_cuda
+from envkit.lock.torchsource import TorchIndex, build_mismatch
+from envkit.profiles.profile import PLATFORMS, Profile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,39 +235,9 @@ class Locker:
                 self._http.remember(index)  # its credentials serve its wheels, as for uv
 
     def _torch_build(self, cell: Cell, pylock: Path, torch: TorchIndex) -> str:
-        """Why the torch this cell resolved to is not the build its backend names: '' when it
-        is, when uv's ``--torch-backend`` chose it from that backend's own page, or when its
-        wheel cannot be read (said through ``note``: an unread wheel is no verdict)."""
-        wanted = cuda_for_backend(cell.backend)  # '' for cpu: a build torch/version.py names
-        if torch.origin is TorchOrigin.BACKEND or not (wanted or cell.backend == "cpu"):
-            return ""
-        found = pylocks.torch_wheel(pylock)
-        if found is None:
-            return ""
-        version, url, sha256 = found
+        """torchsource.build_mismatch for this cell, its index's credentials remembered."""
         self._remember(cell, torch)
-        self.progress(
-            f"reading which build torch {version} in {cell.name} is (its wheel's "
-            "torch/version.py, by range)"
-        )
-        try:
-            built = wheel_cuda(url, self._http, sha256)
-        except (WheelError, NetworkError) as exc:
-            self.note(
-                f"torch {version}'s build in {cell.profile} / {cell.name} not checked: "
-                f"{exc.message}"
-            )
-            return ""
-        if built == wanted:
-            return ""
-        where = "the default index's" if torch.origin is TorchOrigin.DEFAULT else "the mirror's"
-        return (
-            f"{where} torch {version} for {cell.platform} is "
-            f"{f'built for CUDA {built}' if built else 'a CPU-only build'}, not the "
-            f"{f'CUDA {wanted}' if wanted else 'CPU'} build {cell.backend} names; lock this cell "
-            f"from the PyTorch index (without --torch-index), or take {cell.platform} out of "
-            "the profile's matrix"
-        )
+        return build_mismatch(cell, pylock, torch, self._http, self.progress, self.note)
 
     def _compile(
         self,

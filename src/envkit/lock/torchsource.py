@@ -15,14 +15,19 @@ mirror's URL (it may hold credentials): a build from that lock asks the same pla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from envkit.errors import BadInput
+from envkit.errors import BadInput, NetworkError, WheelError
+from envkit.io.http import Http
 from envkit.io.redaction import redact
 from envkit.io.urls import check_torch_index
-from envkit.lock.cells import TorchOrigin
+from envkit.lock import pylocks
+from envkit.lock.cells import Cell, TorchOrigin
 from envkit.profiles.forms import BACKEND
 from envkit.profiles.profile import Profile, Torch, cuda_for_backend
+from envkit.releases.torchbuilds import wheel_cuda
 
 
 @dataclass(frozen=True)
@@ -125,3 +130,43 @@ def as_locked(origin: TorchOrigin, backend: str, asked: TorchSource) -> TorchSou
             )
         return asked
     return TorchSource(index=TorchIndex(origin), backend=backend, cuda=asked.cuda, as_locked=True)
+
+
+def build_mismatch(
+    cell: Cell,
+    pylock: Path,
+    torch: TorchIndex,
+    http: Http,
+    progress: Callable[[str], None],
+    note: Callable[[str], None],
+) -> str:
+    """Why the torch this cell resolved to is not the build its backend names: '' when it
+    is, when uv's ``--torch-backend`` chose it from that backend's own page, or when its
+    wheel cannot be read (said through ``note``: an unread wheel is no verdict). The wheel
+    is read by range through ``http``, which the caller gave the index's credentials."""
+    wanted = cuda_for_backend(cell.backend)  # '' for cpu: a build torch/version.py names
+    if torch.origin is TorchOrigin.BACKEND or not (wanted or cell.backend == "cpu"):
+        return ""
+    found = pylocks.torch_wheel(pylock)
+    if found is None:
+        return ""
+    version, url, sha256 = found
+    progress(
+        f"reading which build torch {version} in {cell.name} is (its wheel's "
+        "torch/version.py, by range)"
+    )
+    try:
+        built = wheel_cuda(url, http, sha256)
+    except (WheelError, NetworkError) as exc:
+        note(f"torch {version}'s build in {cell.profile} / {cell.name} not checked: {exc.message}")
+        return ""
+    if built == wanted:
+        return ""
+    where = "the default index's" if torch.origin is TorchOrigin.DEFAULT else "the mirror's"
+    return (
+        f"{where} torch {version} for {cell.platform} is "
+        f"{f'built for CUDA {built}' if built else 'a CPU-only build'}, not the "
+        f"{f'CUDA {wanted}' if wanted else 'CPU'} build {cell.backend} names; lock this cell "
+        f"from the PyTorch index (without --torch-index), or take {cell.platform} out of "
+        "the profile's matrix"
+    )
