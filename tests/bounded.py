@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,10 @@ MiB = 1024 * 1024
 LIMIT_MB = 300  # the memory no input may make envkit exceed
 
 _DRIVER = """
-import contextlib, io, json, os, sys, time
+import resource, sys
+limit = int(sys.argv[1])  # before envkit is imported: all of it runs within the limit
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import contextlib, io, json, os, time
 from envkit import cli
 out = []
 for cwd, argv, env in json.load(sys.stdin):
@@ -45,20 +47,18 @@ Case = tuple[Path, list[str]] | tuple[Path, list[str], dict[str, str]]
 
 def bounded_cases(cases: list[Case]) -> list[tuple[Result, float]]:
     """Each (cwd, argv[, env]) through cli.main, all in one child whose address space is
-    limited to LIMIT_MB; each case's result and seconds."""
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT_MB * MiB, LIMIT_MB * MiB))
+    limited to LIMIT_MB (its first act, before envkit is imported); each case's result and
+    seconds."""
 
     given = [[str(c[0]), c[1], c[2] if len(c) == 3 else {}] for c in cases]
     done = subprocess.run(
-        [sys.executable, "-c", _DRIVER],
+        [sys.executable, "-c", _DRIVER, str(LIMIT_MB * MiB)],  # the child limits itself: no
+        # preexec_fn, whose fork copies the worker's page tables (a vfork does not)
         input=json.dumps(given),
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "MALLOC_ARENA_MAX": "2"},  # each thread's arena reserves 64 MB
-        preexec_fn=cap,
     )
     assert done.returncode == 0, done.stderr
     return [(Result(code, out, err), took) for code, out, err, took in json.loads(done.stdout)]
