@@ -224,17 +224,21 @@ def _zygote(env: dict[str, str]) -> _Zygote:
 
 class Forked:
     """A running envkit (``python -m envkit ARGS`` as :class:`subprocess.Popen` starts it,
-    stdin from /dev/null), with the few of Popen's ways the tests use."""
+    stdin from /dev/null), with the few of Popen's ways the tests use. ``stdout``: a file the
+    child opens as its stdout instead (a terminal's device, ``os.ttyname`` of a pty's side),
+    whose text :meth:`communicate` does not read back."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, args: list[str], cwd: Path, env: dict[str, str], *, stdout: Path | None = None
+    ) -> None:
         self.args = args
         self._folder = Path(tempfile.mkdtemp(prefix="envkit-forked-"))
         self._out, self._err = self._folder / "out", self._folder / "err"
         self._out.touch()
         self._err.touch()
         self._zygote = _zygote(env)
-        request = {"argv": args, "cwd": str(cwd), "env": env}
-        self.pid = self._zygote.fork({**request, "out": str(self._out), "err": str(self._err)})
+        request = {"argv": args, "cwd": str(cwd), "env": env, "err": str(self._err)}
+        self.pid = self._zygote.fork({**request, "out": str(stdout or self._out)})
         self.returncode: int | None = None
 
     def poll(self) -> int | None:

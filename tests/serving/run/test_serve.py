@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -366,30 +366,27 @@ def test_a_progress_bar_piped_shows_its_last_state_and_the_log_keeps_every_updat
 
 
 def test_a_progress_bar_is_drawn_live_on_a_terminal(tmp_path: Path) -> None:
-    """A real terminal (a pty) as serve's stdout: each update drawn over the last."""
+    """A real terminal (a pty) as serve's stdout: each update drawn over the last. envkit is
+    a process of its own forked from the warm interpreter (tests/forked.py), which opens the
+    pty's side as its stdout."""
     import pty
 
     fake = Fake(tmp_path)
     # a pause between updates longer than serve's read (0.1 s): each drawn before the next
     bar = fake.env("fail", FAKE_VLLM_BAR="0.25")
-    env = {**os.environ, **bar, "PYTHONPATH": str(ROOT / "src")}
     main, side = pty.openpty()
-    with subprocess.Popen(
-        [sys.executable, "-m", "envkit", *fake.args()],
-        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=side, stderr=subprocess.PIPE,
-    ) as proc:  # fmt: skip
-        os.close(side)
+    try:
+        proc = Forked(fake.args(), tmp_path, {**os.environ, **bar}, stdout=Path(os.ttyname(side)))
         seen = b""
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the other side closed: envkit ended
+        while True:  # until it has ended and the terminal holds nothing more
+            if select.select([main], [], [], 0.05)[0]:
+                seen += os.read(main, 65536)
+            elif proc.poll() is not None:
                 break
-            if not chunk:
-                break
-            seen += chunk
-        proc.wait(30)
-    os.close(main)
+        proc.communicate(30)
+    finally:
+        os.close(side)
+        os.close(main)
     text = seen.decode("utf-8", "replace")
     assert proc.returncode == 1
     for n in (1, 2, 3):  # the updates in between, each drawn over the line
