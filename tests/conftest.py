@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -7,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,16 +164,32 @@ def scan_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_template(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
-    """A project with envs/good.toml built into .venv once a run (helpers.made_once: one build
-    for every worker); copy before use."""
+def _built(tmp_path_factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
+    """p/, a project with envs/good.toml built into .venv once a run (helpers.made_once: one
+    build for every worker), and build.json, what that ``envkit build good --json`` printed."""
 
     def make(root: Path) -> None:
-        (root / "envs").mkdir()
-        (root / "envs" / "good.toml").write_text(profile_text())
-        envkit("build", "good", *build_args(indexes.default), cwd=root).assert_ok()
+        project = root / "p"
+        (project / "envs").mkdir(parents=True)
+        (project / "envs" / "good.toml").write_text(profile_text())
+        res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
+        (root / "build.json").write_text(res.assert_ok().out)
 
     return made_once(tmp_path_factory, "built", make)
+
+
+@pytest.fixture(scope="session")
+def built_template(_built: Path) -> Path:
+    """A project with envs/good.toml built into .venv once a run; copy before use."""
+    return _built / "p"
+
+
+@pytest.fixture(scope="session")
+def built_report(_built: Path) -> dict[str, Any]:
+    """What the build of ``built_template`` printed with --json (its paths are the
+    template's)."""
+    data: dict[str, Any] = json.loads((_built / "build.json").read_text())
+    return data
 
 
 @pytest.fixture

@@ -128,10 +128,28 @@ def test_mm_processor_kwargs_forms() -> None:
             MmKwargs.parse(bad)
 
 
+# the strings st.from_regex drew for these patterns, built from their parts: the same
+# space, at under half the cost per example (the regex engine's drawing was most of the time)
+LOWER, DIGITS = "abcdefghijklmnopqrstuvwxyz", "0123456789"
+PAIRS = st.lists(
+    st.tuples(st.text(LOWER, min_size=1, max_size=6), st.text(DIGITS, min_size=1, max_size=3)),
+    min_size=1,
+).map(lambda pairs: ",".join(f"{key}={count}" for key, count in pairs))
+# r"[a-z]{1,6}=[0-9]{1,3}(,[a-z]{1,6}=[0-9]{1,3})*" searched for, not matched whole: any
+# text around it
+KEY_VALUES = st.tuples(st.text(max_size=4), PAIRS, st.text(max_size=4)).map("".join)
+# r"[a-z][a-z0-9_]{0,10}", matched whole
+NAMES = st.builds(
+    lambda head, tail: head + tail,
+    st.sampled_from(LOWER),
+    st.text(LOWER + DIGITS + "_", max_size=10),
+)
+
+
 # each example is two parses of a short text: 150 reach the JSON, key=value and length
 # refusals every run (ENVKIT_HYPOTHESIS=thorough tries ten times as many)
 @settings(max_examples=examples(150), deadline=None)
-@given(st.text(max_size=200) | st.from_regex(r"[a-z]{1,6}=[0-9]{1,3}(,[a-z]{1,6}=[0-9]{1,3})*"))
+@given(st.text(max_size=200) | KEY_VALUES)
 def test_any_text_is_limits_or_bad_input(text: str) -> None:
     for parse in (MmLimits.parse, MmKwargs.parse):
         try:
@@ -145,8 +163,7 @@ def test_any_text_is_limits_or_bad_input(text: str) -> None:
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True),
-                       st.integers(0, 100_000), max_size=4))  # fmt: skip
+@given(st.dictionaries(NAMES, st.integers(0, 100_000), max_size=4))
 def test_limits_round_trip_through_the_shell(counts: dict[str, int]) -> None:
     limits = MmLimits.parse(json.dumps(counts))
     assert limits.to_dict() == counts

@@ -61,7 +61,21 @@ def padded(version: tuple[int, ...]) -> tuple[int, ...]:
     return (*version, 0, 0)[:3]
 
 
-@settings(max_examples=examples(400), deadline=None)
+def near(version: tuple[int, ...]) -> set[tuple[int, ...]]:
+    """The drivers on either side of a floor: each part one less and one more, in two and
+    three parts (the floor itself among them)."""
+    found = {version}
+    for n, part in enumerate(version):
+        for step in (-1, 1):
+            if part + step >= 0:
+                found.add((*version[:n], part + step, *version[n + 1 :]))
+    return found | {padded(v) for v in found} | {v[:2] for v in found}
+
+
+# each example asks for the drawn node and for every node at the edges of its terms (each
+# allowed GPU and its neighbours, the drivers around the floor): some sixty nodes an
+# example, so 100 examples ask more of them, nearer the boundaries, than 400 drawn nodes did
+@settings(max_examples=examples(100), deadline=None)
 @given(
     allowed=st.lists(CAPS, min_size=1, max_size=8, unique=True),
     floor=DRIVERS,
@@ -76,8 +90,12 @@ def test_a_node_is_admitted_exactly_when_its_gpu_and_driver_fit(
 ) -> None:
     caps = tuple(Capability(*c) for c in allowed)
     terms = affinity.node_selector_terms(caps, ".".join(map(str, floor)))
-    fits = gpu in allowed and padded(driver) >= padded(floor)
-    assert schedules(terms, node(gpu, driver)) == fits
+    gpus = {gpu, *allowed} | {(major, minor + 1) for major, minor in allowed}
+    gpus |= {(major + 1, minor) for major, minor in allowed}
+    for each_gpu in gpus:
+        for each_driver in {driver, *near(floor)}:
+            fits = each_gpu in allowed and padded(each_driver) >= padded(floor)
+            assert schedules(terms, node(each_gpu, each_driver)) == fits, (each_gpu, each_driver)
 
 
 def test_the_driver_floor_alone_and_the_memory_floor() -> None:

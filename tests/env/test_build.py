@@ -43,26 +43,26 @@ def test_unpinned_build_fails_verification_naming_the_attribute(
 
 
 def test_pinned_build_passes_and_entry_points_survive_the_move(
-    project: Path, indexes: Indexes
+    built_template: Path, built_report: dict[str, Any], built_copy: Path
 ) -> None:
-    res = envkit("build", "good", "--json", *build_args(indexes.default), cwd=project)
-    res.assert_ok()
-    data = res.json()
+    """The session's build of ``good`` (conftest's built_template, built with --json: the
+    same build this test made of its own before), read where it was built and in a copy."""
+    data = built_report
     assert data["ok"] is True
     # the argv that ran: uv itself, then the install into the new venv's interpreter
     assert Path(data["command"][0]).name == "uv" and data["command"][1:3] == ["pip", "install"]
     assert "--constraints" in data["command"] and "vllm==0.8.5" in data["command"]
     versions = {c["name"]: c["found"] for c in data["verify"]["checks"] if c["kind"] == "version"}
     assert versions == {"transformers": "4.51.3", "vllm": "0.8.5"}
-    venv = project / ".venv"
+    venv = built_template / ".venv"
     imports = [c for c in data["verify"]["checks"] if c["kind"] == "import"]
     assert all(c["found"].startswith(str(venv)) for c in imports), imports
     # built aside, moved into place: the console script still runs from its new home
     out = subprocess.run([str(venv / "bin" / "vllm")], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "vllm 0.8.5"
     assert marker(venv)["profile"] == "good"
-    # and verify agrees, independently
-    again = envkit("verify", "good", "--json", cwd=project)
+    # and verify agrees, independently (in a copy: the template is only read)
+    again = envkit("verify", "good", "--json", cwd=built_copy)
     assert again.code == 0 and again.json()["ok"] is True
 
 

@@ -18,11 +18,14 @@ from pathlib import Path, PurePosixPath
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from envkit.fleet.fingerprint import MAX_NAMES, Files
 from envkit.fleet.records import MAX_RECORD_BYTES, check, entries, installed
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def digest(data: bytes) -> str:

@@ -30,13 +30,28 @@ def profile(folder: Path, world: indexserver.Server, vllm: str, transformers: st
     return folder
 
 
-@pytest.fixture
-def site(world: indexserver.Server, scan_cache: Path, tmp_path: Path) -> Path:
-    envs = profile(tmp_path / "envs", world, "0.8.5", "4.51.3")
-    out = tmp_path / "site"
-    res = run_cli("--envs", str(envs), "site", "--out", str(out), "--index-url", url(world))
-    res.assert_ok()
+@pytest.fixture(scope="module")
+def site(world: indexserver.Server, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site of one profile of the world, made once for the module: site/ beside the
+    envs/ and the envkit cache (cache/, ENVKIT_CACHE_DIR while it was made) it came from.
+    Only read: a test that writes to it works on a copy (:func:`site_copy`)."""
+    root = tmp_path_factory.mktemp("site")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ENVKIT_CACHE_DIR", str(root / "cache"))
+        envs = profile(root / "envs", world, "0.8.5", "4.51.3")
+        out = root / "site"
+        res = run_cli("--envs", str(envs), "site", "--out", str(out), "--index-url", url(world))
+        res.assert_ok()
     return out
+
+
+@pytest.fixture
+def site_copy(site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the module's site with its envs/ and cache/ (ENVKIT_CACHE_DIR), to write to."""
+    for name in ("envs", "cache", "site"):
+        shutil.copytree(site.parent / name, tmp_path / name, symlinks=True)
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "site"
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -71,13 +86,13 @@ def test_the_matrix_and_the_profile_pages(site: Path) -> None:
 
 
 def test_the_same_caches_give_the_same_bytes(
-    site: Path, world: indexserver.Server, scan_cache: Path, tmp_path: Path
+    site_copy: Path, world: indexserver.Server, tmp_path: Path
 ) -> None:
-    again = tmp_path / "again"
+    site, again, cache = site_copy, tmp_path / "again", tmp_path / "cache"
     # another process with another hash seed: no set or dict order may leak into the pages
     res = envkit_process(
         "--envs", str(tmp_path / "envs"), "site", "--out", str(again), "--index-url", url(world),
-        cwd=tmp_path, env={"PYTHONHASHSEED": "12345", "ENVKIT_CACHE_DIR": str(scan_cache)},
+        cwd=tmp_path, env={"PYTHONHASHSEED": "12345", "ENVKIT_CACHE_DIR": str(cache)},
     )  # fmt: skip
     res.assert_ok()
     assert digests(again) == digests(site)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forked import Forked, start_forked
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from properties import examples
@@ -365,30 +366,27 @@ def test_a_progress_bar_piped_shows_its_last_state_and_the_log_keeps_every_updat
 
 
 def test_a_progress_bar_is_drawn_live_on_a_terminal(tmp_path: Path) -> None:
-    """A real terminal (a pty) as serve's stdout: each update drawn over the last."""
+    """A real terminal (a pty) as serve's stdout: each update drawn over the last. envkit is
+    a process of its own forked from the warm interpreter (tests/forked.py), which opens the
+    pty's side as its stdout."""
     import pty
 
     fake = Fake(tmp_path)
     # a pause between updates longer than serve's read (0.1 s): each drawn before the next
     bar = fake.env("fail", FAKE_VLLM_BAR="0.25")
-    env = {**os.environ, **bar, "PYTHONPATH": str(ROOT / "src")}
     main, side = pty.openpty()
-    with subprocess.Popen(
-        [sys.executable, "-m", "envkit", *fake.args()],
-        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=side, stderr=subprocess.PIPE,
-    ) as proc:  # fmt: skip
-        os.close(side)
+    try:
+        proc = Forked(fake.args(), tmp_path, {**os.environ, **bar}, stdout=Path(os.ttyname(side)))
         seen = b""
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the other side closed: envkit ended
+        while True:  # until it has ended and the terminal holds nothing more
+            if select.select([main], [], [], 0.05)[0]:
+                seen += os.read(main, 65536)
+            elif proc.poll() is not None:
                 break
-            if not chunk:
-                break
-            seen += chunk
-        proc.wait(30)
-    os.close(main)
+        proc.communicate(30)
+    finally:
+        os.close(side)
+        os.close(main)
     text = seen.decode("utf-8", "replace")
     assert proc.returncode == 1
     for n in (1, 2, 3):  # the updates in between, each drawn over the line
@@ -400,47 +398,27 @@ def test_a_progress_bar_is_drawn_live_on_a_terminal(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_reaches_vllm_and_the_last_line_says_so(tmp_path: Path) -> None:
-    """A real process boundary: envkit serve in the foreground, then SIGINT to envkit."""
+    """A real process boundary: envkit serve in the foreground, then SIGINT to envkit (a
+    process of its own, forked from the warm interpreter: tests/forked.py)."""
     fake = Fake(tmp_path)
-    env = {
-        **os.environ,
-        **fake.env("serve", FAKE_VLLM_BIND="early"),
-        "PYTHONPATH": str(ROOT / "src"),
-    }
-    with subprocess.Popen(
-        [sys.executable, "-m", "envkit", *fake.args()],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        err: list[str] = []
-        ready = threading.Event()
-
-        def read_stderr() -> None:
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                err.append(line)
-                if "envkit: ready:" in line:
-                    ready.set()
-
-        reader = threading.Thread(target=read_stderr, daemon=True)
-        reader.start()
-        try:
-            assert ready.wait(15), "".join(err)
-            time.sleep(0.1)  # serving in the foreground now
-            assert proc.poll() is None  # without --check it keeps running
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=15)
-            assert proc.stdout is not None
-            out = proc.stdout.read()  # a few KB: the pipe held it all
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        reader.join(5)
-    assert proc.returncode == 130, "".join(err)
+    env = {**os.environ, **fake.env("serve", FAKE_VLLM_BIND="early")}
+    proc = start_forked(*fake.args(), cwd=tmp_path, env=env)
+    assert isinstance(proc, Forked)  # this environment: forked, not started afresh
+    try:
+        deadline = time.monotonic() + 15
+        while "envkit: ready:" not in proc.err_so_far():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.err_so_far()
+            time.sleep(0.02)
+        time.sleep(0.1)  # serving in the foreground now
+        assert proc.poll() is None  # without --check it keeps running
+        proc.send_signal(signal.SIGINT)
+        out, said = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=15)
+    err = said.splitlines(keepends=True)
+    assert proc.returncode == 130, said
     assert fake.facts()["got"] == "SIGINT"
     assert "Shutting down FastAPI HTTP server." in out  # its log kept streaming to the end
     last = err[-1]
