@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -375,8 +375,9 @@ ARCHIVE_MEMBERS = {
 }
 
 
-def _reads(tree: ast.Module, module: str = "") -> Iterator[str]:
-    for node in ast.walk(tree):
+def _reads(walked: Iterable[ast.AST], module: str = "") -> Iterator[str]:
+    """Every read or open among a module's nodes (``ast.walk``'s: :func:`nodes`)."""
+    for node in walked:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -393,10 +394,9 @@ def _reads(tree: ast.Module, module: str = "") -> Iterator[str]:
 
 
 def test_files_are_read_only_through_io_files() -> None:
-    offenders = {n: list(_reads(t, n)) for n, t in modules().items() if n not in MAY_OPEN}
+    offenders = {n: list(_reads(nodes(n), n)) for n in modules() if n not in MAY_OPEN}
     assert {n: r for n, r in offenders.items() if r} == {}, "read files with envkit.io.files"
-    tree = modules()
-    assert [n for n in sorted(MAY_OPEN) if not list(_reads(tree[n], n))] == []  # each does
+    assert [n for n in sorted(MAY_OPEN) if not list(_reads(nodes(n), n))] == []  # each does
 
 
 def test_the_file_read_rule_catches_every_way_to_open_a_file() -> None:
@@ -405,8 +405,8 @@ def test_the_file_read_rule_catches_every_way_to_open_a_file() -> None:
         "path.open(encoding='utf-8')\nos.fdopen(3)\nio.open(x)\nio.open_code(x)\n"
         "archive.open(info)\n"
     )
-    assert len(list(_reads(ast.parse(source)))) == 9
-    assert len(list(_reads(ast.parse(source), "envkit.index.wheels"))) == 8
+    assert len(list(_reads(ast.walk(ast.parse(source))))) == 9
+    assert len(list(_reads(ast.walk(ast.parse(source)), "envkit.index.wheels"))) == 8
 
 
 # an installed distribution's files (RECORD, METADATA) are files envkit is handed too: read
@@ -416,8 +416,9 @@ MAY_READ_DISTRIBUTIONS = {"envkit.env.inside_venv"}
 _METADATA = ("importlib.metadata", "importlib_metadata")
 
 
-def _metadata_uses(tree: ast.Module) -> Iterator[str]:
-    for node in ast.walk(tree):
+def _metadata_uses(walked: Iterable[ast.AST]) -> Iterator[str]:
+    """Every import of importlib.metadata among a module's nodes (``ast.walk``'s)."""
+    for node in walked:
         if isinstance(node, ast.Import):
             named = [a.name for a in node.names if a.name.startswith(_METADATA)]
         elif isinstance(node, ast.ImportFrom):
@@ -432,8 +433,7 @@ def _metadata_uses(tree: ast.Module) -> Iterator[str]:
 
 
 def test_installed_distributions_are_read_only_through_io_files() -> None:
-    tree = modules()
-    offenders = {n: list(_metadata_uses(t)) for n, t in tree.items()}
+    offenders = {n: list(_metadata_uses(nodes(n))) for n in modules()}
     found = {n: r for n, r in offenders.items() if r and n not in MAY_READ_DISTRIBUTIONS}
     assert found == {}, "read RECORD and METADATA with envkit.io.files"
     assert [n for n in sorted(MAY_READ_DISTRIBUTIONS) if not offenders[n]] == []  # each does
@@ -445,7 +445,7 @@ def test_the_distribution_read_rule_catches_every_import() -> None:
         "from importlib.metadata import PathDistribution\nimport importlib_metadata as m\n"
         "from importlib import resources\nimport importlib\n"
     )
-    assert len(list(_metadata_uses(ast.parse(source)))) == 4
+    assert len(list(_metadata_uses(ast.walk(ast.parse(source))))) == 4
 
 
 ARCHITECTURE = PACKAGE.parent.parent / "docs" / "architecture.md"

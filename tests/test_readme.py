@@ -93,12 +93,13 @@ def test_an_example_prints_what_its_page_shows(
     ], f"{page}'s example of `envkit {command}` no longer matches its output"
 
 
+@functools.cache  # a page may state a count more than once: the tests are parsed once for all
 def _test_functions(pattern: str) -> tuple[int, int]:
     files = sorted((ROOT / "tests").rglob(pattern))
     found = sum(
         1
         for path in files
-        for node in _statements(ast.parse(path.read_text()).body)
+        for node in _statements(sources.parse(path.read_text(), str(path)).body)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and node.name.startswith("test_")
     )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import resource
+import struct
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import loopback
@@ -26,16 +28,44 @@ def one_wheel_index(tmp_path: Path, wheel: Wheel) -> Path:
     return folder
 
 
+def _zeros_bomb(path: Path, mib: int) -> None:
+    """A wheel whose registry member inflates to ``mib`` MiB of zeros, written without
+    deflating them: after a full flush, deflate gives the same bytes for each MiB of zeros
+    (it starts afresh), so the stream is that segment ``mib`` times; the sizes and CRC in the
+    headers are the real ones (zipfile reads the member back below)."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)  # raw deflate, as a zip member holds it
+    block = bytes(1 << 20)
+    segment = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    assert deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH) == segment
+    data = segment * mib + deflate.flush()
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(block, crc)
+    members = [
+        (b"vllm-0.8.5.dist-info/METADATA", 0, b"Metadata-Version: 2.1\nName: vllm\n"),
+        (REGISTRY.encode(), 8, data),
+    ]
+    local, central = b"", b""
+    for name, method, stored in members:
+        size = mib << 20 if method else len(stored)
+        check = crc if method else zlib.crc32(stored)
+        fields = (method, 0, 0x21, check, len(stored), size, len(name))  # 1980-01-01
+        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, *fields, 0, 0, 0, 0, 0,
+                               len(local)) + name  # fmt: skip
+        local += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, *fields, 0) + name + stored
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 2, 2, len(central), len(local), 0)
+    path.write_bytes(local + central + end)
+
+
 def test_a_zip_bomb_ends_in_seconds_with_little_memory(tmp_path: Path, scan_cache: Path) -> None:
     folder = tmp_path / "files"
     folder.mkdir()
     path = folder / "vllm-0.8.5-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("vllm-0.8.5.dist-info/METADATA", "Metadata-Version: 2.1\nName: vllm\n")
-        with zf.open(REGISTRY, "w", force_zip64=True) as member:
-            block = b"\0" * (1 << 20)
-            for _ in range(256):  # 256 MiB inflated (16 times the cap), about 256 KB zipped
-                member.write(block)
+    _zeros_bomb(path, 256)  # 256 MiB inflated (16 times the cap), about 256 KB zipped
+    with zipfile.ZipFile(path) as zf:  # a zip any reader takes, its member the size it says
+        assert zf.getinfo(REGISTRY).file_size == 256 << 20
+        with zf.open(REGISTRY) as member:
+            assert member.read(1 << 20) == bytes(1 << 20)
     with indexserver.serve(folder) as server:
         start = time.monotonic()
         res = envkit("scan", "vllm==0.8.5", "--index-url", indexserver.url(server), cwd=tmp_path)

@@ -105,13 +105,16 @@ def test_a_control_inside_userinfo_does_not_end_it_early() -> None:
     assert "pass-w0rd" not in term.one_line("https://user\npass-w0rd@h.example")
 
 
-# --- every pattern linear: a crafted 256 KiB line of each shape, in a child whose CPU time is
-# limited (RLIMIT_CPU). One pass over all of them takes about two seconds of CPU; a pattern
-# that backtracks takes far longer on one of them (a quadratic search of 256 KiB is 2**35
-# steps: `a*b` on it, the plainest, about 20 s at half a nanosecond a step), so a limit of
-# 10 s tells the two apart whatever else the machine runs. The 1 MB a line may be is
-# the same shapes, four times longer: their speed is a benchmark's, not this test's.
-N = 1 << 18
+# --- every pattern linear: a crafted 64 KiB line of each shape, in a child that gives each
+# line its own CPU budget (ITIMER_PROF, whose signal ends the child) and the whole run a limit
+# behind it (RLIMIT_CPU). Every pattern and both redactions over one line take a tenth of a
+# second of CPU at the most (all the lines: about half a second); a pattern that backtracks
+# takes far longer on its line (a quadratic search of 64 KiB is 2**31 steps: `a*b` on it, the
+# plainest, about 3 s here), so a budget of half a second tells the two apart whatever else
+# the machine runs. The 1 MB a line may be is the same shapes, sixteen times longer: their
+# speed is a benchmark's, not this test's.
+N = 1 << 16
+LINE_SECONDS = 0.5
 CPU_SECONDS = 10
 CRAFTED = {
     "userinfo": "://" + "a" * N,
@@ -131,16 +134,19 @@ CRAFTED = {
 }
 _CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, resource, signal, sys
     resource.setrlimit(resource.RLIMIT_CPU, (int(sys.argv[1]), int(sys.argv[1]) + 5))
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)  # a line's budget spent: the child ends
     from envkit.io import redaction
     lines = json.loads(sys.stdin.read())
     for name, line in lines.items():
         print("trying", name, flush=True)
+        signal.setitimer(signal.ITIMER_PROF, float(sys.argv[2]))
         for pattern in redaction.PATTERNS.values():
             pattern.sub("", line)
         redaction.redact(line)
         redaction.redact(line, one_line=True)
+        signal.setitimer(signal.ITIMER_PROF, 0)
     print("done", len(lines))
     """
 )
@@ -149,14 +155,15 @@ _CHILD = textwrap.dedent(
 def test_every_pattern_takes_one_pass_over_a_crafted_line() -> None:
     assert all(len(line) >= N for line in CRAFTED.values())
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(CPU_SECONDS)],
+        [sys.executable, "-c", _CHILD, str(CPU_SECONDS), str(LINE_SECONDS)],
         input=json.dumps(CRAFTED),
         capture_output=True,
         text=True,
         timeout=120,  # on the wall clock, for a machine busy with other work
     )
     tried = done.stdout.split("\n")
-    assert done.returncode not in (-signal.SIGXCPU, -signal.SIGKILL), f"backtracks: {tried[-2]}"
+    ended = (-signal.SIGPROF, -signal.SIGXCPU, -signal.SIGKILL)  # a line's budget, or all
+    assert done.returncode not in ended, f"backtracks: {tried[-2]}"
     assert done.returncode == 0, done.stderr
     assert tried[-2:] == [f"done {len(CRAFTED)}", ""]
 

@@ -247,13 +247,14 @@ def test_real_wheels_pass_the_directory_checks(
 # ---- index pages, and a command's whole budget ----
 
 
-def _page(count: int, html: bool = False) -> bytes:
-    """A page listing ``count`` wheels of as many vLLM releases."""
+def _page(count: int, html: bool = False, *, repeated: int = 1) -> bytes:
+    """A page listing ``count`` wheels of as many vLLM releases (``repeated`` times over: a
+    page of ``count * repeated`` entries, made without building each)."""
     names = [f"vllm-0.{i}.0-py3-none-any.whl" for i in range(count)]
     if html:
         return "".join(f'<a href="/f/{n}">{n}</a>\n' for n in names).encode()
     entries = ",".join(f'{{"filename": "{n}", "url": "/f/{n}"}}' for n in names)
-    return f'{{"files": [{entries}]}}'.encode()
+    return f'{{"files": [{",".join([entries] * repeated)}]}}'.encode()
 
 
 JSON = "application/vnd.pypi.simple.v1+json"
@@ -275,8 +276,8 @@ def _wheels(handler: loopback.Handler) -> None:
 def test_hostile_index_pages_end_in_seconds_within_memory(tmp_path: Path, scan_cache: Path) -> None:
     """Each index of this server is one attack on the page or on the run's length:
 
-    - /huge: 400,000 entries (29 MB; 600 MB in scan before, history did not end in 5
-      minutes): refused by size before it is parsed;
+    - /huge: 400,000 entries (35 MB: 1,000 releases 400 times over; 600 MB in scan before,
+      history did not end in 5 minutes): refused by size before it is parsed;
     - /many, /many-html: 20,001 entries within the size cap, PEP 691 and PEP 503: the
       entries are counted as the page is parsed;
     - /endless: 1,500 releases whose wheels are no zip, each a wheel read in history and
@@ -284,7 +285,8 @@ def test_hostile_index_pages_end_in_seconds_within_memory(tmp_path: Path, scan_c
     - /slow: 200 releases, each wheel answered slowly but within the deadline: the run's
       requests together meet ENVKIT_HTTP_BUDGET.
     """
-    huge, many = _page(400_000), _page(20_001)
+    huge, many = _page(1_000, repeated=400), _page(20_001)
+    assert len(huge) > 35_000_000  # twice the size cap
     routes: dict[str, loopback.Route] = {
         "/huge/vllm/": lambda h: h.send(200, huge, JSON),
         "/many/vllm/": lambda h: h.send(200, many, JSON),

@@ -10,6 +10,7 @@ traceback.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -224,6 +225,13 @@ def html_entries(text: str, url: str = "") -> list[dict[str, Any]]:
     return parser.entries
 
 
+@functools.cache
+def _our_tags() -> frozenset[str]:
+    """This interpreter's wheel tags (asked once a process: history picks a wheel for each of
+    up to 1,000 releases, and each ask walks the platform's hundreds of tags)."""
+    return frozenset(str(t) for t in sys_tags())
+
+
 def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
     """One wheel of that version: one for this machine if there is, else a Linux x86_64 one.
 
@@ -232,7 +240,7 @@ def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
     candidates = [f for f in files if f.version == version]
     if not candidates:
         raise WheelError(f"No wheel of version {version} is listed.", "Check the version.")
-    ours = {str(t) for t in sys_tags()}
+    ours = _our_tags()
 
     def rank(f: WheelFile) -> tuple[int, int]:
         tags = {str(t) for t in parse_wheel_filename(f.filename)[3]}

@@ -2,16 +2,17 @@
 ``signatures``, ``logfacts`` and ``logread`` against adversarial lines built from its own
 literals and classes (:mod:`adversarial`), searched and full-matched.
 
-Each pattern's lines are tried at 4 KiB, where a quadratic pattern is already hundreds of
-times slower than a linear one (a twentieth of a second against a fifth of a millisecond),
-so the five slowest are the ones a backtracking pattern would be among; those are run again
-at 128 KiB, where a linear pattern takes milliseconds and a quadratic one half a minute
-(``\\w*X`` searched in 16 KiB of ``a`` takes half a second of CPU here, so 128 KiB takes 64
-times that). All of it runs in one child process whose CPU time is limited (``RLIMIT_CPU``:
-what the linear ones need many times over, a fraction of what one quadratic line
-needs, whatever else the machine runs), which prints each pattern and line before it
-tries it, so a pattern that backtracks fails the test, named, instead of hanging the
-suite. (How fast the linear ones are, on 1 MiB lines, is measured in
+Each pattern's lines are tried at 2 KiB, where a quadratic pattern is already a hundred
+times slower than a linear one (a hundredth of a second of CPU against a tenth of a
+millisecond), so the five slowest are the ones a backtracking pattern would be among; those
+are run again at 32 KiB, where a linear pattern takes milliseconds and a quadratic one
+seconds (``\\w*X`` searched in 16 KiB of ``a`` takes half a second of CPU here, so 32 KiB
+takes four times that). All of it runs in one child process that gives each long line its
+own CPU budget (``ITIMER_PROF``, whose signal ends the child: half a second, forty times
+what the slowest linear line needs, a quarter of what one quadratic line needs, whatever
+else the machine runs; ``RLIMIT_CPU`` on the whole child behind it), and prints each
+pattern and line before it tries it, so a pattern that backtracks fails the test, named,
+instead of hanging the suite. (How fast the linear ones are, on 1 MiB lines, is measured in
 ``benchmarks/explain_patterns.py``, not here.)
 """
 
@@ -27,21 +28,26 @@ import pytest
 from adversarial import lines, log_patterns, pieces
 
 HERE = Path(__file__).resolve().parent.parent  # tests/serving: its fixture modules
-CPU_SECONDS = 15  # for every pattern: the linear ones take about 2.5 together, one quadratic 30
+LINE_SECONDS = 0.5  # of CPU for one long line: a linear one takes at most 12 ms, a quadratic 2 s
+CPU_SECONDS = 15  # for the whole child: every pattern's lines take about 1.5 s together
 DEADLINE = 240  # seconds on the wall clock, for a machine busy with other work
 
 _CHILD = r"""
-import resource, sys
+import resource, signal, sys
 sys.path.insert(0, sys.argv[1])
 resource.setrlimit(resource.RLIMIT_CPU, (int(sys.argv[2]), int(sys.argv[2]) + 5))
+budget = float(sys.argv[3])
+signal.signal(signal.SIGPROF, signal.SIG_DFL)  # the budget spent: the child ends by SIGPROF
 from adversarial import exercise, hardest, named
-for name in sys.argv[3:]:
+for name in sys.argv[4:]:
     pattern = named(name)
     print("sweeping", name, flush=True)
-    _shapes, long = hardest(pattern, sweep=4 << 10, long=128 << 10)
+    _shapes, long = hardest(pattern, sweep=2 << 10, long=32 << 10)
     for line in long:
         print("trying", name, repr(line[:40]), flush=True)
+        signal.setitimer(signal.ITIMER_PROF, budget)
         exercise(pattern, line)
+        signal.setitimer(signal.ITIMER_PROF, 0)
     print("done", name, flush=True)
 """
 
@@ -59,7 +65,7 @@ def test_every_pattern_on_log_text_is_linear() -> None:
     assert len(names) > 30
     try:
         ran = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(HERE), str(CPU_SECONDS), *names],
+            [sys.executable, "-c", _CHILD, str(HERE), str(CPU_SECONDS), str(LINE_SECONDS), *names],
             capture_output=True,
             text=True,
             timeout=DEADLINE,
@@ -67,7 +73,10 @@ def test_every_pattern_on_log_text_is_linear() -> None:
     except subprocess.TimeoutExpired as stopped:
         out = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else stopped.stdout
         last = (out or "").strip().splitlines()[-1:] or ["(nothing tried)"]
-        pytest.fail(f"a pattern backtracks on a 128 KiB line: {last[0]}")
+        pytest.fail(f"a pattern backtracks on a 32 KiB line: {last[0]}")
+    if ran.returncode == -signal.SIGPROF:  # one line took its whole budget
+        last = ran.stdout.strip().splitlines()[-1:] or ["(nothing tried)"]
+        pytest.fail(f"a pattern backtracks (past {LINE_SECONDS} s of CPU on a line): {last[0]}")
     if ran.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # at the limit, or 5 s past it
         last = ran.stdout.strip().splitlines()[-1:] or ["(nothing tried)"]
         pytest.fail(f"a pattern backtracks (past {CPU_SECONDS} s of CPU): {last[0]}")
