@@ -132,7 +132,7 @@ def _restore(saved: dict[signal.Signals, Any]) -> None:
 _wakeup: tuple[int, int] | None = None  # the pipe signal.set_wakeup_fd writes into, made once
 
 
-def _own_pipe_after_fork() -> None:
+def _own_pipe_after_fork() -> None:  # pragma: no cover - runs in a forked child
     """A forked child (the tests' zygote forks envkit) makes its own pipe: one shared with
     the parent would let each read the other's wakeups."""
     global _wakeup
@@ -167,16 +167,19 @@ def woken_by_signals() -> Iterator[int | None]:
             os.set_blocking(fd, False)
             os.set_inheritable(fd, False)
         _wakeup = (read, write)
-    previous = signal.set_wakeup_fd(_wakeup[1], warn_on_full_buffer=False)
-    if previous != -1:  # someone else's: put back, and no descriptor of ours
-        signal.set_wakeup_fd(previous)
-        yield None
-        return
-    try:
+    ours = _wakeup[1]
+    try:  # set inside the try: an interrupt the moment it is set still unsets it
+        previous = signal.set_wakeup_fd(ours, warn_on_full_buffer=False)
+        if previous not in (-1, ours):  # someone else's: theirs again, and none of ours
+            signal.set_wakeup_fd(previous)
+            yield None
+            return
         drain_wakeups(_wakeup[0])  # bytes of signals already handled are not news
         yield _wakeup[0]
     finally:
-        signal.set_wakeup_fd(-1)
+        now = signal.set_wakeup_fd(-1)
+        if now not in (-1, ours):  # someone else's, put back above: left as it was
+            signal.set_wakeup_fd(now)
 
 
 def drain_wakeups(fd: int) -> None:

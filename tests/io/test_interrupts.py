@@ -1,0 +1,111 @@
+"""io.interrupts' wakeup descriptor: set only over its block, whatever interrupts it, and
+never over someone else's."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from envkit.io import interrupts
+
+POSIX = pytest.mark.skipif(os.name != "posix", reason="signal.set_wakeup_fd on pipes: POSIX")
+
+
+def _interrupted_once_set(real: Callable[..., int]) -> Callable[..., int]:
+    """set_wakeup_fd that sets the descriptor, then is interrupted at once (a Ctrl-C landing
+    as the call returns), the first time it is given envkit's."""
+    fired: list[bool] = []
+
+    def setting(fd: int, **options: Any) -> int:
+        previous = real(fd, **options)
+        if fd != -1 and not fired:
+            fired.append(True)
+            raise KeyboardInterrupt
+        return previous
+
+    return setting
+
+
+@POSIX
+def test_an_interrupt_as_the_descriptor_is_set_still_unsets_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = signal.set_wakeup_fd
+    monkeypatch.setattr(signal, "set_wakeup_fd", _interrupted_once_set(real))
+    with pytest.raises(KeyboardInterrupt), interrupts.woken_by_signals():
+        pytest.fail("the block runs only once the descriptor is set")
+    monkeypatch.undo()
+    assert signal.set_wakeup_fd(-1) == -1  # not left set: the next wait would not be woken
+    with interrupts.woken_by_signals() as woken:
+        assert woken is not None  # and the next block has it
+
+
+@POSIX
+def test_a_signal_makes_the_descriptor_readable_and_drain_empties_it() -> None:
+    import select
+
+    saved = signal.signal(signal.SIGUSR1, lambda *_: None)
+    try:
+        with interrupts.woken_by_signals() as woken:
+            assert woken is not None
+            assert select.select([woken], [], [], 0)[0] == []
+            signal.raise_signal(signal.SIGUSR1)
+            assert select.select([woken], [], [], 0)[0] == [woken]
+            interrupts.drain_wakeups(woken)
+            assert select.select([woken], [], [], 0)[0] == []
+        assert signal.set_wakeup_fd(-1) == -1
+    finally:
+        signal.signal(signal.SIGUSR1, saved)
+
+
+@POSIX
+def test_someone_elses_descriptor_is_left_alone() -> None:
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        signal.set_wakeup_fd(write)
+        with interrupts.woken_by_signals() as woken:
+            assert woken is None  # an event loop's: envkit's waits go without
+            assert signal.set_wakeup_fd(write) == write  # and it is still set
+        assert signal.set_wakeup_fd(-1) == write
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_makes_a_pipe_of_its_own() -> None:
+    """A pipe shared with the parent would let each drain the other's wakeups."""
+    with interrupts.woken_by_signals() as parents:
+        assert parents is not None
+        pipe = os.fstat(parents).st_ino
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            with interrupts.woken_by_signals() as childs:
+                os._exit(0 if childs is not None and os.fstat(childs).st_ino != pipe else 3)
+        finally:
+            os._exit(4)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with interrupts.woken_by_signals() as again:
+        assert again == parents and os.fstat(again).st_ino == pipe  # the parent's is its own
+
+
+def test_outside_the_main_thread_there_is_none() -> None:
+    import threading
+
+    seen: list[object] = []
+
+    def look() -> None:
+        with interrupts.woken_by_signals() as woken:
+            seen.append(woken)
+
+    thread = threading.Thread(target=look)
+    thread.start()
+    thread.join()
+    assert seen == [None]  # only the main thread runs handlers
