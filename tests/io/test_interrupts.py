@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -109,3 +110,31 @@ def test_outside_the_main_thread_there_is_none() -> None:
     thread.start()
     thread.join()
     assert seen == [None]  # only the main thread runs handlers
+
+
+def test_an_interrupt_python_cannot_raise_is_recorded_and_never_printed(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The handler run inside a weakref callback (importlib's module locks have one; a
+    Ctrl-C there printed "Exception ignored in" and a traceback, then the run went on):
+    nothing is printed, and the next checkpoint raises."""
+    import weakref
+
+    class Thing:
+        pass
+
+    def callback(_ref: object) -> None:
+        interrupts._handler(signal.SIGINT, None)  # the handler, as a signal there runs it
+
+    restore = interrupts.install_signal_handlers()
+    try:
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        del thing  # the callback runs here; what it raises cannot reach this frame
+        assert ref() is None
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.checkpoint()
+    finally:
+        restore()
+    assert capfd.readouterr().err == ""
+    assert sys.unraisablehook is not None

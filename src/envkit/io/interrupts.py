@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,11 +51,25 @@ def signals_deferred() -> Iterator[None]:
 
 
 def install_signal_handlers() -> Callable[[], None]:
-    """Handle SIGINT and SIGTERM; returns a function that restores the previous handlers."""
+    """Handle SIGINT and SIGTERM; returns a function that restores the previous handlers.
+
+    While they are installed, a KeyboardInterrupt that Python cannot raise (the handler ran
+    inside a weakref callback, a ``__del__`` or a collection: "Exception ignored in", with a
+    traceback) is recorded for :func:`checkpoint` and never printed."""
     _requested.clear()
     saved = {sig: signal.signal(sig, _handler) for sig in SIGNALS}
+    hook = sys.unraisablehook
+
+    def unraisable(what: Any) -> None:
+        if isinstance(what.exc_value, KeyboardInterrupt):
+            _requested.set()  # honoured at the next checkpoint, or the result stands
+            return
+        hook(what)
+
+    sys.unraisablehook = unraisable
 
     def restore() -> None:
+        sys.unraisablehook = hook
         for sig, previous in saved.items():
             signal.signal(sig, previous)
 
