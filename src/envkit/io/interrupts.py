@@ -51,7 +51,9 @@ def signals_deferred() -> Iterator[None]:
 
 
 def install_signal_handlers() -> Callable[[], None]:
-    """Handle SIGINT and SIGTERM; returns a function that restores the previous handlers.
+    """Handle SIGINT and SIGTERM; returns a function that restores the previous handlers
+    and forgets the interrupts recorded meanwhile (a later run in the same process, as the
+    tests make, must not be stopped by this run's Ctrl-C).
 
     While they are installed, a KeyboardInterrupt that Python cannot raise (the handler ran
     inside a weakref callback, a ``__del__`` or a collection: "Exception ignored in", with a
@@ -68,10 +70,11 @@ def install_signal_handlers() -> Callable[[], None]:
 
     sys.unraisablehook = unraisable
 
-    def restore() -> None:
+    def restore() -> None:  # and what they recorded is theirs: no later checkpoint raises it
         sys.unraisablehook = hook
         for sig, previous in saved.items():
             signal.signal(sig, previous)
+        _requested.clear()
 
     return restore
 
