@@ -299,6 +299,14 @@ MAY_WRITE = {
     # the maintainer's kernel table generator, like torchbuilds
     "envkit.gpu.published.kernelupdate",
 }
+THREADS = {
+    "threading.Thread",
+    "threading.Timer",
+    "Thread",
+    "ThreadPoolExecutor",
+    "concurrent.futures.ThreadPoolExecutor",
+    "futures.ThreadPoolExecutor",
+}
 STARTS = {
     "subprocess.run",
     "subprocess.Popen",
@@ -322,6 +330,8 @@ STARTS = {
         ("starts a child process", STARTS, {"envkit.io.process"}),
         ("finds the uv binary", {"find_uv", "uv_package.find_uv_bin"}, {"envkit.io.uv"}),
         ("opens an HTTP client", {"httpx.Client", "urllib.request.urlopen"}, {"envkit.io.http"}),
+        # every thread envkit starts leaves SIGINT and SIGTERM to the main thread
+        ("starts a thread", THREADS, {"envkit.io.interrupts"}),
     ],
 )
 def test_one_module_owns_each_outside_effect(what: str, names: set[str], allowed: set[str]) -> None:

@@ -138,3 +138,55 @@ def test_an_interrupt_python_cannot_raise_is_recorded_and_never_printed(
         restore()
     assert capfd.readouterr().err == ""
     assert sys.unraisablehook is not None
+
+
+_WHO_TAKES_IT = r"""
+import os, signal, sys
+from concurrent.futures import ThreadPoolExecutor
+from envkit.io import interrupts
+
+signal.signal(signal.SIGINT, lambda *_: None)
+pool = interrupts.thread_pool(2) if sys.argv[1] == "envkit" else ThreadPoolExecutor(2)
+list(pool.map(lambda _: None, range(4)))  # its workers started, now waiting for work
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # as while a child is vforked
+os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C: to the process, any thread may take it
+with open("/proc/self/status") as status:
+    shared = next(int(line.split()[1], 16) for line in status if line.startswith("ShdPnd"))
+print("pending" if shared & (1 << (signal.SIGINT - 1)) else "taken by a worker")
+pool.shutdown()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status")
+@pytest.mark.parametrize(("pool", "said"), [("envkit", "pending"), ("plain", "taken by a worker")])
+def test_a_ctrl_c_while_the_main_thread_blocks_it_waits_for_the_main_thread(
+    pool: str, said: str
+) -> None:
+    """envkit's worker threads block SIGINT and SIGTERM (interrupts.to_main_thread): a
+    Ctrl-C arriving while the main thread blocks every signal (CPython's vfork spawn) stays
+    pending for it, where a plain pool's worker would take it and wake nothing of the main
+    thread's. In a child process of its own: no test runner's thread can take it there."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WHO_TAKES_IT, pool], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, said), done.stderr
+
+
+def test_envkits_threads_block_the_interrupts() -> None:
+    import threading
+
+    masks: list[set[int | signal.Signals]] = []
+
+    def look() -> None:
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+
+    started = interrupts.thread(look, "test")
+    started.start()
+    started.join()
+    with interrupts.thread_pool(1, initializer=look, name="test") as pool:
+        pool.submit(look).result()
+    assert len(masks) == 3 and all(mask >= interrupts.SIGNALS for mask in masks)
+    assert not interrupts.SIGNALS & signal.pthread_sigmask(signal.SIG_BLOCK, ())  # not here
+    assert threading.current_thread() is threading.main_thread()

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from envkit.gpu.installed.detect import Choice, examples
 from envkit.gpu.published.profilefit import releases_said
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
+from envkit.io import interrupts
 from envkit.io.escaping import shell_command
 from envkit.results import Result, Severity
 
@@ -66,7 +66,7 @@ def read_ahead(venv: Path, target: GpuTarget | None) -> Callable[[Path], GpuRepo
         except BaseException as exc:  # raised again in the thread that asks for it
             done["report"] = exc
 
-    thread = threading.Thread(target=look, name="envkit-gpu-read-ahead", daemon=True)
+    thread = interrupts.thread(look, "envkit-gpu-read-ahead")
     thread.start()
 
     def report(site: Path) -> GpuReport:

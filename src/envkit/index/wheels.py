@@ -21,13 +21,14 @@ import time
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from envkit.errors import NetworkError, UnreadableFile, WheelError
 from envkit.index.archives import count_entries, zip_directory
+from envkit.io import interrupts
 from envkit.io.files import open_regular
 from envkit.io.http import Http, MiB
 from envkit.io.redaction import redact
@@ -111,7 +112,7 @@ class RemoteFile(io.RawIOBase):
         if len(todo) == 1:
             self._get(*todo[0])
             return
-        with ThreadPoolExecutor(max_workers=PARALLEL_RANGES) as pool:
+        with interrupts.thread_pool(PARALLEL_RANGES) as pool:
             for future in [pool.submit(self._get, a, b) for a, b in todo]:
                 future.result()
 
@@ -248,7 +249,7 @@ class RemoteZip:
             return body
 
         spans = [(a, min(a + STREAM_CHUNK, end)) for a in range(start, end, STREAM_CHUNK)]
-        with ThreadPoolExecutor(max_workers=PARALLEL_RANGES) as pool:
+        with interrupts.thread_pool(PARALLEL_RANGES) as pool:
             window: list[Future[bytes]] = []
             for span in spans:
                 window.append(pool.submit(get, *span))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urljoin
 
 from envkit.errors import BadInput, NetworkError, TooLarge
-from envkit.io import inflate
+from envkit.io import inflate, interrupts
 from envkit.io.budget import Busy, seconds_setting
 from envkit.io.redaction import redact
 from envkit.io.urls import Target, basic_authorization, parse_url
@@ -377,7 +377,7 @@ def within_deadline(work: Callable[[], T], seconds: float, late: Callable[[], Ex
         except BaseException as exc:  # handed to the waiting thread
             box["error"] = exc
 
-    worker = threading.Thread(target=run, name="envkit-deadline", daemon=True)
+    worker = interrupts.thread(run, "envkit-deadline")
     worker.start()
     worker.join(seconds + 1.0)
     if worker.is_alive():

@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -208,3 +209,38 @@ def drain_wakeups(fd: int) -> None:
                 return
         except (BlockingIOError, InterruptedError):
             return
+
+
+def to_main_thread() -> None:
+    """SIGINT and SIGTERM blocked in the calling thread, so the kernel gives them to the main
+    thread, the only one that runs their handlers: run first in every thread envkit starts
+    (:func:`thread`, :func:`thread_pool`). While the main thread spawns a child by vfork
+    (CPython blocks every signal in it meanwhile), a Ctrl-C then waits for it instead of
+    landing in a worker, whose handler wakes no wait of the main thread's. A child started
+    from such a thread still starts with both unblocked (``io.process``)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
+def thread(target: Callable[[], object], name: str) -> threading.Thread:
+    """A daemon thread (not started) that leaves the interrupts to the main thread."""
+
+    def run() -> None:
+        to_main_thread()
+        target()
+
+    return threading.Thread(target=run, name=name, daemon=True)
+
+
+def thread_pool(
+    workers: int, *, initializer: Callable[[], None] | None = None, name: str = ""
+) -> ThreadPoolExecutor:
+    """A thread pool whose workers leave the interrupts to the main thread (then run
+    ``initializer``)."""
+
+    def start() -> None:
+        to_main_thread()
+        if initializer is not None:
+            initializer()
+
+    return ThreadPoolExecutor(max_workers=workers, initializer=start, thread_name_prefix=name)

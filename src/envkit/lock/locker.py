@@ -21,7 +21,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from envkit.errors import (
     UnreadableFile,
 )
 from envkit.gpu.needs import backend_summary
-from envkit.io import faults, process
+from envkit.io import faults, interrupts, process
 from envkit.io.atomicfile import temporary_folder, write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.http import Http
@@ -124,9 +123,7 @@ class Locker:
         # read each profile once: every file of this run names the content it was locked from
         digests = {p.name: digest(p) for p, _c in todo}
         jobs = max(1, min(self.options.jobs, len(todo)))
-        with ThreadPoolExecutor(
-            max_workers=jobs, initializer=process.one_cpu_per_worker(jobs)
-        ) as pool:
+        with interrupts.thread_pool(jobs, initializer=process.one_cpu_per_worker(jobs)) as pool:
             results = list(
                 pool.map(lambda pc: self._lock_cell(pc[0], pc[1], digests[pc[0].name]), todo)
             )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, WheelError
+from envkit.io import interrupts
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile
 from envkit.releases import boundstable
@@ -155,7 +155,7 @@ def prefetch(
             if bounds(scanner.scan(project, version)) and sdists:
                 transformers_bounds(scanner, version)
 
-    with ThreadPoolExecutor(max_workers=SCAN_WORKERS) as pool:
+    with interrupts.thread_pool(SCAN_WORKERS) as pool:
         list(pool.map(one, versions))
 
 

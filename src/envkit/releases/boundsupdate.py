@@ -17,13 +17,13 @@ import argparse
 import datetime as dt
 import functools
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError
 from envkit.index.pages import DEFAULT_INDEX, WheelFile, index_url
+from envkit.io import interrupts
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import BadEntry
 from envkit.io.files import read_small_text
@@ -109,7 +109,7 @@ def update(
             return None
         return Release(str(version), sdist.filename, registry, found)
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+    with interrupts.thread_pool(WORKERS) as pool:
         for release in pool.map(one, new):
             if release is not None:
                 releases[Version(release.version)] = release

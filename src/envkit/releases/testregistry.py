@@ -14,13 +14,13 @@ is raised, never cached. For the index envkit's table was read from
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 from packaging.version import Version
 
 from envkit.errors import WheelError
 from envkit.index.archives import tar_members
 from envkit.index.pages import WheelFile
+from envkit.io import interrupts
 from envkit.io.cache import BOUNDS, Fields
 from envkit.io.http import MiB, status_error
 from envkit.profiles.bounds import Bound, InitPolicy, parse_policy, parse_registry
@@ -132,7 +132,7 @@ def bounds_for(
             scanner.progress(f"vLLM {version}'s test registry left out: {exc.message}")
             return {}
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with interrupts.thread_pool(workers) as pool:
         return dict(zip(wanted, pool.map(one, wanted), strict=True))
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from envkit.errors import EXIT_CODES, EnvkitError
+from envkit.io import interrupts
 from envkit.io.escaping import visible
 from envkit.io.redaction import redact, redact_data
 
@@ -295,7 +296,7 @@ class _Steps:
             self._draw()
             if self.thread is None or not self.thread.is_alive():
                 self.stopping.clear()
-                self.thread = threading.Thread(target=self._tick, daemon=True)
+                self.thread = interrupts.thread(self._tick, "envkit-progress")
                 self.thread.start()
 
     def _draw(self) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from envkit.compat.check.checker import Checker, CompatReport
 from envkit.errors import EnvkitError, WheelError
 from envkit.gpu.needs import for_profile, profile_summary
 from envkit.gpu.published import kerneltable
+from envkit.io import interrupts
 from envkit.lock.cells import CellState, cell_folder
 from envkit.lock.states import states
 from envkit.profiles.bounds import Bound
@@ -125,7 +125,7 @@ def _scans(scanner: Scanner, versions: list[Version]) -> dict[Version, Scan | No
         except WheelError:
             return None  # shown as unreadable
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with interrupts.thread_pool(4) as pool:
         return dict(zip(versions, pool.map(one, versions), strict=True))
 
 

@@ -26,7 +26,6 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -42,6 +41,7 @@ from envkit.compat.vllm.loading import MODELS_DIR, Loaders, Scope
 from envkit.errors import WheelError
 from envkit.index.pages import WheelFile, pick_wheel
 from envkit.index.wheels import RemoteZip
+from envkit.io import interrupts
 from envkit.releases import modeltypes
 from envkit.releases.registry import Scanner, requirements
 
@@ -168,7 +168,7 @@ class Checker(Scanner):
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
         self.progress(f"reading vLLM {vllm}'s sources and transformers {transformers}'s")
-        with ThreadPoolExecutor(max_workers=4) as pool:  # three wheels read side by side
+        with interrupts.thread_pool(4) as pool:  # three wheels read side by side
             listings = {p: pool.submit(self.files, p) for p in ("vllm", "transformers")}
             vwheel = pick_wheel(listings["vllm"].result(), vllm)
             read = pool.submit(lambda: _vllm_sources(RemoteZip(vwheel.url, self.http)))

@@ -30,13 +30,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, TextIO
 
-from envkit.io import process
+from envkit.io import interrupts, process
 from envkit.io.pieces import Pieces, Screen
 from envkit.io.process import Stopped, Streaming
 from envkit.io.redaction import redact
@@ -161,7 +161,7 @@ class _Run:
         self.last_output = time.monotonic()
         self.failed_at: float | None = None
         self.phase = _Phase.STARTING
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="envkit-probe")
+        self.pool = interrupts.thread_pool(1, name="envkit-probe")
         self.pending: Future[Any] | None = None
         self.next_knock = time.monotonic() + KNOCK_EVERY
         self.quit = threading.Event()  # ends the probe's retries
