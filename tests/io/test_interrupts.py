@@ -146,6 +146,7 @@ from concurrent.futures import ThreadPoolExecutor
 from envkit.io import interrupts
 
 signal.signal(signal.SIGINT, lambda *_: None)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # whatever the test runner left
 pool = interrupts.thread_pool(2) if sys.argv[1] == "envkit" else ThreadPoolExecutor(2)
 list(pool.map(lambda _: None, range(4)))  # its workers started, now waiting for work
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # as while a child is vforked
