@@ -15,6 +15,7 @@ WITH_EXAMPLES = (
     "envkit.lock.cells",
     "envkit.results",
     "envkit.serving.plan.verdict",
+    "envkit.syntax",
 )
 
 

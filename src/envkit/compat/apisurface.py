@@ -24,6 +24,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from envkit import syntax
+
 IMPORTS_TRANSFORMERS = re.compile(
     rb"^[ \t]*(?:from[ \t]+transformers\b|import[ \t]+transformers\b)", re.M
 )
@@ -100,7 +102,7 @@ def parse(text: str | bytes, path: str) -> ast.Module | None:
     """
     with collector_paused():
         try:
-            return ast.parse(text, filename=path)
+            return syntax.parse_module(text, path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 

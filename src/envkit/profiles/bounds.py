@@ -26,6 +26,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envkit import syntax
 from envkit.io.cache import Fields
 
 TOO_OLD = "transformers-too-old"
@@ -144,7 +145,7 @@ def parse_policy(text: str) -> InitPolicy:
     """The arguments of the first ``check_transformers_version(...)`` call in an
     initialization test (the defaults when there is none). Raises SyntaxError / ValueError
     for what is not Python."""
-    tree = ast.parse(text)
+    tree = syntax.parse_module(text)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == _CHECK:
             words = {k.arg: k.value for k in node.keywords if k.arg}
@@ -170,7 +171,7 @@ def parse_registry(
     the directions ``policy`` (the release's initialization test) does not apply. Entries
     without a bound are left out. Raises SyntaxError / ValueError for what is not Python."""
     policy = policy or InitPolicy()
-    tree = ast.parse(text, filename=filename)
+    tree = syntax.parse_module(text, filename)
     out: dict[str, Bound] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping
 
+from envkit import syntax
+
 SWITCHES = {"store_true", "store_false", "store_const", "count", "help", "version"}
 
 
@@ -105,7 +107,7 @@ def field_arity(annotation: ast.expr, classes: Classes) -> str:
     """A dataclass field's arity as vLLM's ``get_kwargs`` makes it ("bool": --x/--no-x)."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
-            annotation = ast.parse(annotation.value, mode="eval").body
+            annotation = syntax.parse_expression(annotation.value).body
         except SyntaxError:
             return ""
     names = set(_type_names(annotation))

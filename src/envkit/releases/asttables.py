@@ -15,6 +15,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from envkit import syntax
+
 
 class _Opaque:
     def __repr__(self) -> str:
@@ -55,7 +57,7 @@ def _module_tables(
     source: str, imports: Mapping[str, Mapping[str, Any]] | None, filename: str
 ) -> dict[str, Any]:
     try:
-        tree = ast.parse(source, filename=filename or "<source>")
+        tree = syntax.parse_module(source, filename or "<source>")
     except (SyntaxError, ValueError) as exc:
         raise SourceError(f"{filename or 'source'} is not valid Python: {exc}") from None
     env: dict[str, Any] = {}

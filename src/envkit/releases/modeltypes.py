@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
+from envkit import syntax
 from envkit.index.pages import pick_wheel
 from envkit.index.wheels import RemoteZip
 from envkit.io.cache import MODEL_TYPES
@@ -41,7 +42,7 @@ def model_types(scanner: Scanner, version: Version) -> dict[str, tuple[str, ...]
     text = RemoteZip(wheel.url, scanner.http).read([MODELING_AUTO]).get(MODELING_AUTO, b"")
     found: dict[str, set[str]] = {}
     try:
-        tree = ast.parse(text.decode("utf-8", "replace"))
+        tree = syntax.parse_module(text.decode("utf-8", "replace"))
     except (SyntaxError, ValueError, RecursionError):
         tree = ast.Module(body=[], type_ignores=[])
     for node in ast.walk(tree):

@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from envkit import syntax
 from envkit.errors import WheelError
 from envkit.releases.argfields import SWITCHES, Classes, action_name, field_arity
 from envkit.releases.asttables import SourceError, module_tables
@@ -86,7 +87,7 @@ def read_parser(
 
 def _parse(text: str, path: str) -> ast.Module:
     try:
-        return ast.parse(text, filename=path)
+        return syntax.parse_module(text, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise WheelError(f"{path} is not Python envkit can parse: {exc}") from None
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from envkit import syntax
 from envkit.releases.asttables import SourceError, module_tables
 
 REGISTERS = re.compile(rb"\bAuto\w*\.register\(")
@@ -272,7 +273,7 @@ def _mapping_of(cls: ast.ClassDef) -> str:
 
 def _parse(text: bytes) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return syntax.parse_module(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

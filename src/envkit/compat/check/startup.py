@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from envkit import syntax
 from envkit.compat.apisurface import Use
 from envkit.compat.check import configfields, nestedrope, registrations
 from envkit.compat.check.sources import Sources
@@ -224,6 +225,6 @@ def _conflict(
 
 def _parse(text: bytes) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return syntax.parse_module(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None

@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from envkit import syntax
+
 INIT = "transformers/__init__.py"
 IMPORT_UTILS = "transformers/utils/import_utils.py"
 _PACKAGE = "transformers"
@@ -82,7 +84,7 @@ def _parse(data: bytes | None) -> ast.Module | None:
     if data is None:
         return None
     try:
-        return ast.parse(data)
+        return syntax.parse_module(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -30,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from envkit import syntax
 from envkit.releases.asttables import SourceError, module_tables
 from envkit.releases.registry import VLLM_CONFIG, VLLM_LAYOUTS
 
@@ -250,7 +251,7 @@ class Loaders:
         if text is None:
             return {}
         try:
-            tree = ast.parse(text, filename=VLLM_CONFIG)
+            tree = syntax.parse_module(text, VLLM_CONFIG)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return {}
         out: dict[str, list[str]] = defaultdict(list)
