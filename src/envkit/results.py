@@ -208,6 +208,12 @@ def ok(results: Iterable[Result]) -> bool:
     return not any(r.failed for r in results)
 
 
+def failed_codes(results: Iterable[Result]) -> str:
+    """The codes of the failing ``results``, each once, as one fact (:func:`listing`): the
+    evidence of a verdict made of them."""
+    return listing(dict.fromkeys(r.code for r in results if r.failed))
+
+
 def fixes(results: Iterable[Result]) -> str:
     """The fixes of the failing ``results``, each once, one a line: a verdict made of them
     fixes what each says."""

@@ -32,7 +32,7 @@ from envkit.models.configfile import (
 )
 from envkit.profiles.bounds import HF_ONLY, Bound
 from envkit.profiles.profile import Profile
-from envkit.results import Result, Severity, fixes, listing
+from envkit.results import Result, Severity, failed_codes, fixes
 
 if TYPE_CHECKING:  # the GPU check is handed in; check-model without a GPU loads no table
     from envkit.gpu.published.profilefit import GpuCheck
@@ -64,11 +64,10 @@ class Verdict:
             return Result(code="model-loads", severity=Severity.OK, subject=self.profile,
                           message=f"{self.profile}: can load it with {self.architecture}",
                           evidence={"architecture": self.architecture})  # fmt: skip
-        failing = [p for p in self.problems if p.failed]
-        codes = listing(dict.fromkeys(p.code for p in failing))
+        codes = failed_codes(self.problems)
         return Result(code="model-does-not-load", severity=Severity.ERROR, subject=self.profile,
                       message=f"{self.profile}: CANNOT load it ({codes})",
-                      evidence={"problems": codes}, fix=fixes(failing))  # fmt: skip
+                      evidence={"problems": codes}, fix=fixes(self.problems))  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {

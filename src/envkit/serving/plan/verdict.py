@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envkit.results import Result, Severity, fixes, listing
+from envkit.results import Result, Severity, failed_codes, fixes
 
 if TYPE_CHECKING:
     from envkit.serving.command import Recommendation
@@ -39,7 +39,7 @@ def plan_result(
     settings and their ``command`` ('' when none)."""
     unloadable = [p for p in load_problems if p.failed]
     failing = unloadable or [p for p in problems if p.failed]
-    codes = listing(dict.fromkeys(p.code for p in failing))
+    codes = failed_codes(failing)
     if unloadable:
         return Result(
             code="plan-model-does-not-load",
@@ -67,10 +67,9 @@ def plan_result(
         )
     facts["problems"] = codes
     if command:
-        rec = recommended
         message = (
             f"It does not fit as asked ({codes}); the recommended settings fit: utilisation "
-            f"{rec.gpu_memory_utilization:.2f}, a {rec.max_model_len}-token context."
+            f"{facts['recommended_utilization']}, a {recommended.max_model_len}-token context."
         )
     else:
         message = f"It does not fit as asked ({codes}), and no setting fits this GPU."
