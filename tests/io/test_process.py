@@ -472,3 +472,41 @@ def test_a_signal_another_thread_takes_still_ends_the_wait_at_once(
     assert took < (10 if handlers == "deferred" else 5), took
     assert handlers != "deferred" or took >= 0.5
     assert _my_children() - before == set()
+
+
+@LINUX
+@pytest.mark.parametrize("handlers", ["envkit", "python", "deferred"])
+def test_a_signal_another_thread_takes_ends_a_streamed_read_at_once(handlers: str) -> None:
+    """serve's wait on vLLM's output (Streaming.read) is woken as run()'s is: the handler
+    runs in the main thread at once and raises; inside ``signals_deferred`` it only records
+    the interrupt, the read returns None (nothing came) long before its 30 s, and the
+    interrupt is raised where the deferral ends."""
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    restore = process.install_signal_handlers() if handlers != "python" else None
+    child = process.stream(["sleep", "30"])
+
+    def elsewhere() -> None:
+        time.sleep(0.2)  # the main thread is in select by then
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    thread = threading.Thread(target=elsewhere)
+    read: list[bytes | None] = []
+    try:
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            thread.start()
+            if handlers == "deferred":
+                with process.signals_deferred():
+                    read.append(child.read(30))
+            else:
+                read.append(child.read(30))
+        took = time.monotonic() - start
+    finally:
+        thread.join()
+        child.stop(1.0)
+        child.close()
+        if restore is not None:
+            restore()
+        signal.signal(signal.SIGINT, saved)
+    assert took < 5, took
+    assert read == ([None] if handlers == "deferred" else [])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envkit.io import procfs
-from envkit.io.interrupts import signals_caught
+from envkit.io.interrupts import drain_wakeups, signals_caught, woken_by_signals
 
 _libc: Any = None
 
@@ -90,11 +90,17 @@ class Streaming:
 
     def read(self, timeout: float) -> bytes | None:
         """What the child wrote within ``timeout`` seconds (at most READ_SIZE bytes): None
-        when nothing came, ``b""`` once every writer closed the pipe."""
+        when nothing came, ``b""`` once every writer closed the pipe. A signal ends the wait
+        at once, whichever thread takes it (io.interrupts.woken_by_signals): its handler
+        runs at the next bytecode, and a handler that only records it finds None here."""
         if self._eof:
             return b""
-        ready, _w, _x = select.select([self._out], [], [], max(0.0, timeout))
-        if not ready:
+        with woken_by_signals() as woken:
+            watched: list[Any] = [self._out] if woken is None else [self._out, woken]
+            ready, _w, _x = select.select(watched, [], [], max(0.0, timeout))
+            if woken is not None and woken in ready:
+                drain_wakeups(woken)
+        if self._out not in ready:
             return None
         data = os.read(self._out.fileno(), READ_SIZE)
         self._eof = not data
