@@ -38,15 +38,35 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-# what vLLM's source gives: Python names, and checkpoint labels such as formats.py makes
-names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.\-]{0,20}", fullmatch=True)
-labels = st.from_regex(r"[a-z0-9]{1,8} checkpoint( with [a-z]{3,8}(/[a-z]{3,8})?)?", fullmatch=True)
+# what vLLM's source gives: Python names, and checkpoint labels such as formats.py makes;
+# each the strings st.from_regex drew for its pattern (in the comment), built from their parts:
+# the same space at a fraction of the cost (drawing from a regex was 9 in 10 of the test's time)
+LOWER, UPPER, DIGITS = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
+# r"[A-Za-z_][A-Za-z0-9_.\-]{0,20}"
+names = st.builds(
+    str.__add__,
+    st.sampled_from(LOWER + UPPER + "_"),
+    st.text(LOWER + UPPER + DIGITS + "_.-", max_size=20),
+)
+# r"[a-z]{3,8}"
+_word = st.text(LOWER, min_size=3, max_size=8)
+# r"[a-z0-9]{1,8} checkpoint( with [a-z]{3,8}(/[a-z]{3,8})?)?"
+labels = st.builds(
+    lambda head, kind: f"{head} checkpoint{kind}",
+    st.text(LOWER + DIGITS, min_size=1, max_size=8),
+    st.one_of(
+        st.just(""),
+        _word.map(" with {}".format),
+        st.tuples(_word, _word).map(lambda w: f" with {w[0]}/{w[1]}"),
+    ),
+)
 findings = st.builds(
     Incompatibility,
     code=st.sampled_from(Code),
     name=names,
     module=st.one_of(st.just(""), names),
-    file=st.from_regex(r"vllm/[a-z_/]{1,30}\.py", fullmatch=True),
+    # r"vllm/[a-z_/]{1,30}\.py"
+    file=st.text(LOWER + "_/", min_size=1, max_size=30).map("vllm/{}.py".format),
     line=st.integers(1, 99_999),
     places=st.integers(1, 50),
     removed_in=st.sampled_from(["", "5.0.0", "4.53.0"]),
