@@ -11,9 +11,35 @@ import time
 from pathlib import Path
 from typing import Any
 
+LOOP = 2_000_000
+COMPILES = 20
+
+
+def python_work() -> float:
+    """The CPU seconds of a fixed pure-Python workload, best of 3: a loop of LOOP additions
+    and COMPILES compilations of the standard library's ``argparse`` source (its text read
+    once, outside the timing). The machine's speed for the suite's kind of work, beside its
+    load: the same CPU model name has measured 2.5 times slower on one day than on another
+    (every command of benchmarks/speed.py alike), so a figure is compared with another only
+    beside this one."""
+    import argparse
+
+    source = Path(argparse.__file__).read_text(encoding="utf-8")
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        total = 0
+        for i in range(LOOP):
+            total += i
+        for _ in range(COMPILES):
+            compile(source, "argparse.py", "exec")
+        best = min(best, time.process_time() - start)
+    return round(best, 3)
+
 
 def describe() -> dict[str, Any]:
-    """CPU model and count, memory, the load average at the start, OS, Python, the date."""
+    """CPU model and count, memory, the load average at the start, OS, Python, the date, and
+    the machine's speed (python_work)."""
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -34,6 +60,7 @@ def describe() -> dict[str, Any]:
         pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return {
+        "python_work_s": python_work(),
         "cpu": cpu or "unknown",
         "cores": os.cpu_count(),
         "memory": memory,
