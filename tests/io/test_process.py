@@ -431,6 +431,36 @@ def test_the_trampoline_is_taken_only_for_a_program_exec_will_start(tmp_path: Pa
     assert not programs.starts_surely("sh", {"PATH": str(tmp_path / "bin")})
 
 
+def _interrupted_from_elsewhere(handlers: str, wait: Callable[[bool], None]) -> float:
+    """The seconds ``wait(deferred)`` took to end in KeyboardInterrupt, a SIGINT sent 0.2 s
+    after it began (the main thread is in its select by then) by another thread to itself:
+    the signal's C handler runs in that thread, not the main one. ``handlers``: envkit's,
+    Python's, or envkit's with the wait inside ``signals_deferred``."""
+
+    def elsewhere() -> None:
+        time.sleep(0.2)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    restore = process.install_signal_handlers() if handlers != "python" else None
+    thread = threading.Thread(target=elsewhere)
+    try:
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            thread.start()
+            if handlers == "deferred":
+                with process.signals_deferred():
+                    wait(True)
+            else:
+                wait(False)
+        return time.monotonic() - start
+    finally:
+        thread.join()
+        if restore is not None:
+            restore()
+        signal.signal(signal.SIGINT, saved)
+
+
 @LINUX
 @WAYS
 @pytest.mark.parametrize("handlers", ["envkit", "python", "deferred"])
@@ -445,30 +475,15 @@ def test_a_signal_another_thread_takes_still_ends_the_wait_at_once(
     (here a short one) and the interrupt is raised there."""
     _start_children(way, monkeypatch)
     before = _my_children()
-    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
-    restore = process.install_signal_handlers() if handlers != "python" else None
 
-    def elsewhere() -> None:
-        time.sleep(0.2)  # the main thread is in select by then
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    def wait(deferred: bool) -> None:
+        if deferred:
+            done = process.run(["sleep", "0.5"])
+            assert done.returncode == 0  # run to its end, then raised
+        else:
+            process.run(["sleep", "30"])
 
-    thread = threading.Thread(target=elsewhere)
-    try:
-        start = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            thread.start()
-            if handlers == "deferred":
-                with process.signals_deferred():
-                    done = process.run(["sleep", "0.5"])
-                    assert done.returncode == 0  # run to its end, then raised
-            else:
-                process.run(["sleep", "30"])
-        took = time.monotonic() - start
-    finally:
-        thread.join()
-        if restore is not None:
-            restore()
-        signal.signal(signal.SIGINT, saved)
+    took = _interrupted_from_elsewhere(handlers, wait)
     assert took < (10 if handlers == "deferred" else 5), took
     assert handlers != "deferred" or took >= 0.5
     assert _my_children() - before == set()
@@ -481,32 +496,12 @@ def test_a_signal_another_thread_takes_ends_a_streamed_read_at_once(handlers: st
     runs in the main thread at once and raises; inside ``signals_deferred`` it only records
     the interrupt, the read returns None (nothing came) long before its 30 s, and the
     interrupt is raised where the deferral ends."""
-    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
-    restore = process.install_signal_handlers() if handlers != "python" else None
     child = process.stream(["sleep", "30"])
-
-    def elsewhere() -> None:
-        time.sleep(0.2)  # the main thread is in select by then
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
-    thread = threading.Thread(target=elsewhere)
     read: list[bytes | None] = []
     try:
-        start = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            thread.start()
-            if handlers == "deferred":
-                with process.signals_deferred():
-                    read.append(child.read(30))
-            else:
-                read.append(child.read(30))
-        took = time.monotonic() - start
+        took = _interrupted_from_elsewhere(handlers, lambda _deferred: read.append(child.read(30)))
     finally:
-        thread.join()
         child.stop(1.0)
         child.close()
-        if restore is not None:
-            restore()
-        signal.signal(signal.SIGINT, saved)
     assert took < 5, took
     assert read == ([None] if handlers == "deferred" else [])
