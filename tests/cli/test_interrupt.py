@@ -203,3 +203,66 @@ def test_ctrl_c_while_the_profiles_are_cached(env: dict[str, str]) -> None:
 def test_a_malformed_fault_is_still_refused_before_the_command(env: dict[str, str]) -> None:
     ran = start(["--version"], {**env, "ENVKIT_FAULT": "startup=NOPE"}, None)
     assert ran.code == 2 and "ENVKIT_FAULT=" in ran.err and "Traceback" not in ran.err
+
+
+class _RaisesOnNaming:
+    def __set_name__(self, owner: type, name: str) -> None:
+        raise KeyboardInterrupt
+
+
+def _defines_a_class_whose_naming_is_interrupted(*_args: object, **_kwargs: object) -> int:
+    """A Ctrl-C inside a descriptor's ``__set_name__``, as one landing while an import
+    creates ``platform.uname_result``: Python 3.11 raises it as ``RuntimeError: Error calling
+    __set_name__``, caused by the KeyboardInterrupt (later Pythons raise the interrupt)."""
+
+    class Owner:
+        attr = _RaisesOnNaming()
+
+    return 0
+
+
+@pytest.mark.parametrize("json_asked", [False, True])
+def test_an_interrupt_python_wraps_in_another_error_is_still_one_line_and_130(
+    json_asked: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seen in 1 suite run of 8: a Ctrl-C during click's import printed that RuntimeError's
+    traceback and exit 1."""
+    import json
+
+    from envkit import cli
+    from envkit.cli import app
+
+    monkeypatch.setattr(app, "main", _defines_a_class_whose_naming_is_interrupted)
+    args = ["explain", "boot.log", *(["--json"] if json_asked else [])]
+    assert cli.main(args) == 130
+    out, err = capsys.readouterr()
+    assert err == "envkit: Interrupted.\n"
+    if json_asked:
+        assert json.loads(out)["exit_code"] == 130
+    else:
+        assert out == ""
+
+
+def test_an_error_with_no_interrupt_behind_it_is_not_taken_for_one() -> None:
+    from envkit.cli import interrupt_behind
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as inner:
+            raise RuntimeError("cleanup failed") from inner
+    except RuntimeError as exc:
+        assert interrupt_behind(exc)
+    plain = ValueError("x")
+    assert not interrupt_behind(plain)
+    looped = ValueError("a")
+    other = ValueError("b")
+    looped.__context__, other.__context__ = other, looped  # a chain that loops ends
+    assert not interrupt_behind(looped)
+    deep = ValueError(0)
+    at = deep
+    for n in range(100):  # a KeyboardInterrupt further back than envkit looks is not seen
+        at.__cause__ = ValueError(n)
+        at = at.__cause__
+    at.__cause__ = KeyboardInterrupt()
+    assert not interrupt_behind(deep)

@@ -42,6 +42,29 @@ def _guarded(args: list[str], *, last: bool) -> int:
         return app.main(args, last=last)
     except KeyboardInterrupt:
         return _interrupted("--json" in args, last=last)
+    except Exception as exc:  # what no handler of app.main's took: shown as it is, unless
+        if not interrupt_behind(exc):  # a Ctrl-C is behind it
+            raise
+        return _interrupted("--json" in args, last=last)
+
+
+def interrupt_behind(exc: BaseException, links: int = 32) -> bool:
+    """Whether a KeyboardInterrupt is behind ``exc``: its cause or context, or theirs (at
+    most ``links`` deep; a chain that loops ends). Python 3.11 turns an exception raised in a
+    descriptor's ``__set_name__`` into ``RuntimeError: Error calling __set_name__``, caused
+    by it: a Ctrl-C while an import creates such a class (``platform.uname_result``, under
+    click's import of ``uuid``) arrives as that RuntimeError."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < links:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        if isinstance(each, KeyboardInterrupt):
+            return True
+        todo.extend(e for e in (each.__cause__, each.__context__) if e is not None)
+    return False
 
 
 def _startup_fault() -> None:
