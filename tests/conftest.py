@@ -73,6 +73,8 @@ def hermetic_uv(
     # to it); tests of folding set their own
     os.environ["COLUMNS"] = "100"
     os.environ["UV_HTTP_RETRIES"] = "0"  # a dead index fails at once
+    # a bug shows its traceback, which the tests look for (cli._internal_error)
+    os.environ["ENVKIT_TRACEBACK"] = "1"
     if _PYCACHE:  # the children too (see _PYCACHE)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE

@@ -254,6 +254,37 @@ class Interrupted(EnvkitError):
     exit_code = EXIT_INTERRUPTED
 
 
+TRACEBACK_VARIABLE = "ENVKIT_TRACEBACK"  # set (not 0): a bug shows its traceback instead
+
+
+class InternalError(EnvkitError):
+    """A failure none of envkit's handlers took: a bug in envkit. Said as one paragraph (the
+    exception, where it was raised) with exit 1, as Python ends on one; ``ENVKIT_TRACEBACK=1``
+    shows the traceback instead."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        ours = [f for f in frames if "/envkit/" in f.filename.replace("\\", "/")]
+        where = ""
+        if ours or frames:
+            frame = (ours or frames)[-1]
+            name = frame.filename.replace("\\", "/").rsplit("/envkit/", 1)[-1]
+            where = f" (in {'envkit/' if ours else ''}{name}:{frame.lineno}, {frame.name})"
+        said = str(exc)
+        if len(said) > 300:
+            said = said[:300] + "... (cut at 300 characters)"
+        return cls(
+            f"Internal error: {type(exc).__name__}{': ' if said else ''}{said}{where}.",
+            f"This is a bug in envkit, not in what you gave it: run the command again with "
+            f"{TRACEBACK_VARIABLE}=1 to see the traceback, and report it with the command.",
+        )
+
+
 def _tail(output: str, lines: int = 12, width: int = 1500) -> str:
     """The last meaningful lines of a tool's output, folded into one paragraph."""
     kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]

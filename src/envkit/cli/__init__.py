@@ -42,10 +42,27 @@ def _guarded(args: list[str], *, last: bool) -> int:
         return app.main(args, last=last)
     except KeyboardInterrupt:
         return _interrupted("--json" in args, last=last)
-    except Exception as exc:  # what no handler of app.main's took: shown as it is, unless
-        if not interrupt_behind(exc):  # a Ctrl-C is behind it
-            raise
-        return _interrupted("--json" in args, last=last)
+    except Exception as exc:  # what no handler of app.main's took: a Ctrl-C behind it, or a bug
+        if interrupt_behind(exc):
+            return _interrupted("--json" in args, last=last)
+        return _internal_error(exc, "--json" in args)
+
+
+def _internal_error(exc: Exception, as_json: bool) -> int:
+    """A bug, said in one paragraph (errors.InternalError) with exit 1; raised again as it
+    is, traceback and all, when ENVKIT_TRACEBACK is set (the tests set it: a bug fails them)."""
+    import os
+
+    from envkit.errors import TRACEBACK_VARIABLE, InternalError
+    from envkit.io import redaction
+    from envkit.render import term
+
+    if os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
+        raise exc
+    redaction.remember_environment_secrets()  # the bug may come before app.main took them
+    said = InternalError.of(exc)
+    term.error(said, as_json)
+    return said.exit_code
 
 
 def interrupt_behind(exc: BaseException, links: int = 32) -> bool:
