@@ -267,14 +267,17 @@ class InternalError(EnvkitError):
     @classmethod
     def of(cls, exc: BaseException) -> InternalError:
         import traceback
+        from pathlib import Path
 
+        package = Path(__file__).resolve().parent  # envkit's own folder, wherever installed
         frames = traceback.extract_tb(exc.__traceback__)
-        ours = [f for f in frames if "/envkit/" in f.filename.replace("\\", "/")]
+        ours = [f for f in frames if package in Path(f.filename).resolve().parents]
         where = ""
         if ours or frames:
             frame = (ours or frames)[-1]
-            name = frame.filename.replace("\\", "/").rsplit("/envkit/", 1)[-1]
-            where = f" (in {'envkit/' if ours else ''}{name}:{frame.lineno}, {frame.name})"
+            path = Path(frame.filename).resolve()
+            name = f"envkit/{path.relative_to(package).as_posix()}" if ours else frame.filename
+            where = f" (in {name}:{frame.lineno}, {frame.name})"
         said = str(exc)
         if len(said) > 300:
             said = said[:300] + "... (cut at 300 characters)"
