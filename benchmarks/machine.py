@@ -18,10 +18,10 @@ COMPILES = 20
 def python_work() -> float:
     """The CPU seconds of a fixed pure-Python workload, best of 3: a loop of LOOP additions
     and COMPILES compilations of the standard library's ``argparse`` source (its text read
-    once, outside the timing). The machine's speed for the suite's kind of work, beside its
-    load: the same CPU model name has measured 2.5 times slower on one day than on another
-    (every command of benchmarks/speed.py alike), so a figure is compared with another only
-    beside this one."""
+    once, outside the timing): the machine's speed at pure-Python work, beside its load (the
+    same CPU model name has measured 2.5 times slower at every command of benchmarks/speed.py
+    on one day than on another). It did not follow the commands' start-up figures alone:
+    python_imports is recorded beside it."""
     import argparse
 
     source = Path(argparse.__file__).read_text(encoding="utf-8")
