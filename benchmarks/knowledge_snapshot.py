@@ -23,7 +23,8 @@ from machine import describe  # benchmarks/machine.py, beside this script
 from packaging.version import Version
 
 from envkit.index import snapshot
-from envkit.index.pages import DEFAULT_INDEX, WheelFile
+from envkit.index.pages import WheelFile
+from envkit.io.urls import DEFAULT_INDEX
 
 
 def _pages(files: int) -> dict[str, snapshot.Listing]:

@@ -21,7 +21,8 @@ from pathlib import Path
 from machine import describe  # benchmarks/machine.py, beside this script
 from packaging.version import Version
 
-from envkit.index.pages import index_url, pick_wheel
+from envkit.index.pages import pick_wheel
+from envkit.io.urls import index_url
 from envkit.releases.registry import VLLM_CONFIG, VLLM_LAYOUTS, Scanner, scan_vllm
 
 

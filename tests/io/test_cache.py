@@ -26,8 +26,9 @@ from envkit.compat.report import load_cached as load_report
 from envkit.compat.report import store as store_report
 from envkit.io import cache
 from envkit.io.cache import BadEntry, Fields
+from envkit.io.urls import index_key
 from envkit.profiles.bounds import Bound
-from envkit.releases.registry import Scan, index_key, load_cached
+from envkit.releases.registry import Scan, load_cached
 
 import indexserver
 from helpers import envkit

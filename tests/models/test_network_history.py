@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from envkit.index.pages import index_url
+from envkit.io.urls import index_url
 from envkit.releases.registry import Scanner
 from envkit.releases.testregistry import transformers_bounds
 

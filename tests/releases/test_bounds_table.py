@@ -15,11 +15,11 @@ import pytest
 from packaging.version import Version
 
 from envkit.errors import UnreadableFile
-from envkit.index.pages import DEFAULT_INDEX, index_url
+from envkit.io.urls import DEFAULT_INDEX, index_key, index_url
 from envkit.profiles.bounds import Bound, parse_policy, parse_registry
 from envkit.releases import boundstable, boundsupdate
 from envkit.releases.boundstable import Release
-from envkit.releases.registry import Scanner, index_key
+from envkit.releases.registry import Scanner
 from envkit.releases.testregistry import read_sdist, transformers_bounds
 
 import indexserver

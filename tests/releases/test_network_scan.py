@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from envkit.index.pages import index_url
+from envkit.io.urls import index_url
 from envkit.profiles.catalog import Catalog
 from envkit.releases.registry import Scanner, releases_listing
 

@@ -49,7 +49,7 @@ def refresh(out: Path | None, platform: str, index: str | None, as_json: bool) -
     """
     from envkit.gpu.published.refresh import refresh as run
     from envkit.index import snapshot
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.render.knowledge import refreshed
 
     if snapshot.active() is not None:
@@ -113,7 +113,7 @@ def export(
     is written at once when complete. Exit 0 when it holds everything, 2 when something
     could not be read (FILE is still written, and says what it lacks).
     """
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.models.knowledgefill import export as run
     from envkit.render.knowledge import exported_knowledge
 

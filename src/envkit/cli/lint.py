@@ -42,8 +42,8 @@ def lint(
     Exit 0 when vLLM accepts them, 1 on an error finding, 2 on bad input.
     """
     from envkit import render
-    from envkit.index.pages import index_url
     from envkit.index.session import IndexSession
+    from envkit.io.urls import index_url
     from envkit.render.lint import lint_report
     from envkit.serving.lint.check import lint_args
 

@@ -140,7 +140,7 @@ def _compat_refusals(profiles: list[Profile], index: str | None) -> dict[str, st
     """Profiles whose pins fail `envkit compat` (checked on the index envkit reads)."""
     from envkit.compat.check.checker import Checker
     from envkit.compat.check.enforcement import lock_refusals
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
 
     try:
         checker = Checker(index_url(index), progress=render.progress)

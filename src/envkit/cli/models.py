@@ -133,7 +133,7 @@ def scan(
 
     Only the needed files are read (HTTP range requests); the source is parsed, never run.
     """
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.models.drafts import rescan
     from envkit.releases.registry import Scanner, parse_target
     from envkit.releases.testregistry import scan_release
@@ -220,7 +220,7 @@ def new_profile(
     from envkit.compat.check.checker import Checker
     from envkit.gpu.installed.detect import driver_cuda
     from envkit.gpu.target import host_platform
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
     from envkit.releases.registry import Scanner
@@ -272,7 +272,7 @@ def history(
     and the shipped profiles that can load it. Each release is read once from its wheel and
     cached. Exit 0 when some release lists it, 1 when none does, 2 on bad input.
     """
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.models import history as hist
     from envkit.models.check_model import load_model_config
     from envkit.releases.modeltypes import MODEL_TYPE
@@ -329,7 +329,7 @@ def compat(
     Exit 0 compatible, 1 not, 2 bad input.
     """
     from envkit.compat.report import load_cached
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
 
     vllm, transformers = _pair(state, targets)
     url = index_url(index)

@@ -155,7 +155,7 @@ def compat_lookup(index: str | None) -> CompatLookup:
     """For build, verify and doctor: the installed vLLM + transformers pair against
     `envkit compat` (cached per pair; an unreadable index is said, not a verdict)."""
     from envkit.compat.check.enforcement import cached_first
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
 
     url = index_url(index)
 

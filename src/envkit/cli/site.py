@@ -34,7 +34,7 @@ def site(state: State, out: Path, index: str | None, constraints: str | None, as
     a warm one takes seconds, and the same caches give the same bytes.
     """
     from envkit.compat.check.checker import Checker
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.releases.registry import Scanner
     from envkit.site.build import previous_files, write
     from envkit.site.data import gather

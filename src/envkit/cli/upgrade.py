@@ -64,7 +64,7 @@ def upgrade(state: State, /, profiles: tuple[str, ...], every: bool, **values: A
     from envkit.cli.locks import _compat_refusals, _profiles
     from envkit.compat.check.checker import Checker
     from envkit.gpu.published import kerneltable
-    from envkit.index.pages import index_url
+    from envkit.io.urls import index_url
     from envkit.io.uv import Uv
     from envkit.lock.cells import lock_exit_code
     from envkit.lock.locker import Locker, LockOptions

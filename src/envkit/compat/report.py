@@ -19,7 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envkit.io.cache import COMPAT, Fields
-from envkit.releases.registry import index_key
+from envkit.io.urls import index_key
 from envkit.results import Result, Severity, listing
 
 

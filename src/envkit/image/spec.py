@@ -19,10 +19,10 @@ from envkit.gpu.arch import KNOWN, Capability
 from envkit.gpu.needs import for_backend
 from envkit.gpu.published.kerneltable import KernelTable, shipped
 from envkit.gpu.published.kernelverdict import Verdict
-from envkit.index.pages import DEFAULT_INDEX, index_url
 from envkit.io.escaping import shell_command
 from envkit.io.files import read_small_text
 from envkit.io.redaction import has_credentials
+from envkit.io.urls import DEFAULT_INDEX, index_url
 from envkit.lock.cells import CellState, CellStatus, machine_platform
 from envkit.lock.states import states
 from envkit.lock.torchsource import TorchIndex, TorchSource, as_locked

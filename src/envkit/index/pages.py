@@ -1,18 +1,16 @@
 """Package index pages: which files a project publishes, and choosing a wheel among them.
 
-The index is chosen as uv chooses it (``--index-url``, then ``$UV_DEFAULT_INDEX``, then
-``$UV_INDEX_URL``) and read in the JSON simple API (PEP 691) or, from indexes that only serve
-it, the HTML one (PEP 503). Every answer is checked before use: a page is capped in bytes
-and in the files it lists (counted while it is parsed, so a page of a million entries is
-refused before it is built), and a malformed page is a NetworkError naming the URL, never a
-traceback.
+The index (``io.urls.index_url``: chosen as uv chooses it) is read in the JSON simple API
+(PEP 691) or, from indexes that only serve it, the HTML one (PEP 503). Every answer is
+checked before use: a page is capped in bytes and in the files it lists (counted while it is
+parsed, so a page of a million entries is refused before it is built), and a malformed page
+is a NetworkError naming the URL, never a traceback.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -27,9 +25,7 @@ from envkit.errors import NetworkError, WheelError
 from envkit.io.cache import is_sha256
 from envkit.io.http import Http, MiB, status_error
 from envkit.io.redaction import redact
-from envkit.io.urls import check_index
 
-DEFAULT_INDEX = "https://pypi.org/simple"
 _ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
     "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
@@ -40,19 +36,6 @@ MAX_INDEX_ENTRIES = 20_000  # files one page may list, counted as the page is pa
 # values (JSON: commas) or tags (HTML: '<') one page may hold, counted before it is parsed;
 # torch's page has 7.3 commas a file, PEP 503 pages 3 tags a link
 MAX_PAGE_ITEMS = 8 * MAX_INDEX_ENTRIES
-
-
-def index_url(option: str | None = None) -> str:
-    """The index, as uv picks its default one: the option, ``$UV_DEFAULT_INDEX``,
-    ``$UV_INDEX_URL`` (uv's older name), else PyPI."""
-    for value, where in (
-        (option, "--index-url"),
-        (os.environ.get("UV_DEFAULT_INDEX"), "UV_DEFAULT_INDEX"),
-        (os.environ.get("UV_INDEX_URL"), "UV_INDEX_URL"),
-    ):
-        if value and value.strip():
-            return check_index(value, where)
-    return DEFAULT_INDEX
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from packaging.version import Version
 
 from envkit.errors import NetworkError
-from envkit.index.pages import WheelFile, list_files, list_sdists
-from envkit.io.http import Http
 from envkit.io.redaction import redact
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a session whose answers are all cached reads no page and makes no client
+    from envkit.index.pages import WheelFile
     from envkit.index.snapshot import Listing, Snapshot
+    from envkit.io.http import Http
 
 MAX_RELEASES = 1_000  # transformers, the longest history envkit reads, has about 200
 
@@ -41,16 +41,24 @@ class IndexSession:
         self.snapshot = known
         self.index = known.index if known is not None else index
         self.use_cache = use_cache  # False: every reader goes to the index, not envkit's cache
+        self._http = http
         if known is not None:
             from envkit.index.snapshot import NoNetwork
 
-            self.http: Http = NoNetwork(snapshot=known)
-        else:
-            self.http = http or Http()
+            self._http = NoNetwork(snapshot=known)
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
         self._sdists: dict[str, dict[Version, WheelFile]] = {}
         self._by_version: dict[str, dict[Version, list[WheelFile]]] = {}
+
+    @property
+    def http(self) -> Http:
+        """The session's one client, made when first asked for."""
+        if self._http is None:
+            from envkit.io.http import Http
+
+            self._http = Http()
+        return self._http
 
     def files(self, project: str) -> list[WheelFile]:
         """The project's wheels on the index."""
@@ -58,6 +66,8 @@ class IndexSession:
             if self.snapshot is not None:
                 self._files[project] = list(self.snapshot.listing(project).wheels)
             else:
+                from envkit.index.pages import list_files
+
                 self._files[project] = list_files(project, self.index, self.http)
         return self._files[project]
 
@@ -68,6 +78,8 @@ class IndexSession:
                 held = self.snapshot.listing(project).sdists
                 self._sdists[project] = {f.version: f for f in held}
             else:
+                from envkit.index.pages import list_sdists
+
                 self._sdists[project] = list_sdists(project, self.index, self.http)
         return self._sdists[project]
 

@@ -12,6 +12,7 @@ Kept apart from the HTTP client (io/http.py) so that commands which only validat
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -20,6 +21,7 @@ from envkit.errors import BadInput
 from envkit.io.escaping import escape, unsafe_character, visible
 from envkit.io.redaction import redact
 
+DEFAULT_INDEX = "https://pypi.org/simple"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _EXAMPLE = "Give a URL such as https://host/simple or http://127.0.0.1:8000/v1."
 
@@ -106,6 +108,24 @@ def check_index(text: str, where: str) -> str:
             "Give an http(s) URL such as https://host/simple, a file:// URL or a folder.",
         ) from None
     return value.rstrip("/")
+
+
+def index_url(option: str | None = None) -> str:
+    """The index, as uv picks its default one: the option, ``$UV_DEFAULT_INDEX``,
+    ``$UV_INDEX_URL`` (uv's older name), else PyPI; checked (:func:`check_index`)."""
+    for value, where in (
+        (option, "--index-url"),
+        (os.environ.get("UV_DEFAULT_INDEX"), "UV_DEFAULT_INDEX"),
+        (os.environ.get("UV_INDEX_URL"), "UV_INDEX_URL"),
+    ):
+        if value and value.strip():
+            return check_index(value, where)
+    return DEFAULT_INDEX
+
+
+def index_key(index: str) -> str:
+    """The cache key of an index: its URL without credentials (another index, another key)."""
+    return hashlib.sha256(parse_url(index).url.rstrip("/").encode()).hexdigest()[:12]
 
 
 def check_torch_index(text: str | None, where: str = "--torch-index") -> str | None:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from envkit.gpu.installed.detect import Choice
     from envkit.models.check_model import ModelReport
     from envkit.profiles.profile import Profile
+    from envkit.releases.registry import ReleaseSpan
 
 
 def check(
@@ -31,13 +32,11 @@ def check(
     read, so a model that cannot be read is said first), ranked. Raises BadInput for a model that
     cannot be read, NetworkError when a release must be scanned and cannot be."""
     from envkit.gpu.published import profilefit
-    from envkit.index.pages import index_url
     from envkit.models import check_model
-    from envkit.models.drafts import current_models
-    from envkit.releases.registry import Scanner, releases_listing
+    from envkit.models.current import current_models, lazy_scanner
 
     config = check_model.load_model_config(model, revision=revision)
-    scanner = Scanner(index_url(index), progress=progress)
+    scanner = lazy_scanner(index, progress)
     stale: dict[str, str] = {}
 
     def current(p: Profile) -> Profile:  # a [models] table true to the profile's pins
@@ -46,11 +45,16 @@ def check(
             stale[p.name] = note
         return fresh
 
+    def listing(arch: str) -> ReleaseSpan | None:  # for a model no profile loads
+        from envkit.releases.registry import releases_listing
+
+        return releases_listing(scanner(), arch)
+
     return check_model.report(
         config,
         current(profile) if profile is not None else None,
         [current(p) for p in shipped()],
-        lambda arch: releases_listing(scanner, arch),
+        listing,
         stale,
         gpu=profilefit.checker(target.target),
         gpu_source=f"compute capability {target.target}, from {target.source}"

@@ -6,7 +6,6 @@ temporary file beside the target and is renamed over it: a profile is never half
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,8 +18,9 @@ from envkit.gpu.needs import DriverNeed, for_cuda
 from envkit.io.atomicfile import write_atomic
 from envkit.io.escaping import shell_command, visible
 from envkit.io.files import read_small_text
+from envkit.models.current import transformers_bounds
 from envkit.profiles.bounds import Bound
-from envkit.profiles.profile import MAX_PROFILE_BYTES, NAME_RE, Models, Profile, load_profile
+from envkit.profiles.profile import MAX_PROFILE_BYTES, NAME_RE, Profile, load_profile
 
 if TYPE_CHECKING:  # read for their types only (tomlkit and the solver: where they are used)
     from tomlkit.items import Array, Table
@@ -30,14 +30,6 @@ if TYPE_CHECKING:  # read for their types only (tomlkit and the solver: where th
     from envkit.models.check_model import ModelConfig
     from envkit.models.solver import Solution
 from envkit.releases.registry import Scan, Scanner, parse_target, releases_listing, with_bounds
-
-
-def _transformers_bounds(scanner: Scanner, vllm: Version) -> dict[str, Bound]:
-    """vLLM's test-registry bounds (imported here: a profile whose table is current reads
-    none, and the test registry brings archive reading with it)."""
-    from envkit.releases.testregistry import transformers_bounds
-
-    return transformers_bounds(scanner, vllm)
 
 
 def _array(items: list[str]) -> Array:
@@ -174,7 +166,7 @@ def draft(
         matrix.add("platforms", _array([found.platform]))
         matrix["platforms"].comment(visible(f"solved for {found.platform}: its wheels exist"))
         doc.add("matrix", matrix)
-    bounds = _transformers_bounds(scanner, Version(vllm.version))
+    bounds = transformers_bounds(scanner, Version(vllm.version))
     doc.add("models", models_table(vllm, transformers, bounds))
     return tomlkit.dumps(doc)
 
@@ -223,7 +215,7 @@ def rescan(profile: Profile, scanner: Scanner) -> tuple[Scan, Scan]:
     vllm_pin, transformers_pin = profile.require_pair()
     vllm = scanner.scan("vllm", vllm_pin)
     transformers = scanner.scan("transformers", transformers_pin)
-    bounds = _transformers_bounds(scanner, Version(vllm.version))
+    bounds = transformers_bounds(scanner, Version(vllm.version))
     update_models(profile.path, vllm, transformers, bounds)
     return with_bounds(vllm, bounds), transformers
 
@@ -280,38 +272,3 @@ def draft_for_model(
     text = draft(name, config.model_type, found, scanner, checked=cuda is not None)
     write_new_profile(path, text, force=force)
     return load_profile(path), found
-
-
-def current_models(profile: Profile, scanner: Scanner) -> tuple[Profile, str]:
-    """The profile with a ``[models]`` table true to its pins: as written when it names the
-    pinned vLLM and transformers; else scanned from those releases (NetworkError when they
-    cannot be read: never a verdict), with a note saying the table is stale."""
-    pair = profile.pair()
-    table = profile.models
-    unscanned = not table.vllm  # judged as "profile-not-scanned", not rescanned behind its back
-    if unscanned or pair is None:
-        return profile, ""
-    vllm, transformers = pair
-    if (table.vllm, table.transformers) == (vllm, transformers):
-        return profile, ""
-    v = scanner.scan("vllm", Version(vllm))
-    t = scanner.scan("transformers", Version(transformers))
-    bounds = _transformers_bounds(scanner, Version(vllm))
-    fresh = Models(
-        vllm=v.version,
-        transformers=t.version,
-        model_types=tuple(sorted(set(v.model_types) | set(t.model_types))),
-        vllm_model_types=tuple(sorted(v.model_types)),
-        architectures=tuple(sorted(v.architectures)),
-        previously_supported=dict(v.previously_supported),
-        out_of_tree=dict(v.out_of_tree),
-        transformers_bounds={a: b for a, b in bounds.items() if b.excludes(t.version)},
-        source=f"{v.wheel}; {t.wheel}",
-    )
-    note = (
-        f"the [models] table of {profile.name} is stale (it is for vLLM {table.vllm or '?'} + "
-        f"transformers {table.transformers or '?'}, the pins are {vllm} + {transformers}); "
-        f"answered from the pinned releases: "
-        f"{shell_command(['envkit', 'scan', '--update', profile.name])} rewrites it"
-    )
-    return dataclasses.replace(profile, models=fresh), note

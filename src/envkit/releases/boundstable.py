@@ -6,7 +6,7 @@ no test registry, or that the index lists no sdist of the release.
 A published sdist never changes, so what it says is a fact that ships with envkit, as the GPU
 kernel table does (``data/gpu-kernels.json``): reading the sdists themselves costs about a
 gigabyte of downloads and ten seconds of inflating for ``history`` over every release. The
-table names the index it was read from (:func:`envkit.releases.registry.index_key`) and
+table names the index it was read from (:func:`envkit.io.urls.index_key`) and
 answers only for that index; for another one it is not used. It is read once, when a lookup
 first needs it, and checked whole where it enters (size, JSON, every field's type and shape,
 every version): a damaged table is an error naming the file, never a wrong answer.
@@ -29,8 +29,8 @@ from packaging.version import InvalidVersion, Version
 from envkit.errors import UnreadableFile
 from envkit.io.cache import BadEntry, Fields
 from envkit.io.files import MiB
+from envkit.io.urls import index_key
 from envkit.profiles.bounds import Bound
-from envkit.releases.registry import index_key
 
 FILE = "transformers-bounds.json"
 MAX_TABLE = 16 * MiB

@@ -22,15 +22,16 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError
-from envkit.index.pages import DEFAULT_INDEX, WheelFile, index_url
+from envkit.index.pages import WheelFile
 from envkit.io import interrupts
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import BadEntry
 from envkit.io.files import read_small_text
 from envkit.io.http import Http
 from envkit.io.redaction import redact
+from envkit.io.urls import DEFAULT_INDEX, index_key, index_url
 from envkit.releases.boundstable import ABOUT, MAX_TABLE, BoundsTable, Release, dumps, load
-from envkit.releases.registry import Scanner, index_key
+from envkit.releases.registry import Scanner
 from envkit.releases.testregistry import read_sdist
 
 WORKERS = 4

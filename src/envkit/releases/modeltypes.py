@@ -23,7 +23,8 @@ from envkit import syntax
 from envkit.index.pages import pick_wheel
 from envkit.index.wheels import RemoteZip
 from envkit.io.cache import MODEL_TYPES
-from envkit.releases.registry import Scanner, index_key
+from envkit.io.urls import index_key
+from envkit.releases.registry import Scanner
 
 MODELING_AUTO = "transformers/models/auto/modeling_auto.py"
 MODEL_TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")  # config.json's model_type: no capitals

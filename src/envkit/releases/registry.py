@@ -15,7 +15,6 @@ in envkit's cache folder (``$ENVKIT_CACHE_DIR`` or the platform's user cache).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -31,7 +30,7 @@ from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
 from envkit.io.cache import SCANS, BadEntry, Fields
 from envkit.io.http import Http
-from envkit.io.urls import parse_url
+from envkit.io.urls import index_key
 from envkit.profiles.bounds import Bound
 from envkit.releases.asttables import OPAQUE, SourceError, module_tables
 
@@ -129,11 +128,6 @@ def parse_target(text: str) -> tuple[str, Version]:
     if name not in SCANNABLE:
         raise BadInput(f"envkit scans vllm and transformers, not {req.name!r}.")
     return name, version
-
-
-def index_key(index: str) -> str:
-    """The cache key of an index: its URL without credentials (another index, another key)."""
-    return hashlib.sha256(parse_url(index).url.rstrip("/").encode()).hexdigest()[:12]
 
 
 def _key(project: str, version: Version | str, index: str) -> str:

@@ -19,19 +19,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from envkit.errors import WheelError
-from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
-from envkit.index.wheels import RemoteZip
 from envkit.io.cache import SERVE_FLAGS, BadEntry, Fields
-from envkit.io.http import Http
-from envkit.releases.asttables import OPAQUE, SourceError, module_tables
-from envkit.releases.parsersource import read_parser
-from envkit.releases.registry import index_key
+from envkit.io.urls import index_key
+
+if TYPE_CHECKING:  # a cached release reads none of the wheel and source readers
+    from envkit.io.http import Http
 
 ARG_UTILS = "vllm/engine/arg_utils.py"
 CLI_SERVE = "vllm/entrypoints/cli/serve.py"
@@ -113,6 +111,8 @@ class ServeFlags:
 
 def read_release(version: str, texts: dict[str, str]) -> ServeFlags:
     """A release's serve flags and variables from its source files (path -> text)."""
+    from envkit.releases.parsersource import read_parser
+
     parser: dict[str, Any] = {}
     try:
         facts = read_parser(texts, (ARG_UTILS, *FRONTENDS, CLI_SERVE), skip=(ENVS,))
@@ -137,6 +137,8 @@ def read_variables(text: str) -> tuple[str, ...]:
     """The ``VLLM_*`` names ``vllm/envs.py`` reads (its ``environment_variables`` table)."""
     if not text:
         raise WheelError(f"The wheel has no {ENVS}.")
+    from envkit.releases.asttables import OPAQUE, SourceError, module_tables
+
     try:
         table = module_tables(text, filename=ENVS).get("environment_variables")
     except SourceError as exc:
@@ -186,6 +188,9 @@ class FlagReader:
             cached = SERVE_FLAGS.load(_key(version, session.index), ServeFlags.from_entry)
             if cached is not None and cached.version == str(version):
                 return cached
+        from envkit.index.pages import pick_wheel
+        from envkit.index.wheels import RemoteZip
+
         session.progress(f"reading vllm {version}'s serve flags from its wheel")
         start = time.monotonic()
         before = session.http.traffic.bytes

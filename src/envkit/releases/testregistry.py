@@ -23,9 +23,10 @@ from envkit.index.pages import WheelFile
 from envkit.io import interrupts
 from envkit.io.cache import BOUNDS, Fields
 from envkit.io.http import MiB, status_error
+from envkit.io.urls import index_key
 from envkit.profiles.bounds import Bound, InitPolicy, parse_policy, parse_registry
 from envkit.releases import boundstable
-from envkit.releases.registry import Scan, Scanner, index_key, with_bounds
+from envkit.releases.registry import Scan, Scanner, with_bounds
 
 REGISTRY = "tests/models/registry.py"
 INIT_TEST = "tests/models/test_initialization.py"

@@ -11,9 +11,10 @@ from envkit.gpu.arch import Capability
 from envkit.gpu.published import kerneltable
 from envkit.gpu.published.kerneltable import Verdict
 from envkit.gpu.published.wheelkernels import WheelKernels, read_wheel
-from envkit.index.pages import DEFAULT_INDEX, pick_linux_wheel
+from envkit.index.pages import pick_linux_wheel
 from envkit.index.session import IndexSession
 from envkit.io.http import Http
+from envkit.io.urls import DEFAULT_INDEX
 
 pytestmark = pytest.mark.network
 

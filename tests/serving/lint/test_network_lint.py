@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.index.pages import index_url
 from envkit.index.session import IndexSession
+from envkit.io.urls import index_url
 from envkit.profiles.catalog import Catalog
 from envkit.serving.lint.check import lint_args
 

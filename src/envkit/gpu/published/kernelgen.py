@@ -22,10 +22,11 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, NetworkError
 from envkit.gpu.published.wheelkernels import LIMITS, Limits, WheelKernels, read_wheel
-from envkit.index.pages import DEFAULT_INDEX, WheelFile, file_sha256, html_entries, pick_linux_wheel
+from envkit.index.pages import WheelFile, file_sha256, html_entries, pick_linux_wheel
 from envkit.index.session import IndexSession
 from envkit.io.http import Http, MiB, status_error
 from envkit.io.redaction import redact
+from envkit.io.urls import DEFAULT_INDEX
 from envkit.releases.torchbuilds import BACKENDS
 
 MAX_PAGE = 16 * MiB  # a PyTorch index page (cu124/torch/ lists about 600 files)

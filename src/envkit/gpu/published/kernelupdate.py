@@ -31,11 +31,11 @@ from envkit.gpu.published.kerneltable import (
     dumps,
     load,
 )
-from envkit.index.pages import index_url
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import BadEntry
 from envkit.io.files import read_small_text
 from envkit.io.http import Http
+from envkit.io.urls import index_url
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,7 +99,7 @@ def lint_args(
     version = vllm_pin(profile)
     words = _checked_words(args)
     if session is None:
-        from envkit.index.pages import index_url
+        from envkit.io.urls import index_url
 
         session = IndexSession(index_url())
     reader = FlagReader(session)

@@ -109,19 +109,16 @@ def plan_for(
     model: a profile that cannot load the model gets a plan without a command, and its
     fixes name the ``known`` profiles that can (no release look-up here: new-profile does it).
     ``gpu_check`` (:func:`envkit.gpu.published.profilefit.checker`) adds whether the profile's
-    builds
-    have kernels for the GPU: a profile whose builds cannot run there gets no command.
+    builds have kernels for the GPU: a profile whose builds cannot run there gets no command.
 
     Raises BadInput (a bad config.json or setting) and NetworkError (a Hub repo id or a
     stale table that cannot be read).
     """
-    from envkit.index.pages import index_url
     from envkit.models import check_model
-    from envkit.models.drafts import current_models
-    from envkit.releases.registry import Scanner
+    from envkit.models.current import current_models, lazy_scanner
 
     # the verdict from the pinned releases, should the [models] table be stale
-    scanner = Scanner(index_url(), progress=progress)
+    scanner = lazy_scanner(None, progress)
     profile, _stale = current_models(profile, scanner)
     config = check_model.load_model_config(model, revision=settings.revision)
     folder = Path(model) if Path(model).is_dir() else Path(model).parent
