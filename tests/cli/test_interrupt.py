@@ -200,6 +200,42 @@ def test_ctrl_c_while_the_profiles_are_cached(env: dict[str, str]) -> None:
     assert start_warm(args, env).code == 0
 
 
+# a console script as pip writes one, with the Ctrl-C landing in its own lines: after its
+# import of envkit.cli, before its call of run() (where pip's compiles a regular expression)
+SCRIPT = """#!{python}
+import os, re, signal, sys
+from envkit.cli import run
+if __name__ == "__main__":
+    os.kill(os.getpid(), signal.SIGINT)
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(run())
+"""
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_ctrl_c_in_the_console_scripts_own_lines_is_one_line_and_130(
+    tmp_path: Path, env: dict[str, str], as_json: bool
+) -> None:
+    script = tmp_path / "bin" / "envkit"
+    script.parent.mkdir()
+    script.write_text(SCRIPT.format(python=sys.executable))
+    script.chmod(0o755)
+    args = ["explain", *(["--json"] if as_json else []), argv("explain", env)[1]]
+    done = subprocess.run([str(script), *args], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, INTERRUPTED + "\n"), done.stderr
+    assert ('"exit_code": 130' in done.stdout) if as_json else done.stdout == ""
+
+
+def test_importing_the_entry_module_leaves_ctrl_c_alone() -> None:
+    """Only envkit's start as a command holds a Ctrl-C: a program importing envkit.cli keeps
+    Python's handler."""
+    check = (
+        "import signal, envkit.cli; "
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True, timeout=60)
+
+
 def test_a_malformed_fault_is_still_refused_before_the_command(env: dict[str, str]) -> None:
     ran = start(["--version"], {**env, "ENVKIT_FAULT": "startup=NOPE"}, None)
     assert ran.code == 2 and "ENVKIT_FAULT=" in ran.err and "Traceback" not in ran.err

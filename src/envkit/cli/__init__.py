@@ -8,7 +8,10 @@ configuration, 130 interrupted. Only :func:`run` ends the process.
 
 This module is the entry point, kept to definitions alone, so that a Ctrl-C from envkit's
 first line on (the imports of everything else included) is one line and exit 130, never a
-traceback.
+traceback. Its one statement besides them: imported by the console script (``bin/envkit``)
+or ``python -m envkit``, it holds a Ctrl-C that lands in the starter's own lines before
+:func:`run` is called (pip's wrapper compiles a regular expression there), for :func:`run`
+to say.
 """
 
 import sys  # and nothing else: no import may run before the guard (sys is always loaded)
@@ -30,6 +33,7 @@ def _guarded(args: list[str], *, last: bool) -> int:
     Ctrl-C is ignored (its result is written; the exit code stays the command's) instead of
     raising inside the interpreter's shutdown."""
     try:
+        _release_held()
         _startup_fault()
         if args == ["--version"] and _version():
             if last:
@@ -84,6 +88,41 @@ def interrupt_behind(exc: BaseException, links: int = 32) -> bool:
     return False
 
 
+_held: list[int] = []  # the signals held before run() was called (_hold_until_run)
+
+
+def _hold_until_run() -> None:
+    """Started as a command (``__main__`` is the console script, a file named ``envkit`` as
+    pip and uv write it, or ``envkit/__main__.py``) with Python's own SIGINT handler in
+    place: hold a Ctrl-C instead of raising it in the starter's lines, until
+    :func:`_release_held`. A program's import of this module, or a SIGINT someone else set
+    (ignored, or handled), is left as it is."""
+    script = (getattr(sys.modules.get("__main__"), "__file__", None) or "").replace("\\", "/")
+    if not script.endswith(("/envkit", "/envkit/__main__.py")):
+        return
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _hold)
+
+
+def _hold(signum: int, _frame: object) -> None:
+    _held.append(signum)
+
+
+def _release_held() -> None:
+    """Python's SIGINT handler back in place of :func:`_hold_until_run`'s, then the held
+    Ctrl-C, if one came, raised here: inside the guard, said as any other."""
+    if "signal" in sys.modules:
+        import signal
+
+        if signal.getsignal(signal.SIGINT) is _hold:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if _held:
+        _held.clear()
+        raise KeyboardInterrupt
+
+
 def _startup_fault() -> None:
     """The ``startup`` fault point (``io.faults``): before anything else is imported."""
     import contextlib
@@ -126,3 +165,6 @@ def _interrupted(as_json: bool, *, last: bool) -> int:
         if not last:
             signal.signal(signal.SIGINT, previous)
     return EXIT_INTERRUPTED
+
+
+_hold_until_run()
