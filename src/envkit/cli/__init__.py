@@ -8,10 +8,10 @@ configuration, 130 interrupted. Only :func:`run` ends the process.
 
 This module is the entry point, kept to definitions alone, so that a Ctrl-C from envkit's
 first line on (the imports of everything else included) is one line and exit 130, never a
-traceback. Its one statement besides them: imported by the console script (``bin/envkit``)
-or ``python -m envkit``, it holds a Ctrl-C that lands in the starter's own lines before
-:func:`run` is called (pip's wrapper compiles a regular expression there), for :func:`run`
-to say.
+traceback. Its one act besides them (the statements at its end): imported by the console
+script (``bin/envkit``) or ``python -m envkit``, it holds a Ctrl-C that lands in the
+starter's own lines before :func:`run` is called (pip's wrapper compiles a regular
+expression there), for :func:`run` to say.
 """
 
 import sys  # and nothing else: no import may run before the guard (sys is always loaded)
@@ -88,22 +88,7 @@ def interrupt_behind(exc: BaseException, links: int = 32) -> bool:
     return False
 
 
-_held: list[int] = []  # the signals held before run() was called (_hold_until_run)
-
-
-def _hold_until_run() -> None:
-    """Started as a command (``__main__`` is the console script, a file named ``envkit`` as
-    pip and uv write it, or ``envkit/__main__.py``) with Python's own SIGINT handler in
-    place: hold a Ctrl-C instead of raising it in the starter's lines, until
-    :func:`_release_held`. A program's import of this module, or a SIGINT someone else set
-    (ignored, or handled), is left as it is."""
-    script = (getattr(sys.modules.get("__main__"), "__file__", None) or "").replace("\\", "/")
-    if not script.endswith(("/envkit", "/envkit/__main__.py")):
-        return
-    import signal
-
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _hold)
+_held: list[int] = []  # the signals held before run() was called (the statement at the end)
 
 
 def _hold(signum: int, _frame: object) -> None:
@@ -111,13 +96,12 @@ def _hold(signum: int, _frame: object) -> None:
 
 
 def _release_held() -> None:
-    """Python's SIGINT handler back in place of :func:`_hold_until_run`'s, then the held
-    Ctrl-C, if one came, raised here: inside the guard, said as any other."""
-    if "signal" in sys.modules:
-        import signal
+    """Python's SIGINT handler back in place of :func:`_hold`, then the held Ctrl-C, if one
+    came, raised here: inside the guard, said as any other."""
+    import _signal  # type: ignore[import-not-found]  # the interpreter's own, loaded at its start
 
-        if signal.getsignal(signal.SIGINT) is _hold:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if _signal.getsignal(_signal.SIGINT) is _hold:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     if _held:
         _held.clear()
         raise KeyboardInterrupt
@@ -167,4 +151,17 @@ def _interrupted(as_json: bool, *, last: bool) -> int:
     return EXIT_INTERRUPTED
 
 
-_hold_until_run()
+# Started as a command (``__main__`` is the console script, a file named ``envkit`` as pip and
+# uv write it, or ``envkit/__main__.py``) with Python's own SIGINT handler in place: a Ctrl-C
+# is held (``_hold``) instead of raised in the starter's lines, until ``_release_held``. A
+# program's import of this module, or a SIGINT someone else set (ignored, or handled), is left
+# as it is. Module-level statements, not a function: until the handler is in place a Ctrl-C is
+# the loading of this module, as for its definitions; ``_signal`` is the interpreter's own
+# module, loaded at its start (``signal`` would be an import, with an interrupt of its own).
+_started_by = (getattr(sys.modules.get("__main__"), "__file__", None) or "").replace("\\", "/")
+if _started_by.endswith(("/envkit", "/envkit/__main__.py")):
+    import _signal
+
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _hold)
+del _started_by
