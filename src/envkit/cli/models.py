@@ -21,10 +21,10 @@ from envkit.cli.options import (
 )
 from envkit.errors import EXIT_CHECK_FAILED, EXIT_OK, BadInput
 from envkit.profiles.catalog import Catalog
-from envkit.profiles.profile import NAME_RE, Profile
 
 if TYPE_CHECKING:
     from envkit.gpu.installed.detect import Choice
+    from envkit.profiles.profile import Profile
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 
@@ -223,6 +223,7 @@ def new_profile(
     from envkit.io.urls import index_url
     from envkit.models.check_model import load_model_config
     from envkit.models.drafts import draft_for_model
+    from envkit.profiles.profile import NAME_RE
     from envkit.releases.registry import Scanner
 
     if not NAME_RE.fullmatch(name):  # before any network: the name makes the path

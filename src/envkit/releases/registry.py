@@ -18,7 +18,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -26,13 +26,14 @@ from packaging.version import InvalidVersion, Version
 
 from envkit.errors import BadInput, WheelError
 from envkit.index.metadata import parse as parse_metadata
-from envkit.index.pages import pick_wheel
 from envkit.index.session import IndexSession
 from envkit.io.cache import SCANS, BadEntry, Fields
-from envkit.io.http import Http
 from envkit.io.urls import index_key
 from envkit.profiles.bounds import Bound
 from envkit.releases.asttables import OPAQUE, SourceError, module_tables
+
+if TYPE_CHECKING:  # a scan from the cache reads no index page and makes no client
+    from envkit.io.http import Http
 
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
 VLLM_OLD_REGISTRY = "vllm/model_executor/models/__init__.py"
@@ -174,9 +175,10 @@ class Scanner(IndexSession):
         self.progress(f"reading {project} {version} from its wheel")
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
-        wheel = pick_wheel(self.wheels(project, version), version)
-        from envkit.index.wheels import RemoteZip  # a scan from the cache reads no wheel
+        from envkit.index.pages import pick_wheel  # a scan from the cache reads no page
+        from envkit.index.wheels import RemoteZip  # nor any wheel
 
+        wheel = pick_wheel(self.wheels(project, version), version)
         archive = RemoteZip(wheel.url, self.http)
         meta = next(
             (n for n in archive.members if n.endswith(".dist-info/METADATA") and n.count("/") == 1),
