@@ -10,6 +10,7 @@ lists files from it, its index is the snapshot's and its client sends nothing.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,7 @@ class IndexSession:
         self.index = known.index if known is not None else index
         self.use_cache = use_cache  # False: every reader goes to the index, not envkit's cache
         self._http = http
+        self._making = threading.Lock()  # the readers that share a session run side by side
         if known is not None:
             from envkit.index.snapshot import NoNetwork
 
@@ -53,12 +55,14 @@ class IndexSession:
 
     @property
     def http(self) -> Http:
-        """The session's one client, made when first asked for."""
-        if self._http is None:
-            from envkit.io.http import Http
+        """The session's one client, made when first asked for (once, whichever of the
+        threads reading through the session asks first)."""
+        with self._making:
+            if self._http is None:
+                from envkit.io.http import Http
 
-            self._http = Http()
-        return self._http
+                self._http = Http()
+            return self._http
 
     def files(self, project: str) -> list[WheelFile]:
         """The project's wheels on the index."""
