@@ -12,7 +12,7 @@ import pytest
 from envkit.profiles.profile import load_profile
 
 import indexserver
-from helpers import envkit
+from helpers import envkit, run_cli
 from indexserver import url
 from registry_world import MODELS
 
@@ -598,3 +598,11 @@ def test_the_verdict_is_one_result_and_the_text_says_its_message(
     shown = [line for line in run(envs, "which", str(model)).out.splitlines()
              if line.startswith(("old: ", "new: "))]  # fmt: skip
     assert shown == [r.message for r in said]
+
+
+def test_a_bad_index_url_is_refused_even_when_every_table_is_current() -> None:
+    """The shipped profiles' tables are current, so check-model scans nothing; its
+    --index-url is checked where it enters all the same (models.current.lazy_scanner)."""
+    res = run_cli("check-model", "vllm-0.8.5+qwen2-vl", str(QWEN2VL), "--index-url", "ftp://x y")
+    assert res.code == 2 and "--index-url" in res.err, res.err
+    assert run_cli("check-model", "vllm-0.8.5+qwen2-vl", str(QWEN2VL)).code == 0
