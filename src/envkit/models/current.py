@@ -9,6 +9,7 @@ neither the registry nor the index pages (benchmarks/speed.py, docs/benchmarks.m
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,23 +31,16 @@ def transformers_bounds(scanner: Scanner, vllm: Version) -> dict[str, Bound]:
     return read(scanner, vllm)
 
 
-def is_current(profile: Profile) -> bool:
-    """True when ``profile``'s ``[models]`` table is used as written: it names the pinned
-    vLLM and transformers, or it was never scanned (judged as "profile-not-scanned", not
-    rescanned behind the user's back), or the pair is not pinned exactly."""
-    pair = profile.pair()
-    table = profile.models
-    return not table.vllm or pair is None or (table.vllm, table.transformers) == pair
-
-
 def current_models(profile: Profile, scanner: Callable[[], Scanner]) -> tuple[Profile, str]:
-    """The profile with a ``[models]`` table true to its pins: as written when it is current
-    (:func:`is_current`); else scanned from those releases with ``scanner()`` (NetworkError
-    when they cannot be read: never a verdict), with a note saying the table is stale."""
+    """The profile with a ``[models]`` table true to its pins: as written when it names the
+    pinned vLLM and transformers, or was never scanned (judged as "profile-not-scanned", not
+    rescanned behind the user's back), or the pair is not pinned exactly; else scanned from
+    those releases with ``scanner()`` (NetworkError when they cannot be read: never a
+    verdict), with a note saying the table is stale."""
     pair = profile.pair()
-    if is_current(profile) or pair is None:
-        return profile, ""
     table = profile.models
+    if not table.vllm or pair is None or (table.vllm, table.transformers) == pair:
+        return profile, ""
     vllm, transformers = pair
     reader = scanner()
     v = reader.scan("vllm", Version(vllm))
@@ -78,13 +72,11 @@ def lazy_scanner(index: str | None, progress: Callable[[str], None]) -> Callable
     from envkit.io.urls import index_url
 
     url = index_url(index)
-    made: list[Scanner] = []
 
+    @functools.cache
     def scanner() -> Scanner:
-        if not made:
-            from envkit.releases.registry import Scanner
+        from envkit.releases.registry import Scanner
 
-            made.append(Scanner(url, progress=progress))
-        return made[0]
+        return Scanner(url, progress=progress)
 
     return scanner
