@@ -4,6 +4,7 @@ generated secrets and the templates they are put in."""
 from __future__ import annotations
 
 import base64
+import functools
 import os
 from pathlib import Path
 
@@ -15,18 +16,32 @@ from envkit.io import redaction
 # what a key, a token or a password may look like: letters, digits, - _ . ~
 SECRET_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~"
 
-# every word envkit could print of its own: its sources and shipped data. A drawn secret found
-# in them ("transfor", of the key "transformers_version") would be "shown" by any output
-# naming that key, whatever the redaction did: such a draw is no secret a test can follow.
-_OWN_TEXT = "\n".join(
-    (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
-    for folder, _dirs, names in os.walk(Path(envkit.__file__).parent, followlinks=True)
-    for name in sorted(names)
-    if name.endswith((".py", ".json", ".toml", ".txt", ".css", ".js"))
-)
-secrets = st.text(SECRET_CHARS, min_size=8, max_size=40).filter(
-    lambda s: s[0] not in "-." and not redaction.is_no_secret(s) and s not in _OWN_TEXT
-)
+# every word envkit could print of its own: its sources and shipped data. hypothesis draws
+# text from the literals of the code under test, and a drawn secret found among them
+# ("transfor", of the key "transformers_version") is "shown" by any output naming that key,
+# whatever the redaction did: such a draw is no secret a test can follow. A secret is made of
+# SECRET_CHARS alone, so it can occur in the text only inside a run of them: the distinct runs
+# of eight or more are what a draw is looked for in, read on the first draw.
+_TO_SPACE = bytes(c if chr(c) in SECRET_CHARS else 32 for c in range(256))
+
+
+@functools.cache
+def _own_runs() -> str:
+    runs: set[bytes] = set()
+    for folder, _dirs, names in os.walk(Path(envkit.__file__).parent, followlinks=True):
+        for name in names:
+            if name.endswith((".py", ".json", ".toml", ".txt", ".css", ".js")):
+                text = (Path(folder) / name).read_bytes()
+                words = text.translate(_TO_SPACE).split()
+                runs.update(w for w in words if len(w) >= 8)
+    return b"\n".join(sorted(runs)).decode("ascii")
+
+
+def _followable(s: str) -> bool:
+    return s[0] not in "-." and not redaction.is_no_secret(s) and s not in _own_runs()
+
+
+secrets = st.text(SECRET_CHARS, min_size=8, max_size=40).filter(_followable)
 
 # each form: a template with {0} and {1} (two secrets), as logs, command lines and URLs carry them
 FORMS = [
