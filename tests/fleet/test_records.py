@@ -150,6 +150,15 @@ hashes = st.one_of(
 rows = st.lists(st.tuples(paths, hashes, st.sampled_from(["", "12"])), max_size=12)
 
 
+class _Listed(metadata.PathDistribution):
+    """importlib.metadata's reading of every RECORD row. From Python 3.12 on, ``files`` leaves
+    out the rows whose file is not on disk (none of these generated rows' files is): each is
+    located at a path that exists, so every row is read, as 3.10 and 3.11 read them."""
+
+    def locate_file(self, path: str | os.PathLike[str]) -> Path:
+        return Path(os.curdir)
+
+
 @FUZZ
 @given(rows)
 def test_good_records_read_as_importlib_metadata_reads_them(
@@ -160,7 +169,7 @@ def test_good_records_read_as_importlib_metadata_reads_them(
         info.mkdir()
         (info / "RECORD").write_text(record(found), encoding="utf-8")
         mine = [(str(PurePosixPath(p)), *h.partition("=")[::2]) for p, h in entries(info) or ()]
-        files = metadata.PathDistribution(info).files or []
+        files = _Listed(info).files or []
         theirs = [(str(f), *((f.hash.mode, f.hash.value) if f.hash else ("", ""))) for f in files]
         assert mine == theirs
 
