@@ -229,6 +229,19 @@ def locked_matrix(factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
     return made_once(factory, "locked-m", make)
 
 
+def toml_loads(text: str) -> dict[str, Any]:
+    """TOML as the standard library reads it (``tomllib``, Python 3.11 on), an independent
+    reader of what envkit writes with tomlkit; on Python 3.10, which has none, tomlkit's."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib.loads(text)
+    import tomlkit
+
+    data: dict[str, Any] = tomlkit.parse(text).unwrap()
+    return data
+
+
 # the JSON Schemas envkit ships
 def schema(name: str) -> dict[str, Any]:
     data: dict[str, Any] = copy.deepcopy(_loaded_schema(name))
@@ -240,7 +253,7 @@ def _loaded_schema(name: str) -> dict[str, Any]:
     """Read once per process. That each file holds against its metaschema is one test's
     (tests/test_schemas.py), run once a run: checking it here cost every worker half a
     second while collecting, for a fact about a file that does not change while tests run."""
-    text = resources.files("envkit").joinpath("schemas", f"{name}.schema.json").read_text()
+    text = (resources.files("envkit") / "schemas" / f"{name}.schema.json").read_text()
     data: dict[str, Any] = json.loads(text)
     return data
 

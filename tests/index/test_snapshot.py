@@ -37,7 +37,7 @@ SDIST = WheelFile(
     "vllm-0.8.5.tar.gz", "http://127.0.0.1:9/f/v.tar.gz", None, Version("0.8.5"), None, None
 )
 ENTRY = "compat/vllm-0.8.5-transformers-4.51.3.abc.v4.json"
-WHEN = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
+WHEN = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def _write(path: Path, **more: object) -> snapshot.Snapshot:
@@ -70,10 +70,10 @@ def test_its_age_is_said_in_days() -> None:
     assert snapshot.age_line(WHEN, WHEN + dt.timedelta(hours=3)) == (
         "knowledge from 2026-11-30, made today"
     )
-    assert snapshot.age_line(WHEN, dt.datetime(2026, 12, 2, tzinfo=dt.UTC)) == (
+    assert snapshot.age_line(WHEN, dt.datetime(2026, 12, 2, tzinfo=dt.timezone.utc)) == (
         "knowledge from 2026-11-30, 2 days old"
     )
-    assert "1 day old" in snapshot.age_line(WHEN, dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    assert "1 day old" in snapshot.age_line(WHEN, dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
 
 
 def test_in_use_the_session_lists_from_it_and_sends_nothing(tmp_path: Path) -> None:

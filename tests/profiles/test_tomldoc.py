@@ -5,6 +5,7 @@ an entry that is not what tomldoc wrote (or names what the text does not) discar
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +198,8 @@ def test_a_new_text_is_read_by_tomllib_as_tomlkit_reads_it(
     PROFILES.path(tomldoc._key(text)).unlink(missing_ok=True)
     if text == SPELLED:
         assert isinstance(before, Profile)
-        no_tomlkit(monkeypatch)
+        if sys.version_info >= (3, 11):  # 3.10 has no tomllib: tomlkit reads every new text
+            no_tomlkit(monkeypatch)
     else:
         assert isinstance(before, tuple) or "\r" in text
     assert outcome() == before

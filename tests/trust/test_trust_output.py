@@ -26,7 +26,6 @@ import layouts
 import loopback
 import pytest
 import tomlkit
-import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
@@ -48,7 +47,7 @@ from envkit.serving.run import compose
 
 import indexserver
 from conftest import Indexes
-from helpers import PY, ROOT, profile_text, run_cli
+from helpers import PY, ROOT, profile_text, run_cli, toml_loads
 from wheelhouse import Wheel
 
 FAST = settings(
@@ -419,7 +418,7 @@ def test_a_lock_header_is_comments_only_whatever_its_values(index: str, mirror: 
         "vllm==0.8.5",
     ]
     # the pylock: TOML with exactly the body's keys
-    assert tomllib.loads(head + BODY_PYLOCK) == tomllib.loads(BODY_PYLOCK)
+    assert toml_loads(head + BODY_PYLOCK) == toml_loads(BODY_PYLOCK)
     reproduce = next(ln for ln in lines if ln.startswith("# reproduce: "))
     words = shlex.split(reproduce.removeprefix("# reproduce: "))
     assert words[:5] == ["envkit", "lock", "good", "--cell", f"py{PY}-linux-x86_64-cu124"]
@@ -571,7 +570,7 @@ def test_generated_profiles_parse_back_to_exactly_what_was_meant(
     transformers = Scan(project="transformers", version="4.51.3", model_types=(model_type,))
     table = tomlkit.document()
     table.add("models", models_table(vllm, transformers))
-    back = tomllib.loads(tomlkit.dumps(table))["models"]
+    back = toml_loads(tomlkit.dumps(table))["models"]
     assert set(back) == {
         "vllm", "transformers", "source", "architectures", "model_types", "vllm_model_types",
         "previously_supported", "out_of_tree", "transformers_bounds",

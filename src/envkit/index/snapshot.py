@@ -105,7 +105,7 @@ class Snapshot:
 
 
 def age_days(created: dt.datetime, now: dt.datetime | None = None) -> int:
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or dt.datetime.now(dt.timezone.utc)
     return max(0, (now.date() - created.date()).days)
 
 
@@ -199,7 +199,7 @@ def write(
         members[f"pages/{project}.json"] = _dumps(doc)
     for name, text in sorted(entries.items()):
         members[f"cache/{name}"] = text.encode("utf-8")
-    created = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    created = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     manifest = _dumps(
         {
             "kind": KIND,
@@ -270,7 +270,14 @@ def read(path: Path) -> Snapshot:
     except (BadEntry, ValueError, TypeError, RecursionError) as exc:  # UnicodeError too
         _bad(path, f"is malformed: {exc}")
     return Snapshot(
-        str(path), created.replace(tzinfo=dt.UTC), made_by, index, made_for, digest, pages, entries
+        str(path),
+        created.replace(tzinfo=dt.timezone.utc),
+        made_by,
+        index,
+        made_for,
+        digest,
+        pages,
+        entries,
     )
 
 

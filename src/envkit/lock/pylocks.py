@@ -10,6 +10,7 @@ and by packaging's ``Pylock.select`` instead of failing late on some wheel.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,15 +79,12 @@ def _redact_strings(node: object) -> None:
 
 
 def load(text: str) -> dict[str, Any]:
-    try:
-        import tomllib  # 3.11+: several times faster than tomlkit, and this runs per cell
+    if sys.version_info >= (3, 11):
+        import tomllib  # several times faster than tomlkit, and this runs per cell
 
-        data: dict[str, Any] = tomllib.loads(text)
-    except ImportError:  # pragma: no cover - Python 3.10
-        import tomlkit
-
-        data = tomlkit.parse(text).unwrap()
-    return data
+        return tomllib.loads(text)
+    unwrapped: dict[str, Any] = tomlkit.parse(text).unwrap()  # Python 3.10 has no tomllib
+    return unwrapped
 
 
 def validate(text: str, where: str) -> Pylock:

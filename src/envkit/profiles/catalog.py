@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # reading a profile (packaging, the validation) is imported w
 
 def shipped_envs() -> Path:
     """The profiles that come with envkit (package data, beside their constraints)."""
-    return Path(str(resources.files("envkit").joinpath("shipped", "envs")))
+    return Path(str(resources.files("envkit") / "shipped" / "envs"))
 
 
 def user_envs() -> Path:

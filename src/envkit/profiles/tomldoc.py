@@ -26,6 +26,7 @@ of pairs, in the file's order (the cache writes JSON objects with sorted keys).
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,17 +43,20 @@ def cached(text: str, sha256: str = "") -> dict[str, Any] | None:
 
 
 def quick(text: str) -> dict[str, Any] | None:
-    """The document of ``text`` as ``tomllib`` reads it; None when it refuses the text, or
-    when the text holds a carriage return (tomllib reads a multi-line string's CRLF as LF,
-    tomlkit keeps it: such a text is left to tomlkit, so the Profile is the same)."""
+    """The document of ``text`` as ``tomllib`` reads it; None when it refuses the text, on
+    Python 3.10 (no ``tomllib``), or when the text holds a carriage return (tomllib reads a
+    multi-line string's CRLF as LF, tomlkit keeps it: such a text is left to tomlkit, so the
+    Profile is the same)."""
     if "\r" in text:
         return None
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
 
-    try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError):
-        return None
+        try:
+            return tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, ValueError, TypeError, RecursionError):
+            return None
+    return None  # Python 3.10 has no tomllib: tomlkit reads every text
 
 
 def strict(text: str, shown: str) -> dict[str, Any]:

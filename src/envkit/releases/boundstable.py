@@ -149,7 +149,7 @@ _loaded: dict[str, BoundsTable | None] = {}
 
 def shipped_path() -> str:
     """Where envkit's own table is."""
-    return str(resources.files("envkit").joinpath("data", FILE))
+    return str(resources.files("envkit") / "data" / FILE)
 
 
 def shipped() -> BoundsTable | None:

@@ -133,7 +133,7 @@ def read_index(index: str, http: Http) -> dict[str, set[str]]:
 
 @functools.cache
 def shipped_table() -> dict[str, Any]:
-    text = resources.files("envkit").joinpath("data", "torch-cuda.json").read_text()
+    text = (resources.files("envkit") / "data" / "torch-cuda.json").read_text()
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -207,7 +207,7 @@ def _same_lookups(text: str) -> None:
 
 
 def test_the_lazy_table_answers_as_the_whole_one() -> None:
-    _same_lookups(resources.files("envkit").joinpath("data", "gpu-kernels.json").read_text())
+    _same_lookups((resources.files("envkit") / "data" / "gpu-kernels.json").read_text())
     assert isinstance(kerneltable.packaged(), kerneltable.LazyTable)
 
 

@@ -60,7 +60,7 @@ def run(text: str | bytes, knowledge: Tables = KNOWN) -> Explanation:
 
 @cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
-    text = resources.files("envkit").joinpath("schemas", "outputs.schema.json").read_text()
+    text = (resources.files("envkit") / "schemas" / "outputs.schema.json").read_text()
     return jsonschema.Draft202012Validator({**json.loads(text), "$ref": f"#/$defs/{name}"})
 
 

@@ -278,7 +278,7 @@ def packaged() -> KernelTable:
     """The table shipped with envkit; an empty one (every lookup unknown) naming the problem
     when it cannot be read."""
     try:
-        text = resources.files("envkit").joinpath("data", "gpu-kernels.json").read_text()
+        text = (resources.files("envkit") / "data" / "gpu-kernels.json").read_text()
         return LazyTable(text)
     except (OSError, BadEntry, UnicodeError) as exc:
         return KernelTable("", "", "", (), (), (f"envkit's gpu-kernels.json: {exc}",))
