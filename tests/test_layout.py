@@ -365,8 +365,7 @@ def test_json_is_written_with_every_character_that_is_not_ascii_escaped() -> Non
 
 # files envkit is handed are read through envkit.io.files (a regular file under a cap, checked
 # before reading); writes go through io.atomicfile; env.inside_venv runs inside the checked
-# venv. Package data (resources ...
-# .joinpath(...).read_text()) is envkit's own.
+# venv. Package data (a read of a path made from ``resources.files(...)``) is envkit's own.
 MAY_OPEN = {
     "envkit.io.files",
     "envkit.io.atomicfile",
@@ -387,6 +386,14 @@ ARCHIVE_MEMBERS = {
 }
 
 
+def _package_data(path: ast.expr) -> bool:
+    """``path`` is made from ``resources.files(...)`` (``/ "data" / NAME``, ``.joinpath``)."""
+    return any(
+        isinstance(sub, ast.Call) and ast.unparse(sub.func) in ("resources.files", "files")
+        for sub in ast.walk(path)
+    )
+
+
 def _reads(walked: Iterable[ast.AST], module: str = "") -> Iterator[str]:
     """Every read or open among a module's nodes (``ast.walk``'s: :func:`nodes`)."""
     for node in walked:
@@ -397,7 +404,7 @@ def _reads(walked: Iterable[ast.AST], module: str = "") -> Iterator[str]:
             yield f"open() at line {node.lineno}"
         elif isinstance(func, ast.Attribute):
             if func.attr in _READS:
-                if "joinpath" not in ast.dump(func.value):  # else package data
+                if not _package_data(func.value):
                     yield f".{func.attr}() at line {node.lineno}"
             elif func.attr in _OPENS:
                 receiver = ast.unparse(func.value)

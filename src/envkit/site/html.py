@@ -233,6 +233,5 @@ def sources_page(data: SiteData) -> str:
 
 def assets() -> Iterable[tuple[str, str]]:
     """The stylesheet and the script, shipped as package data."""
-    folder = resources.files("envkit").joinpath("data")
     for name in ("site.css", "site.js"):
-        yield name, folder.joinpath(name).read_text(encoding="utf-8")
+        yield name, (resources.files("envkit") / "data" / name).read_text(encoding="utf-8")
