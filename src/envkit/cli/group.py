@@ -138,11 +138,12 @@ class LazyGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0]
-        no_such = getattr(click.exceptions, "NoSuchCommand", None)  # click 8.2 on
         known = name in COMMAND_MODULES or name.startswith("-")
-        if not (known or no_such is None or ctx.resilient_parsing):
+        if not (known or ctx.resilient_parsing):
             # click's own would suggest close names from the commands loaded so far only
-            raise no_such(name, possibilities=sorted(COMMAND_MODULES), ctx=ctx)
+            raise click.exceptions.NoSuchCommand(
+                name, possibilities=sorted(COMMAND_MODULES), ctx=ctx
+            )
         return super().resolve_command(ctx, args)
 
     # A Ctrl-C while click parses the arguments or runs the command (or, in _Context, tears
