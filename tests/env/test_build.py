@@ -82,7 +82,7 @@ def test_failed_verification_keeps_the_working_venv(
     before = marker(built)["build_id"]
     res = envkit("build", "unpinned", *build_args(indexes.default), cwd=project)
     assert res.code == 1
-    assert "left as it was" in res.err
+    assert "left as it was" in " ".join(res.err.split())  # wrapped where the path ends
     assert marker(built)["build_id"] == before
     assert envkit("verify", "good", cwd=project).code == 0
 
