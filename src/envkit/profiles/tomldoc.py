@@ -3,8 +3,9 @@ meets a text, read back from envkit's cache (``io.cache``, kind ``profiles``, ke
 text's sha256) every time after.
 
 A text not met before is read first by the standard library's ``tomllib`` (:func:`quick`,
-several times faster than tomlkit, and no tomlkit import); only when it refuses the text, or
-the profile its document makes is not valid, is the text parsed again by tomlkit
+several times faster than tomlkit, and no tomlkit import; Python 3.11 on, 3.10 has none);
+only when it refuses the text, or the profile its document makes is not valid, is the text
+parsed again by tomlkit
 (:func:`strict`), whose document is validated as ever: so every problem and message is the
 one tomlkit's reading gives, and a valid profile is the same Profile either way (the same
 TOML read by two conforming parsers).
