@@ -91,8 +91,16 @@ def test_transformers_5_breaks_the_tokenizer_step(measured: dict[str, dict[str, 
     names = {f["name"] for f in r["compat"]["findings"] if not f["architectures"]}
     assert "all_special_tokens_extended" in names
     assert r["comparison"]["verdict"] == "agree"
+    # the config step's failure is found too: compat reads the config's RoPE rule
+    conflicts = {
+        arch
+        for f in r["compat"]["findings"]
+        if f["code"] == "config-conflict"
+        for arch in f["architectures"]
+    }
+    assert "Qwen2VLForConditionalGeneration" in conflicts
     missed = {d["scope"] for d in r["comparison"]["disagreements"] if d["kind"] == "missed"}
-    assert "Qwen2VLForConditionalGeneration" in missed  # compat reads no config behaviour
+    assert "Qwen2VLForConditionalGeneration" not in missed
 
 
 def test_aimv2_registration_clash(measured: dict[str, dict[str, Any]]) -> None:
