@@ -64,7 +64,7 @@ def _with(path: str, value: Any) -> dict[str, Any]:
 @functools.cache
 def _profile_schema() -> jsonschema.Draft202012Validator:
     """The declared schema, checked against its metaschema once (``jsonschema.validate`` does
-    that on every call: three seconds of this file's CPU over its 54 refusals)."""
+    that on every call: 1.7 s of this file's 2.8 s over its 54 refusals)."""
     schema = keys.schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
