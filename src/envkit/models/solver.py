@@ -4,7 +4,8 @@ load a model, solved with resolvelib.
 Candidates are vLLM releases and transformers releases, newest first. A vLLM release must
 list the model's architecture, accept the asked Python and pin a torch whose *default* build
 (the one on the default index, which vLLM's own wheel is built and tested with) the driver
-runs. Other CUDA builds of the same torch (the PyTorch index's, or envkit's table of them)
+runs, and pin exactly no other release the index lacks (uv could not install it from there).
+Other CUDA builds of the same torch (the PyTorch index's, or envkit's table of them)
 are named in the reason but never taken: vLLM's installation notes say its compiled kernels
 are binary-incompatible with other CUDA versions and even other build configurations of the
 same torch (vLLM 0.8.5's kernels use torch 2.6.0's old-C++-ABI symbols, which its CUDA 12.6
@@ -37,6 +38,7 @@ from envkit.gpu.published.kerneltable import KernelTable
 from envkit.gpu.published.kernelverdict import BuildVerdict, Verdict
 from envkit.gpu.published.profilefit import release_runs_on
 from envkit.profiles.profile import minor_fits
+from envkit.releases import pins
 from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import CudaBuilds, torch_cuda
@@ -196,8 +198,11 @@ class Solver:
                 self.unknown.add(version)
         pin = scan.requires.get("torch", "")
         if self.cuda and pin.startswith("=="):
-            return self._cuda_test(pin[2:], self.cuda)
-        return ""
+            why = self._cuda_test(pin[2:], self.cuda)
+            if why:
+                return why
+        python = self.python or _python_for(scan.requires_python)
+        return pins.refusal(self.scanner, version, python, self.platform)
 
     def default_build(self, torch: str) -> str | None:
         """The CUDA of torch ``torch``'s wheel on the default index ('' for a CPU-only wheel,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +160,22 @@ class Scanner(IndexSession):
     ) -> None:
         super().__init__(index, use_cache=use_cache, http=http, progress=progress)
         self._scans: dict[tuple[str, Version], Scan] = {}  # read once per run
+        self._metadata: dict[tuple[str, Version], str] = {}
+
+    def metadata(self, project: str, version: Version) -> str:
+        """The METADATA of the release's wheel, read by range once a run ('' when the
+        wheel has none). Raises WheelError, NetworkError."""
+        key = (project, version)
+        if key not in self._metadata:
+            from envkit.index.pages import pick_wheel
+            from envkit.index.wheels import RemoteZip
+
+            self.progress(f"reading {project} {version}'s requirements from its wheel")
+            archive = RemoteZip(pick_wheel(self.wheels(project, version), version).url, self.http)
+            meta = _metadata_member(archive.members)
+            text = archive.read([meta]).get(meta, b"") if meta else b""
+            self._metadata[key] = text.decode("utf-8", "replace")
+        return self._metadata[key]
 
     def scan(self, project: str, version: Version) -> Scan:
         key = (project, version)
@@ -180,15 +196,12 @@ class Scanner(IndexSession):
 
         wheel = pick_wheel(self.wheels(project, version), version)
         archive = RemoteZip(wheel.url, self.http)
-        meta = next(
-            (n for n in archive.members if n.endswith(".dist-info/METADATA") and n.count("/") == 1),
-            None,
-        )
+        meta = _metadata_member(archive.members)
         wanted = [*(p for p, _n in VLLM_LAYOUTS), VLLM_CONFIG, TF_CONFIG_AUTO, TF_AUTO_MAPPINGS]
-        files = archive.read([*(n for n in wanted if n.startswith(project + "/")), meta or ""])
+        files = archive.read([*(n for n in wanted if n.startswith(project + "/")), meta])
         texts = {k: v.decode("utf-8", "replace") for k, v in files.items()}
         found = scan_vllm(texts) if project == "vllm" else scan_transformers(texts)
-        requires, requires_python = requirements(texts.get(meta or "", ""))
+        requires, requires_python = requirements(texts.get(meta, ""))
         result = Scan(
             project=project,
             version=str(version),
@@ -295,6 +308,11 @@ def requirements(metadata: str) -> tuple[dict[str, str], str]:
             spec = str(req.specifier)
             out[name] = f"{out[name]},{spec}" if name in out and spec else spec or out.get(name, "")
     return out, headers.requires_python
+
+
+def _metadata_member(members: Iterable[str]) -> str:
+    """The wheel's own ``*.dist-info/METADATA`` ('' when it has none)."""
+    return next((n for n in members if n.endswith(".dist-info/METADATA") and n.count("/") == 1), "")
 
 
 @dataclass(frozen=True)
