@@ -6,6 +6,7 @@ Python and platform count; extras and torch's family (the CUDA tests' own) are l
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,20 +43,21 @@ def _world(published: bool) -> list[Wheel]:
     return [*wheels, flashinfer]
 
 
+def _serving(factory: pytest.TempPathFactory, published: bool) -> Iterator[indexserver.Server]:
+    name = "pins-listed" if published else "pins-unlisted"
+    world = functools.partial(_world, published)
+    with _published(factory, name, world, registry_world.upload_times) as server:
+        yield server
+
+
 @pytest.fixture(scope="module")
 def unlisted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[indexserver.Server]:
-    with _published(
-        tmp_path_factory, "pins-unlisted", lambda: _world(False), registry_world.upload_times
-    ) as server:
-        yield server
+    yield from _serving(tmp_path_factory, False)
 
 
 @pytest.fixture(scope="module")
 def listed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[indexserver.Server]:
-    with _published(
-        tmp_path_factory, "pins-listed", lambda: _world(True), registry_world.upload_times
-    ) as server:
-        yield server
+    yield from _serving(tmp_path_factory, True)
 
 
 def draft(folder: Path, world: indexserver.Server, *args: str):  # type: ignore[no-untyped-def]
