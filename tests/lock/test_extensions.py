@@ -31,6 +31,24 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> str:
             extension("pinnedext", "3.0", so["stale"], torch="torch==2.6.0"),
             extension("plainext", "1.0", so["stale"]),  # says nothing of its torch
             extension("brokenext", "1.0", b"\x7fELF not really"),
+            # an addon per torch release, loaded by torch's version (as torch-c-dlpack-ext's)
+            wheelhouse.Wheel(
+                "addonext",
+                "1.0",
+                {
+                    "addonext/libaddon_torch25-cuda.so": so["stale"],
+                    "addonext/libaddon_torch26-cuda.so": so["good"],
+                },
+                requires=["torch"],
+                tag=PLATFORM,
+            ),
+            wheelhouse.Wheel(
+                "staleaddon",
+                "1.0",
+                {"staleaddon/libaddon_torch2.6-cpu.so": so["stale"]},
+                requires=["torch"],
+                tag=PLATFORM,
+            ),
             # links nothing of torch and does not require it: never looked into
             wheelhouse.Wheel("fastmath", "1.0", {"fastmath/_m.so": so["plain"]}, tag=PLATFORM),
         ],
@@ -73,6 +91,20 @@ def test_an_extension_built_for_another_torch_fails_the_cell_with_the_fix(
     assert "torch==2.5.*" in reason
     assert "goodext" not in reason  # the one that links is not blamed
     assert not (tmp_path / "constraints" / "x" / f"py{PY}-linux-x86_64-cu124.txt").exists()
+
+
+def test_an_addon_for_another_torch_release_is_not_judged_against_this_one(
+    tmp_path: Path, index: str
+) -> None:
+    """Of a package's addons named by torch release, the pinned torch's is judged, the others
+    are loaded only beside theirs and are not (said through a note, never a verdict)."""
+    code, cell, err = lock(project(tmp_path, "addonext==1.0"), index)
+    assert (code, cell["state"]) == (0, "locked"), cell["reason"]
+    said = " ".join(err.split())
+    assert "1 module(s) of addonext 1.0" in said and "libaddon_torch25-cuda.so" in said
+    code, cell, _err = lock(project(tmp_path, "staleaddon==1.0"), index)
+    assert (code, cell["state"]) == (1, "incompatible")
+    assert "staleaddon/libaddon_torch2.6-cpu.so needs 1 torch symbol" in cell["reason"]
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,15 @@ reads its compiled modules' torch symbols by range; their union is looked up in 
 torch wheel's libraries (:func:`~envkit.gpu.published.wheelabi.torch_defines`). A symbol no
 torch library defines fails the cell, naming the package, the module, a symbol or two and the fix. A
 wheel or module that cannot be read, and an index that cannot be reached, is said through
-``note``: never a verdict.
+``note``: never a verdict. A module whose file name names another torch release
+(``libtorch_c_dlpack_addon_torch24-cuda.so`` beside torch 2.14) is one its package loads only
+beside that release, choosing by torch's version: it is not judged against the pinned one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 SHOWN = 2  # symbols named per module
+# a torch release in a module's file name: torch24, torch2.4, torch210 (major, minor)
+_FOR_TORCH = re.compile(r"torch([0-9])\.?([0-9]{1,2})(?![0-9])")
 
 
 def abi_reason(
@@ -59,6 +65,15 @@ def abi_reason(
             note(f"{wheel.name} {wheel.version}'s torch symbols in {where} not checked: "
                  f"{exc.message}")  # fmt: skip
             continue
+        others = [m.member for m in needs.modules if _for_other_torch(m.member, torch.version)]
+        if others:
+            note(f"{len(others)} module(s) of {wheel.name} {wheel.version} in {where} are for "
+                 f"other torch releases ({_short(others[0].rpartition('/')[2])}...): its "
+                 f"package loads the one for its torch, so they were not checked against "
+                 f"torch {torch.version}")  # fmt: skip
+            needs = dataclasses.replace(
+                needs, modules=tuple(m for m in needs.modules if m.member not in others)
+            )
         for module in needs.modules:
             if module.damaged:
                 note(f"{module.member} of {wheel.name} {wheel.version} in {where} not "
@@ -129,3 +144,13 @@ def _reason(
 def _short(text: str, most: int = 160) -> str:
     """A name from a wheel, cut to a length a reason can hold (a crafted one may be 64 KiB)."""
     return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _for_other_torch(member: str, torch: str) -> bool:
+    """The module's file name names a torch release (``torch24``) other than ``torch``'s."""
+    named = _FOR_TORCH.search(member.rpartition("/")[2][:256])
+    if named is None:
+        return False
+    major, _dot, rest = torch.partition(".")
+    minor = rest.partition(".")[0]
+    return (named.group(1), named.group(2)) != (major, minor)
