@@ -67,10 +67,11 @@ def abi_reason(
             continue
         others = [m.member for m in needs.modules if _for_other_torch(m.member, torch.version)]
         if others:
+            first = _short(others[0].rpartition("/")[2])
+            more = f" and {len(others) - 1} more" if len(others) > 1 else ""
             note(f"{len(others)} module(s) of {wheel.name} {wheel.version} in {where} are for "
-                 f"other torch releases ({_short(others[0].rpartition('/')[2])}...): its "
-                 f"package loads the one for its torch, so they were not checked against "
-                 f"torch {torch.version}")  # fmt: skip
+                 f"other torch releases ({first}{more}): its package loads the one for its "
+                 f"torch, so they were not checked against torch {torch.version}")  # fmt: skip
             needs = dataclasses.replace(
                 needs, modules=tuple(m for m in needs.modules if m.member not in others)
             )
