@@ -163,8 +163,8 @@ class Scanner(IndexSession):
         self._metadata: dict[tuple[str, Version], str] = {}
 
     def metadata(self, project: str, version: Version) -> str:
-        """The METADATA of the release's wheel, read by range once a run ('' when the
-        wheel has none). Raises WheelError, NetworkError."""
+        """The METADATA of the release's wheel, read by range once a run, or kept from the
+        scan that read it ('' when the wheel has none). Raises WheelError, NetworkError."""
         key = (project, version)
         if key not in self._metadata:
             from envkit.index.pages import pick_wheel
@@ -201,7 +201,8 @@ class Scanner(IndexSession):
         files = archive.read([*(n for n in wanted if n.startswith(project + "/")), meta])
         texts = {k: v.decode("utf-8", "replace") for k, v in files.items()}
         found = scan_vllm(texts) if project == "vllm" else scan_transformers(texts)
-        requires, requires_python = requirements(texts.get(meta, ""))
+        self._metadata[(project, version)] = texts.get(meta, "")  # read once: metadata()
+        requires, requires_python = requirements(self._metadata[(project, version)])
         result = Scan(
             project=project,
             version=str(version),
