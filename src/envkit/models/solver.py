@@ -201,7 +201,10 @@ class Solver:
             why = self._cuda_test(pin[2:], self.cuda)
             if why:
                 return why
-        python = self.python or _python_for(scan.requires_python)
+        try:
+            python = self.python or _python_for(scan.requires_python)
+        except BadInput:  # no Python envkit drafts for fits: solve() says so if it is chosen
+            return ""
         return pins.refusal(self.scanner, version, python, self.platform)
 
     def default_build(self, torch: str) -> str | None:
