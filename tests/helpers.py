@@ -229,19 +229,6 @@ def locked_matrix(factory: pytest.TempPathFactory, indexes: Indexes) -> Path:
     return made_once(factory, "locked-m", make)
 
 
-def toml_loads(text: str) -> dict[str, Any]:
-    """TOML as the standard library reads it (``tomllib``, Python 3.11 on), an independent
-    reader of what envkit writes with tomlkit; on Python 3.10, which has none, tomlkit's."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib.loads(text)
-    import tomlkit
-
-    data: dict[str, Any] = tomlkit.parse(text).unwrap()
-    return data
-
-
 # the JSON Schemas envkit ships
 def schema(name: str) -> dict[str, Any]:
     data: dict[str, Any] = copy.deepcopy(_loaded_schema(name))

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import toml_loads
+from envkit.lock.pylocks import load as toml_data
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHIPPED = "vllm-0.8.5+qwen2-vl"
@@ -26,7 +26,7 @@ def locked_versions(pylock: Path = PYLOCK) -> dict[str, str]:
 
 @functools.cache  # the lock does not change while the tests run; each caller gets a copy
 def _locked_versions(pylock: Path) -> dict[str, str]:
-    data = toml_loads(pylock.read_text())
+    data = toml_data(pylock.read_text())
     return {p["name"]: p["version"] for p in data["packages"]}
 
 

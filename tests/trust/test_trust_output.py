@@ -37,6 +37,7 @@ from envkit.io.redaction import redact_data
 from envkit.io.urls import check_index, check_torch_index, parse_url
 from envkit.lock.cells import Cell, CellState, CellStatus, TorchOrigin
 from envkit.lock.locker import Locker, LockOptions
+from envkit.lock.pylocks import load as toml_data
 from envkit.lock.torchsource import TorchIndex
 from envkit.models.drafts import models_table
 from envkit.profiles.profile import Profile, load_profile, parse_profile
@@ -47,7 +48,7 @@ from envkit.serving.run import compose
 
 import indexserver
 from conftest import Indexes
-from helpers import PY, ROOT, profile_text, run_cli, toml_loads
+from helpers import PY, ROOT, profile_text, run_cli
 from wheelhouse import Wheel
 
 FAST = settings(
@@ -418,7 +419,7 @@ def test_a_lock_header_is_comments_only_whatever_its_values(index: str, mirror: 
         "vllm==0.8.5",
     ]
     # the pylock: TOML with exactly the body's keys
-    assert toml_loads(head + BODY_PYLOCK) == toml_loads(BODY_PYLOCK)
+    assert toml_data(head + BODY_PYLOCK) == toml_data(BODY_PYLOCK)
     reproduce = next(ln for ln in lines if ln.startswith("# reproduce: "))
     words = shlex.split(reproduce.removeprefix("# reproduce: "))
     assert words[:5] == ["envkit", "lock", "good", "--cell", f"py{PY}-linux-x86_64-cu124"]
@@ -570,7 +571,7 @@ def test_generated_profiles_parse_back_to_exactly_what_was_meant(
     transformers = Scan(project="transformers", version="4.51.3", model_types=(model_type,))
     table = tomlkit.document()
     table.add("models", models_table(vllm, transformers))
-    back = toml_loads(tomlkit.dumps(table))["models"]
+    back = toml_data(tomlkit.dumps(table))["models"]
     assert set(back) == {
         "vllm", "transformers", "source", "architectures", "model_types", "vllm_model_types",
         "previously_supported", "out_of_tree", "transformers_bounds",
