@@ -251,12 +251,18 @@ def _output_validator(command: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator({**outputs, "$ref": f"#/$defs/{command}"})
 
 
+def valid_output(command: str, data: Any) -> None:
+    """``data`` holds against the schema of ``command``'s --json output (else its
+    best-matching error is raised, as jsonschema.validate raises it)."""
+    error = jsonschema.exceptions.best_match(_output_validator(command).iter_errors(data))
+    if error is not None:
+        raise error
+
+
 def output(command: str, text: str) -> dict[str, Any]:
     """``text`` parsed and validated against the schema of ``command``'s --json output."""
     data: dict[str, Any] = json.loads(text)
-    error = jsonschema.exceptions.best_match(_output_validator(command).iter_errors(data))
-    if error is not None:
-        raise error  # as jsonschema.validate raises it
+    valid_output(command, data)
     return data
 
 
@@ -272,11 +278,7 @@ def results_in(data: Any) -> list[dict[str, Any]]:
         item = todo.pop()
         if isinstance(item, dict):
             if set(item) >= RESULT_FIELDS:
-                error = jsonschema.exceptions.best_match(
-                    _output_validator("result").iter_errors(item)
-                )
-                if error is not None:
-                    raise error
+                valid_output("result", item)
                 found.append(item)
             todo.extend(item.values())
         elif isinstance(item, list):

@@ -5,18 +5,12 @@ mirrors (tests/serving/explain/test_explaining.py, tests/serving/run/test_start.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from bootlogs import FAILURES, log, preamble
 
-from helpers import envkit, output, profile_text
-
-
-def schema_check(data: dict[str, Any], name: str) -> None:
-    output(name, json.dumps(data))  # the validator made once a run (helpers.output)
+from helpers import envkit, profile_text, valid_output
 
 
 def test_cli_exit_codes_stdin_and_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -25,7 +19,7 @@ def test_cli_exit_codes_stdin_and_schema(tmp_path: Path, monkeypatch: pytest.Mon
     res = envkit("explain", str(good), "--json", cwd=tmp_path)
     res.assert_ok()
     data = res.json()
-    schema_check(data, "explain")
+    valid_output("explain", data)
     assert data["cause"]["code"] == "none" and data["facts"]["vllm_version"] == "0.8.5"
     stdin = io.TextIOWrapper(io.BytesIO(log(FAILURES["uva-unavailable"]).encode()))
     monkeypatch.setattr("sys.stdin", stdin)

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 from bootlogs import FAILURES, NOISE, log, preamble
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +17,7 @@ from envkit.errors import BadInput
 from envkit.serving.explain.causes import Explanation, explain, scan_stream
 from envkit.serving.explain.knowledge import GpuFacts, ProfileFacts, Tables
 
-from helpers import envkit
+from helpers import envkit, valid_output
 
 GIB = 1024**3
 KNOWN = Tables(
@@ -58,16 +54,6 @@ def run(text: str | bytes, knowledge: Tables = KNOWN) -> Explanation:
     return explain(scan, stats, knowledge, source="test.log")
 
 
-@cache
-def _validator(name: str) -> jsonschema.Draft202012Validator:
-    text = (resources.files("envkit") / "schemas" / "outputs.schema.json").read_text()
-    return jsonschema.Draft202012Validator({**json.loads(text), "$ref": f"#/$defs/{name}"})
-
-
-def schema_check(data: dict[str, Any], name: str) -> None:
-    _validator(name).validate(data)
-
-
 @pytest.mark.parametrize("prefix", ["", "compose", "engine", "worker"])
 @pytest.mark.parametrize("code", sorted(FAILURES))
 def test_each_code_is_found_under_any_prefix(code: str, prefix: str) -> None:
@@ -80,7 +66,7 @@ def test_each_code_is_found_under_any_prefix(code: str, prefix: str) -> None:
         assert e.text[:40] in lines[e.line - 1], (e, lines[e.line - 1])
     assert result.cause.fix or result.cause.next
     if not prefix:
-        schema_check({"envkit": 1, **result.to_dict()}, "explain")
+        valid_output("explain", {"envkit": 1, **result.to_dict()})
 
 
 def test_report_1_transformers_drift_then_the_model_type() -> None:
@@ -285,7 +271,7 @@ def test_a_log_that_ends_mid_boot_is_incomplete_and_exits_0(tmp_path: Path) -> N
     path.write_text("\n".join(lines) + "\n")
     res = envkit("explain", str(path), cwd=tmp_path)
     assert res.code == 0 and "ends before vLLM started or failed" in res.out
-    schema_check({"envkit": 1, **result.to_dict()}, "explain")
+    valid_output("explain", {"envkit": 1, **result.to_dict()})
 
 
 def test_a_client_applications_log_is_not_vllms() -> None:
@@ -386,7 +372,7 @@ def test_a_long_evidence_line_is_whole_in_json_and_its_cut_said_in_text(tmp_path
     path.write_text(log([long]))
     data = envkit("explain", str(path), "--json", cwd=tmp_path).json()
     assert data["cause"]["evidence"][0]["text"] == long
-    schema_check(data, "explain")
+    valid_output("explain", data)
     out = envkit("explain", str(path), "--wide", cwd=tmp_path).out
     assert f"(+{len(long) - 500} characters; --json carries the whole line)" in out
 
@@ -416,7 +402,7 @@ def test_any_log_text_explains_to_valid_json(pieces: list[str], noise: bytes) ->
     except BadInput:  # empty, binary: refused as bad input, never a crash
         return
     document = {"envkit": 1, **result.to_dict()}
-    schema_check(json.loads(json.dumps(document)), "explain")
+    valid_output("explain", json.loads(json.dumps(document)))
     assert result.exit_ok == (result.status.value in ("healthy", "incomplete"))
 
 

@@ -10,7 +10,7 @@ from bootlogs import FAILURES, log
 from envkit.serving.explain.knowledge import Tables
 from envkit.serving.explain.logdiff import diff
 
-from helpers import envkit
+from helpers import envkit, valid_output
 
 
 def EMPTY(folder: Path) -> dict[str, str]:
@@ -54,9 +54,7 @@ def test_a_switch_vllm_never_reads_takes_the_same_path(tmp_path: Path) -> None:
     res.assert_ok()
     data = res.json()
     assert data["same_failure"] is True and data["acknowledged"][0]["verdict"] == "not-acknowledged"
-    from test_explain import schema_check
-
-    schema_check(data, "explain-diff")
+    valid_output("explain-diff", data)
 
 
 def test_a_switch_that_changes_the_path_and_the_outcome(tmp_path: Path) -> None:
