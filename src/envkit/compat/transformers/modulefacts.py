@@ -58,6 +58,14 @@ def resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
     return ".".join([*parts, name] if name else parts)
 
 
+def is_placeholder(module: str) -> bool:
+    """``transformers.utils.dummy_pt_objects`` and its kind: modules transformers generates
+    to import in place of a backend that is missing, each name a placeholder that raises on
+    use. Their star imports are not followed: with torch installed (as with every vLLM) the
+    torch ones are never imported, and a name only a placeholder gives is no class to use."""
+    return module.partition(".utils.dummy_")[2].endswith("_objects")
+
+
 def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
     """Top-level statements, looking into if/try/with blocks but not into functions."""
     stack: list[ast.stmt] = list(reversed(tree.body))
@@ -120,7 +128,7 @@ class _Collector:
         source = node.module or ""
         if node.level:
             source = resolve(self.module, self.is_package, node.level, node.module)
-            if any(a.name == "*" for a in node.names):
+            if any(a.name == "*" for a in node.names) and not is_placeholder(source):
                 self.stars.append(source)
         for a in node.names:
             if a.name != "*":
