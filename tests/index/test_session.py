@@ -1,13 +1,17 @@
-"""The index session: its client and its pages reader are made on first use, once."""
+"""The index session: its client and its pages reader are made on first use, once, and
+each project's page is read once."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from envkit.index.session import IndexSession
 from envkit.io.http import Http
+
+import indexserver
 
 
 def test_a_session_makes_no_client_and_reads_no_page_module_until_asked() -> None:
@@ -33,3 +37,21 @@ def test_threads_asking_at_once_share_one_client() -> None:
 def test_a_client_given_is_the_one_used() -> None:
     given = Http()
     assert IndexSession("https://index.invalid/simple", http=given).http is given
+
+
+def test_the_wheels_and_the_sdists_of_a_project_come_from_one_read_of_its_page(
+    tmp_path: Path,
+) -> None:
+    for name in ("demo-1.0-py3-none-any.whl", "demo-1.0.tar.gz", "demo-2.0.tar.gz", "demo.zip"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "other-1.0.tar.gz").write_bytes(b"x")
+    with indexserver.serve(tmp_path) as server:
+        session = IndexSession(indexserver.url(server))
+        assert [f.filename for f in session.files("demo")] == ["demo-1.0-py3-none-any.whl"]
+        assert sorted(map(str, session.sdists("demo"))) == ["1.0", "2.0"]
+        assert session.files("demo") and session.sdists("Demo".lower())
+        assert server.paths == ["/simple/demo/"]
+        other = IndexSession(indexserver.url(server))  # the sdists asked first
+        assert list(other.sdists("other")) and other.files("other") == []
+        assert server.paths == ["/simple/demo/", "/simple/other/"]
+        assert other.listings()["other"].sdists and "demo" not in other.listings()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -61,28 +61,34 @@ def _index_entries(project: str, index: str, http: Http) -> tuple[list[dict[str,
     return html_entries(answer.text(), url), answer.url
 
 
-def _files(project: str, index: str, http: Http, suffix: str) -> Iterator[WheelFile]:
-    """The index's files of ``project`` ending in ``suffix`` (yanked ones left out), their
-    version parsed from the name (``name`` -> None to skip a file)."""
+def list_page(project: str, index: str, http: Http) -> tuple[list[WheelFile], list[WheelFile]]:
+    """The wheels and the source distributions (``.tar.gz``) ``project``'s index page
+    lists, from one read of it (yanked files left out), each version parsed from the name."""
     entries, page = _index_entries(project, index, http)
+    wheels: list[WheelFile] = []
+    sdists: list[WheelFile] = []
     for entry in entries:
         name, href = entry.get("filename"), entry.get("url")
-        if not isinstance(name, str) or not isinstance(href, str) or not name.endswith(suffix):
+        if not isinstance(name, str) or not isinstance(href, str):
             continue
-        version = _version_of(project, name)
-        if version is None or entry.get("yanked") not in (None, False):
+        kind = wheels if name.endswith(".whl") else sdists if name.endswith(".tar.gz") else None
+        version = _version_of(project, name) if kind is not None else None
+        if kind is None or version is None or entry.get("yanked") not in (None, False):
             continue
         size, upload = entry.get("size"), entry.get("upload-time")
         requires = entry.get("requires-python")
-        yield WheelFile(
-            name,
-            urljoin(page, href),
-            size if isinstance(size, int) and not isinstance(size, bool) else None,
-            version,
-            upload if isinstance(upload, str) else None,
-            requires if isinstance(requires, str) else None,
-            file_sha256(entry),
+        kind.append(
+            WheelFile(
+                name,
+                urljoin(page, href),
+                size if isinstance(size, int) and not isinstance(size, bool) else None,
+                version,
+                upload if isinstance(upload, str) else None,
+                requires if isinstance(requires, str) else None,
+                file_sha256(entry),
+            )
         )
+    return wheels, sdists
 
 
 def file_sha256(entry: dict[str, Any]) -> str:
@@ -106,16 +112,6 @@ def _version_of(project: str, name: str) -> Version | None:
         return Version(text) if same else None
     except (InvalidWheelFilename, InvalidVersion, ValueError):
         return None
-
-
-def list_sdists(project: str, index: str, http: Http) -> dict[Version, WheelFile]:
-    """The source distribution (``.tar.gz``) of each release, by version."""
-    return {f.version: f for f in _files(project, index, http, ".tar.gz")}
-
-
-def list_files(project: str, index: str, http: Http) -> list[WheelFile]:
-    """Every wheel the index lists for ``project`` (yanked ones left out)."""
-    return list(_files(project, index, http, ".whl"))
 
 
 def _json_entries(body: bytes, url: str) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -51,6 +51,9 @@ class IndexSession:
         self.progress = progress  # hears each release read from the index (not the cache)
         self._files: dict[str, list[WheelFile]] = {}
         self._sdists: dict[str, dict[Version, WheelFile]] = {}
+        # each page read once: what it lists that was not asked for yet waits here
+        self._page_sdists: dict[str, list[WheelFile]] = {}
+        self._page_wheels: dict[str, list[WheelFile]] = {}
         self._by_version: dict[str, dict[Version, list[WheelFile]]] = {}
 
     @property
@@ -70,22 +73,36 @@ class IndexSession:
             if self.snapshot is not None:
                 self._files[project] = list(self.snapshot.listing(project).wheels)
             else:
-                from envkit.index.pages import list_files
-
-                self._files[project] = list_files(project, self.index, self.http)
+                self._files[project] = self._page(project, self._page_wheels)
         return self._files[project]
 
     def sdists(self, project: str) -> dict[Version, WheelFile]:
         """The project's source distributions on the index, by version."""
         if project not in self._sdists:
             if self.snapshot is not None:
-                held = self.snapshot.listing(project).sdists
-                self._sdists[project] = {f.version: f for f in held}
+                held: Iterable[WheelFile] = self.snapshot.listing(project).sdists
             else:
-                from envkit.index.pages import list_sdists
-
-                self._sdists[project] = list_sdists(project, self.index, self.http)
+                held = self._page(project, self._page_sdists)
+            self._sdists[project] = {f.version: f for f in held}
         return self._sdists[project]
+
+    def _page(self, project: str, waiting: dict[str, list[WheelFile]]) -> list[WheelFile]:
+        """One kind of file the project's page lists, ``waiting`` its kind's store: what a
+        read of the page for the other kind left there, else the page read now (and the
+        other kind left for its first ask)."""
+        held = waiting.pop(project, None)
+        if held is not None:
+            return held
+        from envkit.index.pages import list_page
+
+        wheels, sdists = list_page(project, self.index, self.http)
+        if waiting is self._page_wheels:
+            if project not in self._sdists:
+                self._page_sdists[project] = sdists
+            return wheels
+        if project not in self._files:
+            self._page_wheels[project] = wheels
+        return sdists
 
     def listings(self) -> dict[str, Listing]:
         """The file lists this session read, per project (what a snapshot keeps)."""
