@@ -277,3 +277,34 @@ def test_a_snapshot_made_with_upgrade_answers_upgrade_with_the_index_gone(
     assert data["upgrades"][0]["to"] == online["upgrades"][0]["to"]
     assert data["upgrades"][0]["rows"] == online["upgrades"][0]["rows"]
     assert "uses no network" in res.err
+
+
+def test_a_search_stopped_at_its_bounds_says_what_it_did_not_try(
+    upgrade_world: indexserver.Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With room for one scan, only vLLM 0.33.0 (which drops a model) is looked at: the
+    profile stays, and neither the choice nor the verdict says nothing newer keeps it all."""
+    from envkit.compat.check.checker import Checker
+    from envkit.gpu.published import kerneltable
+    from envkit.profiles.profile import load_profile
+    from envkit.render import upgrade as shown
+    from envkit.upgrades import target
+    from envkit.upgrades.upgrade import Asked, plan
+
+    monkeypatch.setattr(target, "MAX_SCANNED", 1)
+    profile = load_profile(project(tmp_path) / "envs" / "q.toml")
+    done = plan(profile, Checker(url(upgrade_world)), kerneltable.shipped(), Asked())
+    move = done.move
+    assert not move.moves and (move.searched, move.untried) == (1, 1)
+    assert move.asked == (
+        "the newest release does not keep every model, GPU and the driver; "
+        "1 older release not tried"
+    )
+    assert move.rejected[-1] == "1 older release not tried (0.18.0): --to vllm==X checks one"
+    monkeypatch.setenv("COLUMNS", "100")
+    shown.upgrades([done], writing=False, as_json=False)
+    said = capsys.readouterr().out
+    assert "stays where it is: the newest does not keep it all, and 1 older not tried" in said

@@ -150,6 +150,14 @@ def _verdict(done: Upgrade, writing: bool) -> None:
         echo(one_line("ok: the move keeps everything the profile had"), fg="green")
     elif move.asked.startswith("--to"):
         echo(one_line(f"ok: {move.profile.name} already pins vLLM {move.old.vllm.version}"))
+    elif move.untried:
+        said = (
+            f"none of the {move.searched} newest keeps it all"
+            if move.searched > 1
+            else "the newest does not keep it all"
+        )
+        echo(wrap(f"ok: {move.profile.name} stays where it is: {said}, and {move.untried} "
+                  "older not tried", "", "  "))  # fmt: skip
     else:
         echo(one_line(f"ok: {move.profile.name} stays where it is (nothing newer keeps it all)"))
     if not writing:

@@ -75,6 +75,10 @@ class Move:
     asked: str  # how the target was chosen, said to the user
     rejected: tuple[str, ...] = ()  # newer releases passed over, one line each
     notes: tuple[str, ...] = ()
+    # when the search stopped at its bounds (MAX_SCANNED, MAX_TRIED): the newer releases it
+    # passed over, and those it stopped before
+    searched: int = 0
+    untried: int = 0
 
     @property
     def moves(self) -> bool:
@@ -275,9 +279,14 @@ def choose(
     rejected: list[str] = []
     newer = [v for v in reversed(releases) if v > Version(old.vllm.version)]
     tried = 0
+    untried = 0
     for count, version in enumerate(newer):
         if count >= MAX_SCANNED or tried >= MAX_TRIED:
-            rejected.append(f"{len(newer) - count} older release(s) not tried")
+            untried = len(newer) - count
+            span = f"{newer[-1]} to {version}" if untried > 1 else str(version)
+            rejected.append(
+                f"{untried} older {_releases(untried)} not tried ({span}): --to vllm==X checks one"
+            )
             break
         scan, why = chooser.cheap(version, old, wanted)
         if scan is not None and not why:
@@ -289,8 +298,33 @@ def choose(
                 asked = "the newest release that keeps every model, GPU and the driver"
                 return Move(profile, old, new, wanted, asked, tuple(rejected))
         rejected.append(f"vllm {version}: {why}")
-    asked = "no newer release keeps every model, GPU and the driver"
-    return Move(profile, old, old, wanted, asked, tuple(rejected))
+    if untried:
+        looked = len(newer) - untried
+        said = (
+            f"none of the {looked} newest releases keeps"
+            if looked > 1
+            else "the newest release does not keep"
+        )
+        asked = (
+            f"{said} every model, GPU and the driver; {untried} older "
+            f"{_releases(untried)} not tried"
+        )
+    else:
+        asked = "no newer release keeps every model, GPU and the driver"
+    return Move(
+        profile,
+        old,
+        old,
+        wanted,
+        asked,
+        tuple(rejected),
+        searched=len(newer) - untried,
+        untried=untried,
+    )
+
+
+def _releases(count: int) -> str:
+    return "release" if count == 1 else "releases"
 
 
 def _pin(scan: Scan) -> str:
