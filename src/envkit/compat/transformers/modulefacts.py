@@ -89,6 +89,8 @@ class _Collector:
         # the source's lines, to look for ``setattr`` in a class's own lines before walking
         # its tree for the call (None: walk every class)
         self.lines = text.split(b"\n") if text is not None and b"\r" not in text else None
+        # a module whose source never names the call cannot make it (None: walk to see)
+        self.may_scan = text is None or b"define_import_structure" in text
         self.names: set[str] = set()
         self.stars: list[str] = []
         self.aliases: list[tuple[str, str]] = []
@@ -112,7 +114,7 @@ class _Collector:
             self.assignment(node)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             self.call(node.value)
-        self.scans = self.scans or _scans_folder(node)
+        self.scans = self.scans or (self.may_scan and _scans_folder(node))
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             self.lazy_module = self.lazy_module or _called(node.value) == "_LazyModule"
 
