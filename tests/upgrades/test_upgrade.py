@@ -96,7 +96,7 @@ def test_a_removed_flag_and_variable_of_the_serve_table_are_lost(to_033: dict[st
     flag = rows(to_033, "flags")["--enable-reasoning"]
     assert flag["change"] == "lost" and flag["old"] == "accepted by vLLM 0.17.1"
     assert flag["new"].startswith("renamed-flag: vLLM 0.33.0 has no --enable-reasoning")
-    assert flag["fix"].startswith("Use --reasoning-parser instead of --enable-reasoning")
+    assert flag["fix"].startswith("Use --reasoning-parser VALUE instead of --enable-reasoning")
     knob = rows(to_033, "variables")["VLLM_OLD_KNOB"]
     assert knob["change"] == "lost" and "vLLM 0.18.0 was the last release" in knob["new"]
     kept = rows(to_033, "variables")["accepted"]

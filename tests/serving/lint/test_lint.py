@@ -56,6 +56,11 @@ def test_flags_of_an_older_release_are_dated_and_replaced(project: Path, server)
     assert (renamed.code, renamed.severity) == ("renamed-flag", "error")
     assert "0.1.1 was the last release" in renamed.message
     assert "--reasoning-parser" in renamed.fix and "v0.2.1" in renamed.fix
+    # a switch replaced by a flag that takes a value: the fix says a value is to be given
+    assert renamed.fix.startswith(
+        "Use --reasoning-parser VALUE instead of --enable-reasoning: --reasoning-parser takes "
+        "a value, --enable-reasoning took none"
+    )
     assert by["--lora-modules"].code == "removed-flag" and "0.1.1" in by["--lora-modules"].message
     variable = by["VLLM_OLD_KNOB"]
     assert (variable.code, variable.severity) == ("removed-variable", "warning")

@@ -269,11 +269,20 @@ class _Check:
             older = self.reader.flags(Version(last))
             instead = self._replacement(flag, older)
             if instead:
+                # a switch replaced by a flag that takes a value: the value is the user's to give
+                takes = self.release.flags.get(instead, "")
+                valued = older.flags.get(flag) == "0" and takes in ("1", "+")
+                use = (
+                    f"Use {instead} VALUE instead of {flag}: {instead} takes a value, {flag} "
+                    "took none"
+                    if valued
+                    else f"Use {instead} instead of {flag}"
+                )
                 self.add(
                     "renamed-flag", "error", flag,
                     f"vLLM {self.version} has no {flag}; vLLM {last} was the last release with "
                     f"it, and {instead} replaces it.",
-                    f"Use {instead} instead of {flag} ({self.where}).",
+                    f"{use} ({self.where}).",
                 )  # fmt: skip
             else:
                 self.add(
