@@ -58,6 +58,8 @@ def carries_the_facts(text: str, annotations: dict[str, str]) -> None:
     assert f"# cell: {CELL}" in text
     assert annotations["envkit/lock-sha256"] == sha
     assert annotations["envkit/verdict-model"].startswith("loadable as Qwen2VL")
+    # the GPU check's answer: the pinned builds carry kernels for the card's 8.9
+    assert "# verdict-gpu: kernels for compute capability 8.9 (--gpu rtx-4090)\n" in text
 
 
 def test_kubernetes_writes_a_valid_deployment_and_service(tmp_path: Path) -> None:
@@ -251,3 +253,18 @@ def test_a_file_envkit_did_not_write_is_left_alone(tmp_path: Path) -> None:
     assert (out / "values.yaml").read_text() == "mine: true\n"
     run(tmp_path, "kubernetes", "--image", IMAGE)
     run(tmp_path, "kubernetes", "--image", IMAGE)  # its own file is rewritten
+
+
+def test_a_gpu_given_by_its_memory_alone_leaves_the_kernels_unchecked_and_says_so(
+    tmp_path: Path,
+) -> None:
+    res = envkit(
+        "--envs", str(ROOT / "envs"), "export", PROFILE, str(MODELS / "Qwen2-VL-2B-Instruct"),
+        "--to", "kubernetes", "--gpu-memory", "24GiB", "--cell", CELL, "--image", IMAGE,
+        "--out", str(tmp_path), "--json", cwd=tmp_path,
+    )  # fmt: skip
+    path = Path(output("export", res.assert_ok().out)["files"][0]["path"])
+    annotations = documents(path)[0]["metadata"]["annotations"]
+    assert annotations["envkit/verdict-gpu"] == (
+        "kernels not checked: no compute capability (--gpu-memory 24.00GiB)"
+    )

@@ -52,7 +52,7 @@ def planned(
     verdicts = (
         ("model", f"loadable as {verdict.architecture}" if verdict.ok else "not loadable"),
         ("plan", "fits as asked" if plan.ok else "fits as recommended: " + _codes(plan.problems)),
-        ("gpu", gpu.source or "given"),
+        ("gpu", _gpu_verdict(check(profile) if check is not None else None, target, gpu)),
     )
     return facts_for(
         spec,
@@ -63,6 +63,17 @@ def planned(
         gpu_memory=gpu.memory,
         verdicts=verdicts,
     )
+
+
+def _gpu_verdict(found: tuple[Result, ...] | None, target: GpuTarget | None, gpu: Gpu) -> str:
+    """What the GPU check decided (a build without kernels for it stopped the export
+    before): kernels for the card, not known, or not checked without a compute capability."""
+    source = gpu.source or "given"
+    if found is None or target is None:
+        return f"kernels not checked: no compute capability ({source})"
+    if any(r.severity is Severity.UNKNOWN for r in found):
+        return f"kernels not known for compute capability {target.capability} ({source})"
+    return f"kernels for compute capability {target.capability} ({source})"
 
 
 def _codes(problems: tuple[Result, ...]) -> str:
