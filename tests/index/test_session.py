@@ -8,6 +8,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+from packaging.version import Version
+
+from envkit.errors import WheelError
 from envkit.index.session import IndexSession
 from envkit.io.http import Http
 
@@ -55,3 +59,20 @@ def test_the_wheels_and_the_sdists_of_a_project_come_from_one_read_of_its_page(
         assert list(other.sdists("other")) and other.files("other") == []
         assert server.paths == ["/simple/demo/", "/simple/other/"]
         assert other.listings()["other"].sdists and "demo" not in other.listings()
+
+
+def test_a_release_without_a_wheel_is_one_message_naming_the_project_and_the_newest(
+    tmp_path: Path,
+) -> None:
+    for name in ("demo-1.0-py3-none-any.whl", "demo-2.0.tar.gz", "demo-3.0rc1-py3-none-any.whl"):
+        (tmp_path / name).write_bytes(b"x")
+    with indexserver.serve(tmp_path) as server:
+        session = IndexSession(indexserver.url(server))
+        assert session.pick("demo", Version("1.0")).filename == "demo-1.0-py3-none-any.whl"
+        with pytest.raises(WheelError) as refused:
+            session.pick("demo", Version("2.0"))  # an sdist alone: no wheel to read
+    assert refused.value.message == (
+        f"demo 2.0: the index {indexserver.url(server)} lists no wheel of it (its newest "
+        "release with a wheel is 1.0)."
+    )
+    assert refused.value.hint == "Give a release the index publishes, such as demo==1.0."

@@ -128,7 +128,8 @@ def test_scan_failures(world: indexserver.Server, scan_cache: Path, tmp_path: Pa
     res = envkit("scan", "vllm==0.9.0", "--index-url", url(world), cwd=tmp_path)
     assert res.code == 2 and "no model registry" in res.err
     res = envkit("scan", "vllm==9.9.9", "--index-url", url(world), cwd=tmp_path)
-    assert res.code == 2 and "No wheel of version 9.9.9" in res.err
+    assert res.code == 2 and f"vllm 9.9.9: the index {url(world)} lists no wheel of it" in res.err
+    assert "(its newest release with a wheel is 0.33.0)" in res.err and "vllm==0.33.0." in res.err
     res = envkit("scan", "vllm==0.8.5", "--index-url", "http://127.0.0.1:9/simple", cwd=tmp_path)
     assert res.code == 2 and "Cannot reach" in res.err and "Traceback" not in res.err
     res = envkit("scan", "numpy==1.0", cwd=tmp_path)

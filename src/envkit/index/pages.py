@@ -211,14 +211,16 @@ def _our_tags() -> frozenset[str]:
     return frozenset(str(t) for t in sys_tags())
 
 
-def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
+def pick_wheel(files: Iterable[WheelFile], version: Version, *, index: str = "") -> WheelFile:
     """One wheel of that version: one for this machine if there is, else a Linux x86_64 one.
+    WheelError (see :func:`no_wheel`) when ``files`` hold none of it.
 
     The Python sources scanned are the same in every wheel of a release.
     """
+    files = list(files)
     candidates = [f for f in files if f.version == version]
     if not candidates:
-        raise WheelError(f"No wheel of version {version} is listed.", "Check the version.")
+        raise no_wheel(files, version, index=index)
     ours = _our_tags()
 
     def rank(f: WheelFile) -> tuple[int, int]:
@@ -226,6 +228,28 @@ def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
         return (0 if tags & ours else 1 if any("x86_64" in t for t in tags) else 2, f.size or 0)
 
     return sorted(candidates, key=rank)[0]
+
+
+def no_wheel(
+    files: list[WheelFile], version: Version, *, project: str = "", index: str = ""
+) -> WheelError:
+    """The index lists no wheel of ``version``: of which project (``project``, else read
+    from ``files``, the project's wheels), on which index, and the newest release it lists."""
+    if not project and files:
+        try:
+            project = str(parse_wheel_filename(files[0].filename)[0])
+        except InvalidWheelFilename:
+            project = ""
+    newest = max((f.version for f in files if not f.version.is_prerelease), default=None)
+    where = f"the index {redact(index)}" if index else "the index"
+    said = f"{project} {version}" if project else f"Version {version}"
+    return WheelError(
+        f"{said}: {where} lists no wheel of it"
+        + (f" (its newest release with a wheel is {newest})." if newest else "."),
+        f"Give a release the index publishes, such as {project or 'PROJECT'}=={newest}."
+        if newest
+        else "Check the version and the project's name.",
+    )
 
 
 def pick_linux_wheel(

@@ -125,6 +125,16 @@ class IndexSession:
             self._by_version[project] = table
         return self._by_version[project].get(version, [])
 
+    def pick(self, project: str, version: Version) -> WheelFile:
+        """One wheel of the release (``pages.pick_wheel``'s choice); WheelError naming the
+        project, this index and the newest release it lists when it lists none of it."""
+        from envkit.index.pages import no_wheel, pick_wheel
+
+        found = self.wheels(project, version)
+        if not found:
+            raise no_wheel(self.files(project), version, project=project, index=self.index)
+        return pick_wheel(found, version)
+
     def releases(self, project: str) -> list[Version]:
         """Every release with a wheel, oldest first (pre-releases left out). NetworkError for
         an index listing more than MAX_RELEASES: each costs a wheel read in history and site."""

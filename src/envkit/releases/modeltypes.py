@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from packaging.version import Version
 
 from envkit import syntax
-from envkit.index.pages import pick_wheel
 from envkit.index.wheels import RemoteZip
 from envkit.io.cache import MODEL_TYPES
 from envkit.io.urls import index_key
@@ -38,7 +37,7 @@ def model_types(scanner: Scanner, version: Version) -> dict[str, tuple[str, ...]
     known = MODEL_TYPES.load(key, lambda f: {arch: f.texts(arch) for arch in list(f.data)})
     if known is not None:
         return known
-    wheel = pick_wheel(scanner.wheels("transformers", version), version)
+    wheel = scanner.pick("transformers", version)
     scanner.progress(f"reading transformers {version}'s auto model tables from its wheel")
     text = RemoteZip(wheel.url, scanner.http).read([MODELING_AUTO]).get(MODELING_AUTO, b"")
     found: dict[str, set[str]] = {}

@@ -167,11 +167,10 @@ class Scanner(IndexSession):
         scan that read it ('' when the wheel has none). Raises WheelError, NetworkError."""
         key = (project, version)
         if key not in self._metadata:
-            from envkit.index.pages import pick_wheel
             from envkit.index.wheels import RemoteZip
 
             self.progress(f"reading {project} {version}'s requirements from its wheel")
-            archive = RemoteZip(pick_wheel(self.wheels(project, version), version).url, self.http)
+            archive = RemoteZip(self.pick(project, version).url, self.http)
             meta = _metadata_member(archive.members)
             text = archive.read([meta]).get(meta, b"") if meta else b""
             self._metadata[key] = text.decode("utf-8", "replace")
@@ -191,10 +190,9 @@ class Scanner(IndexSession):
         self.progress(f"reading {project} {version} from its wheel")
         start = time.monotonic()
         before = (self.http.traffic.bytes, self.http.traffic.requests)
-        from envkit.index.pages import pick_wheel  # a scan from the cache reads no page
-        from envkit.index.wheels import RemoteZip  # nor any wheel
+        from envkit.index.wheels import RemoteZip  # a scan from the cache reads no wheel
 
-        wheel = pick_wheel(self.wheels(project, version), version)
+        wheel = self.pick(project, version)
         archive = RemoteZip(wheel.url, self.http)
         meta = _metadata_member(archive.members)
         wanted = [*(p for p, _n in VLLM_LAYOUTS), VLLM_CONFIG, TF_CONFIG_AUTO, TF_AUTO_MAPPINGS]

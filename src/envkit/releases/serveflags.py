@@ -188,13 +188,12 @@ class FlagReader:
             cached = SERVE_FLAGS.load(_key(version, session.index), ServeFlags.from_entry)
             if cached is not None and cached.version == str(version):
                 return cached
-        from envkit.index.pages import pick_wheel
         from envkit.index.wheels import RemoteZip
 
         session.progress(f"reading vllm {version}'s serve flags from its wheel")
         start = time.monotonic()
         before = session.http.traffic.bytes
-        wheel = pick_wheel(session.wheels("vllm", version), version)
+        wheel = session.pick("vllm", version)
         archive = RemoteZip(wheel.url, session.http)
         files = archive.read(wanted_members(archive.members))
         texts = {k: v.decode("utf-8", "replace") for k, v in files.items()}

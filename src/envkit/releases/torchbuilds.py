@@ -32,7 +32,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import EnvkitError, NetworkError, WheelError
-from envkit.index.pages import html_entries, pick_wheel
+from envkit.index.pages import html_entries
 from envkit.index.wheels import read_members
 from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields, is_sha256
@@ -154,7 +154,7 @@ def torch_cuda(scanner: Scanner, version: Version) -> str:
     """The CUDA version torch ``version``'s wheel for this platform was built with ('' if CPU),
     kept in the cache under the wheel's sha256 when the index gives one (so a knowledge
     snapshot holds it too)."""
-    wheel = pick_wheel(scanner.files("torch"), version)
+    wheel = scanner.pick("torch", version)
     return wheel_cuda(wheel.url, scanner.http, wheel.sha256)
 
 

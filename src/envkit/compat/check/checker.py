@@ -170,9 +170,9 @@ class Checker(Scanner):
         self.progress(f"reading vLLM {vllm}'s sources and transformers {transformers}'s")
         with interrupts.thread_pool(4) as pool:  # three wheels read side by side
             listings = {p: pool.submit(self.files, p) for p in ("vllm", "transformers")}
-            vwheel = pick_wheel(listings["vllm"].result(), vllm)
+            vwheel = pick_wheel(listings["vllm"].result(), vllm, index=self.index)
             read = pool.submit(lambda: _vllm_sources(RemoteZip(vwheel.url, self.http)))
-            twheel = pick_wheel(listings["transformers"].result(), transformers)
+            twheel = pick_wheel(listings["transformers"].result(), transformers, index=self.index)
             opened = pool.submit(self._open, twheel, False, [])
             configs = pool.submit(startup.config_modules, twheel.url, self.http)
             texts = read.result()
