@@ -404,6 +404,14 @@ def test_history_of_a_model_type_shows_each_architecture_serving_it(
     assert all(h["first"] for h in aquila["architectures"])  # only those some release lists
     code, none = history("nosuchtype")
     assert code == 1 and none["serving"] == [] and none["architectures"] == []
+    said = envkit(
+        "--envs", str(envs), "history", "qwen3_6", "--index-url", url(world), "--wide",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert said.code == 1 and said.out.startswith(
+        "model type qwen3_6: no architecture serves it (none in transformers 5.24.0's auto "
+        "tables and vLLM's registry names)\n  fix: did you mean qwen3_5"
+    )
     text = envkit(
         "--envs", str(envs), "history", "qwen3_5", "--index-url", url(world), "--wide",
         cwd=tmp_path,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -208,6 +209,7 @@ class TypeHistory:
     transformers: str  # the release whose auto tables were read ('' when none could be)
     histories: tuple[History, ...]  # those some release lists, else every one found
     note: str = ""  # why transformers' tables were left out
+    close: tuple[str, ...] = ()  # with no architecture: the model types spelt most like it
 
 
 def of_model_type(model_type: str, scanner: Scanner, shipped: list[Profile]) -> TypeHistory:
@@ -240,10 +242,12 @@ def of_model_type(model_type: str, scanner: Scanner, shipped: list[Profile]) -> 
     archs = serving(model_type, tables, names)
     found = [history(arch, scanner, shipped) for arch in archs]
     listed = tuple(h for h in found if h.listed)
+    known = sorted({t for types in tables.values() for t in types})
     return TypeHistory(
         model_type=model_type,
         architectures=archs,
         transformers=newest if tables else "",
         histories=listed or tuple(found),
         note=note,
+        close=() if archs else tuple(difflib.get_close_matches(model_type, known, n=3)),
     )

@@ -188,8 +188,16 @@ def histories(
 def _type_header(typed: TypeHistory) -> None:
     tables = f"transformers {typed.transformers}'s auto tables" if typed.transformers else ""
     sources = " and ".join(s for s in (tables, "vLLM's registry names") if s)
-    archs = ", ".join(typed.architectures) or "none"
-    echo(wrap(f"model type {typed.model_type}: served by {archs} (from {sources})", "", "  "))
+    if not typed.architectures:
+        echo(wrap(f"model type {typed.model_type}: no architecture serves it (none in {sources})",
+                  "", "  "), fg="red")  # fmt: skip
+        near = f"did you mean {' or '.join(typed.close)}? " if typed.close else ""
+        echo(wrap(f"fix: {near}A model type is config.json's model_type, such as qwen2_vl; "
+                  "envkit history ARCH or MODEL takes an architecture or a model's folder.",
+                  "  ", "    "))  # fmt: skip
+    else:
+        archs = ", ".join(typed.architectures)
+        echo(wrap(f"model type {typed.model_type}: served by {archs} (from {sources})", "", "  "))
     if typed.note:
         echo(wrap(f"note: {typed.note}", "  ", "    "))
     listed = {h.architecture for h in typed.histories if h.listed}
