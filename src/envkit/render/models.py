@@ -54,11 +54,9 @@ def scans(results: Sequence[Scan], as_json: bool, updated: str = "") -> None:
         )
         echo(one_line(f"{scan.project} {scan.version}  ({scan.wheel}, {how})"), bold=True)
         reqs = ", ".join(f"{k}{v}" for k, v in sorted(scan.requires.items()))
-        echo(
-            one_line(
-                f"requires: Python {scan.requires_python or 'any'}; {reqs or 'nothing pinned'}"
-            )
-        )
+        # what the scan keeps of the wheel's requirements: the stack the checks judge
+        echo(wrap(f"requires: Python {scan.requires_python or 'any'}; of torch, transformers, "
+                  f"tokenizers, torchvision, torchaudio: {reqs or 'none'}", "", "  "))  # fmt: skip
         if scan.project == "vllm":
             echo(f"architectures in the model registry ({len(scan.architectures)}):")
             echo(columns(scan.architectures))
