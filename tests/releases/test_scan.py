@@ -122,6 +122,8 @@ def test_scan_reads_a_small_part_of_the_wheel(
     text = envkit("scan", "transformers==4.51.3", "--index-url", url(world), cwd=tmp_path)
     known = len(layouts.transformers_4().model_types)
     assert text.code == 0 and f"model types AutoConfig knows ({known})" in text.out
+    # the requirements the scan keeps, said as those: not every one the wheel has
+    assert "; of torch, transformers, tokenizers, torchvision, torchaudio: " in text.out
 
 
 def test_scan_failures(world: indexserver.Server, scan_cache: Path, tmp_path: Path) -> None:
