@@ -43,6 +43,13 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> str:
                 tag=PLATFORM,
             ),
             wheelhouse.Wheel(
+                "oldaddon",
+                "1.0",
+                {"oldaddon/libaddon_torch25-cuda.so": so["stale"]},
+                requires=["torch"],
+                tag=PLATFORM,
+            ),
+            wheelhouse.Wheel(
                 "staleaddon",
                 "1.0",
                 {"staleaddon/libaddon_torch2.6-cpu.so": so["stale"]},
@@ -102,6 +109,12 @@ def test_an_addon_for_another_torch_release_is_not_judged_against_this_one(
     assert (code, cell["state"]) == (0, "locked"), cell["reason"]
     said = " ".join(err.split())
     assert "1 module(s) of addonext 1.0" in said and "libaddon_torch25-cuda.so" in said
+    assert "its package loads the one for its torch" in said
+    # its only addon is for another release: said as such, still a note and not a verdict
+    code, cell, err = lock(project(tmp_path, "oldaddon==1.0"), index)
+    assert (code, cell["state"]) == (0, "locked"), cell["reason"]
+    said = " ".join(err.split())
+    assert "none is for torch 2.6.0, so its package has no such module to load beside it" in said
     code, cell, _err = lock(project(tmp_path, "staleaddon==1.0"), index)
     assert (code, cell["state"]) == (1, "incompatible")
     assert "staleaddon/libaddon_torch2.6-cpu.so needs 1 torch symbol" in cell["reason"]

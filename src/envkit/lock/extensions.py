@@ -69,9 +69,16 @@ def abi_reason(
         if others:
             first = _short(others[0].rpartition("/")[2])
             more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+            named = [m.member for m in needs.modules if _FOR_TORCH.search(_file_name(m.member))]
+            loads = (
+                "its package loads the one for its torch"
+                if len(named) > len(others)
+                else f"none is for torch {torch.version}, so its package has no such module to "
+                "load beside it (it may build one at run time, or go without)"
+            )
             note(f"{len(others)} module(s) of {wheel.name} {wheel.version} in {where} are for "
-                 f"other torch releases ({first}{more}): its package loads the one for its "
-                 f"torch, so they were not checked against torch {torch.version}")  # fmt: skip
+                 f"other torch releases ({first}{more}): {loads}; they were not checked "
+                 f"against torch {torch.version}")  # fmt: skip
             needs = dataclasses.replace(
                 needs, modules=tuple(m for m in needs.modules if m.member not in others)
             )
@@ -147,9 +154,13 @@ def _short(text: str, most: int = 160) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
 
 
+def _file_name(member: str) -> str:
+    return member.rpartition("/")[2][:256]
+
+
 def _for_other_torch(member: str, torch: str) -> bool:
     """The module's file name names a torch release (``torch24``) other than ``torch``'s."""
-    named = _FOR_TORCH.search(member.rpartition("/")[2][:256])
+    named = _FOR_TORCH.search(_file_name(member))
     if named is None:
         return False
     major, _dot, rest = torch.partition(".")
