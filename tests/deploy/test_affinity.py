@@ -163,7 +163,8 @@ def test_every_value_parses_back_as_meant(tmp_path_factory: Any, model: str, wor
     # the model as the pod sees it: itself, or a folder that names one (even "/") under the
     # weights mount
     assert container["args"][0] == kubernetes.served_in_pod(facts)
-    assert container["args"][container["args"].index("--served-model-name") + 1] == word
+    # looked for after the model, which may itself read "--served-model-name"
+    assert container["args"][container["args"].index("--served-model-name", 1) + 1] == word
     assert len(docs) == 2  # nothing a value holds starts another document
     script = slurm.script(facts, Path("/v"))
     start = 'exec "${RUN[@]}" '
