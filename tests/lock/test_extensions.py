@@ -32,33 +32,26 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> str:
             extension("plainext", "1.0", so["stale"]),  # says nothing of its torch
             extension("brokenext", "1.0", b"\x7fELF not really"),
             # an addon per torch release, loaded by torch's version (as torch-c-dlpack-ext's)
-            wheelhouse.Wheel(
+            addon(
                 "addonext",
-                "1.0",
-                {
-                    "addonext/libaddon_torch25-cuda.so": so["stale"],
-                    "addonext/libaddon_torch26-cuda.so": so["good"],
-                },
-                requires=["torch"],
-                tag=PLATFORM,
+                {"libaddon_torch25-cuda.so": so["stale"], "libaddon_torch26-cuda.so": so["good"]},
             ),
-            wheelhouse.Wheel(
-                "oldaddon",
-                "1.0",
-                {"oldaddon/libaddon_torch25-cuda.so": so["stale"]},
-                requires=["torch"],
-                tag=PLATFORM,
-            ),
-            wheelhouse.Wheel(
-                "staleaddon",
-                "1.0",
-                {"staleaddon/libaddon_torch2.6-cpu.so": so["stale"]},
-                requires=["torch"],
-                tag=PLATFORM,
-            ),
+            addon("oldaddon", {"libaddon_torch25-cuda.so": so["stale"]}),  # none for torch 2.6
+            addon("staleaddon", {"libaddon_torch2.6-cpu.so": so["stale"]}),
             # links nothing of torch and does not require it: never looked into
             wheelhouse.Wheel("fastmath", "1.0", {"fastmath/_m.so": so["plain"]}, tag=PLATFORM),
         ],
+    )
+
+
+def addon(name: str, modules: dict[str, bytes]) -> wheelhouse.Wheel:
+    """A package whose modules are each named for the torch release it is loaded beside."""
+    return wheelhouse.Wheel(
+        name,
+        "1.0",
+        {f"{name}/{file}": data for file, data in modules.items()},
+        requires=["torch"],
+        tag=PLATFORM,
     )
 
 
