@@ -67,12 +67,16 @@ def abi_reason(
             continue
         others = [m.member for m in needs.modules if _for_other_torch(m.member, torch.version)]
         if others:
-            first = _short(others[0].rpartition("/")[2])
+            first = _short(_file_name(others[0]))
             more = f" and {len(others) - 1} more" if len(others) > 1 else ""
-            named = [m.member for m in needs.modules if _FOR_TORCH.search(_file_name(m.member))]
+            ours = any(
+                _FOR_TORCH.search(_file_name(m.member))
+                for m in needs.modules
+                if m.member not in others
+            )  # a module named for the pinned release
             loads = (
                 "its package loads the one for its torch"
-                if len(named) > len(others)
+                if ours
                 else f"none is for torch {torch.version}, so its package has no such module to "
                 "load beside it (it may build one at run time, or go without)"
             )

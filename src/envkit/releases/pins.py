@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envkit.errors import NetworkError, WheelError
 from envkit.index.metadata import parse as parse_metadata
 from envkit.index.session import IndexSession
-from envkit.releases.registry import Scanner
+from envkit.releases.registry import Scanner, dependencies
 
 # their builds may come from the PyTorch index: the CUDA tests judge their pins, not this
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio"})
@@ -27,14 +26,8 @@ def exact_pins(metadata: str, environment: Mapping[str, str]) -> dict[str, str]:
     if not metadata:
         return {}
     out: dict[str, str] = {}
-    for line in parse_metadata(metadata).requires_dist:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
+    for req in dependencies(parse_metadata(metadata).requires_dist):
         if req.marker is not None:
-            if "extra" in str(req.marker):
-                continue
             try:
                 if not req.marker.evaluate(dict(environment)):
                     continue

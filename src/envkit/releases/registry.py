@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -295,18 +295,24 @@ def requirements(metadata: str) -> tuple[dict[str, str], str]:
         return {}, ""
     headers = parse_metadata(metadata)
     out: dict[str, str] = {}
-    for line in headers.requires_dist:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and "extra" in str(req.marker):
-            continue
+    for req in dependencies(headers.requires_dist):
         name = canonicalize_name(req.name)
         if name in ("torch", "transformers", "tokenizers", "torchvision", "torchaudio"):
             spec = str(req.specifier)
             out[name] = f"{out[name]},{spec}" if name in out and spec else spec or out.get(name, "")
     return out, headers.requires_python
+
+
+def dependencies(requires_dist: Iterable[str]) -> Iterator[Requirement]:
+    """A METADATA's ``Requires-Dist`` lines as requirements, extras' left out (and any line
+    that is no requirement: a wheel's METADATA is read as data, never trusted)."""
+    for line in requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is None or "extra" not in str(req.marker):
+            yield req
 
 
 def _metadata_member(members: Iterable[str]) -> str:
