@@ -268,3 +268,23 @@ def test_a_gpu_given_by_its_memory_alone_leaves_the_kernels_unchecked_and_says_s
     assert annotations["envkit/verdict-gpu"] == (
         "kernels not checked: no compute capability (--gpu-memory 24.00GiB)"
     )
+
+
+def test_the_gpu_fact_says_not_known_where_the_kernel_table_lacks_the_builds() -> None:
+    from envkit.deploy.gather import _gpu_verdict
+    from envkit.gpu.arch import Capability
+    from envkit.gpu.published import kerneltable, profilefit
+    from envkit.gpu.target import GpuTarget
+    from envkit.profiles.profile import load_profile
+    from envkit.serving.plan.planning import Gpu
+
+    profile = load_profile(ROOT / "envs" / f"{PROFILE}.toml")
+    target = GpuTarget(Capability(8, 9), "NVIDIA GeForce RTX 4090")
+    empty = kerneltable.KernelTable("", "", "", (), ())
+    found = profilefit.on_gpu(profile, target, empty)
+    assert [r.code for r in found] == [profilefit.KERNELS_NOT_KNOWN]
+    gpu = Gpu(memory=24 * 1024**3, capability=(8, 9), source="--gpu rtx-4090")
+    assert _gpu_verdict(found, target, gpu) == (
+        "kernels not known for compute capability 8.9 (--gpu rtx-4090)"
+    )
+    assert _gpu_verdict((), target, gpu) == "kernels for compute capability 8.9 (--gpu rtx-4090)"

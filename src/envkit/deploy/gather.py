@@ -52,7 +52,7 @@ def planned(
     verdicts = (
         ("model", f"loadable as {verdict.architecture}" if verdict.ok else "not loadable"),
         ("plan", "fits as asked" if plan.ok else "fits as recommended: " + _codes(plan.problems)),
-        ("gpu", _gpu_verdict(check(profile) if check is not None else None, target, gpu)),
+        ("gpu", _gpu_verdict(verdict.problems, target, gpu)),
     )
     return facts_for(
         spec,
@@ -65,13 +65,16 @@ def planned(
     )
 
 
-def _gpu_verdict(found: tuple[Result, ...] | None, target: GpuTarget | None, gpu: Gpu) -> str:
-    """What the GPU check decided (a build without kernels for it stopped the export
-    before): kernels for the card, not known, or not checked without a compute capability."""
+def _gpu_verdict(problems: tuple[Result, ...], target: GpuTarget | None, gpu: Gpu) -> str:
+    """What the GPU check decided, read from the verdict's problems it added (a build
+    without kernels for the GPU stopped the export before): kernels for the card, not known,
+    or not checked without a compute capability."""
+    from envkit.gpu.published.profilefit import KERNELS_NOT_KNOWN
+
     source = gpu.source or "given"
-    if found is None or target is None:
+    if target is None:
         return f"kernels not checked: no compute capability ({source})"
-    if any(r.severity is Severity.UNKNOWN for r in found):
+    if any(p.code == KERNELS_NOT_KNOWN for p in problems):
         return f"kernels not known for compute capability {target.capability} ({source})"
     return f"kernels for compute capability {target.capability} ({source})"
 

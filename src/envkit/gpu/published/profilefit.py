@@ -32,6 +32,8 @@ from envkit.profiles.profile import Profile
 from envkit.results import Result, Severity
 
 NO_IMAGE = "'no kernel image is available for execution on the device'"
+KERNELS_NOT_KNOWN = "kernels-not-known"  # a pinned build envkit's kernel table lacks
+
 GpuCheck = Callable[[Profile], tuple[Result, ...]]
 
 
@@ -147,7 +149,7 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Res
         found.append(
             Result(
                 severity=Severity.UNKNOWN,
-                code="kernels-not-known",
+                code=KERNELS_NOT_KNOWN,
                 message=f"{' and '.join(unknown)}: not in envkit's kernel table, so whether "
                 f"its kernels run on {target} is not decided here",
                 fix="envkit verify PROFILE --gpu NAME reads the installed builds",
