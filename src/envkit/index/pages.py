@@ -211,7 +211,7 @@ def _our_tags() -> frozenset[str]:
     return frozenset(str(t) for t in sys_tags())
 
 
-def pick_wheel(files: Iterable[WheelFile], version: Version, *, index: str = "") -> WheelFile:
+def pick_wheel(files: Iterable[WheelFile], version: Version) -> WheelFile:
     """One wheel of that version: one for this machine if there is, else a Linux x86_64 one.
     WheelError (see :func:`no_wheel`) when ``files`` hold none of it.
 
@@ -220,7 +220,7 @@ def pick_wheel(files: Iterable[WheelFile], version: Version, *, index: str = "")
     files = list(files)
     candidates = [f for f in files if f.version == version]
     if not candidates:
-        raise no_wheel(files, version, index=index)
+        raise no_wheel(files, version)
     ours = _our_tags()
 
     def rank(f: WheelFile) -> tuple[int, int]:

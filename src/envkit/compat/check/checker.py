@@ -39,7 +39,7 @@ from envkit.compat.transformers import modeldefined
 from envkit.compat.transformers.transformers_source import TransformersRelease
 from envkit.compat.vllm.loading import MODELS_DIR, Loaders, Scope
 from envkit.errors import WheelError
-from envkit.index.pages import WheelFile, pick_wheel
+from envkit.index.pages import WheelFile
 from envkit.index.wheels import RemoteZip
 from envkit.io import interrupts
 from envkit.releases import modeltypes
@@ -170,9 +170,11 @@ class Checker(Scanner):
         self.progress(f"reading vLLM {vllm}'s sources and transformers {transformers}'s")
         with interrupts.thread_pool(4) as pool:  # three wheels read side by side
             listings = {p: pool.submit(self.files, p) for p in ("vllm", "transformers")}
-            vwheel = pick_wheel(listings["vllm"].result(), vllm, index=self.index)
+            listings["vllm"].result()  # listed: the pick below reads no page
+            vwheel = self.pick("vllm", vllm)
             read = pool.submit(lambda: _vllm_sources(RemoteZip(vwheel.url, self.http)))
-            twheel = pick_wheel(listings["transformers"].result(), transformers, index=self.index)
+            listings["transformers"].result()
+            twheel = self.pick("transformers", transformers)
             opened = pool.submit(self._open, twheel, False, [])
             configs = pool.submit(startup.config_modules, twheel.url, self.http)
             texts = read.result()
@@ -185,7 +187,7 @@ class Checker(Scanner):
             starts = _classes(uses)
             against = None
             if reference is not None and reference != transformers:
-                rwheel = pick_wheel(self.files("transformers"), reference)
+                rwheel = self.pick("transformers", reference)
                 against = pool.submit(self._open, rwheel, True, starts)
             loaders = pool.submit(Loaders, texts)
             target = opened.result()

@@ -15,7 +15,6 @@ from packaging.version import Version
 
 from envkit.compat.check.checker import Checker, Code, CompatReport, Incompatibility, store
 from envkit.compat.transformers.transformers_source import TransformersRelease
-from envkit.index.pages import pick_wheel
 
 Opener = Callable[[Version], TransformersRelease]
 # what a release can remove (a name registered or a config field rejected is no removal)
@@ -89,7 +88,7 @@ def date(checker: Checker, report: CompatReport) -> CompatReport:
     files = checker.files("transformers")
 
     def open_release(version: Version) -> TransformersRelease:
-        release = TransformersRelease(pick_wheel(files, version), checker.http)
+        release = TransformersRelease(checker.pick("transformers", version), checker.http)
         release.load(["transformers"])
         return release
 
