@@ -282,7 +282,7 @@ def test_the_gpu_fact_says_not_known_where_the_kernel_table_lacks_the_builds() -
     target = GpuTarget(Capability(8, 9), "NVIDIA GeForce RTX 4090")
     empty = kerneltable.KernelTable("", "", "", (), ())
     found = profilefit.on_gpu(profile, target, empty)
-    assert [r.code for r in found] == [profilefit.KERNELS_NOT_KNOWN]
+    assert [r.code for r in found] == ["kernels-not-known"]
     gpu = Gpu(memory=24 * 1024**3, capability=(8, 9), source="--gpu rtx-4090")
     assert _gpu_verdict(found, target, gpu) == (
         "kernels not known for compute capability 8.9 (--gpu rtx-4090)"

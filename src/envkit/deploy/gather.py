@@ -69,12 +69,10 @@ def _gpu_verdict(problems: tuple[Result, ...], target: GpuTarget | None, gpu: Gp
     """What the GPU check decided, read from the verdict's problems it added (a build
     without kernels for the GPU stopped the export before): kernels for the card, not known,
     or not checked without a compute capability."""
-    from envkit.gpu.published.profilefit import KERNELS_NOT_KNOWN
-
     source = gpu.source or "given"
     if target is None:
         return f"kernels not checked: no compute capability ({source})"
-    if any(p.code == KERNELS_NOT_KNOWN for p in problems):
+    if any(p.code == "kernels-not-known" for p in problems):  # profilefit.on_gpu's
         return f"kernels not known for compute capability {target.capability} ({source})"
     return f"kernels for compute capability {target.capability} ({source})"
 

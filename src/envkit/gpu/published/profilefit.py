@@ -32,8 +32,6 @@ from envkit.profiles.profile import Profile
 from envkit.results import Result, Severity
 
 NO_IMAGE = "'no kernel image is available for execution on the device'"
-KERNELS_NOT_KNOWN = "kernels-not-known"  # a pinned build envkit's kernel table lacks
-
 GpuCheck = Callable[[Profile], tuple[Result, ...]]
 
 
@@ -149,7 +147,7 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Res
         found.append(
             Result(
                 severity=Severity.UNKNOWN,
-                code=KERNELS_NOT_KNOWN,
+                code="kernels-not-known",
                 message=f"{' and '.join(unknown)}: not in envkit's kernel table, so whether "
                 f"its kernels run on {target} is not decided here",
                 fix="envkit verify PROFILE --gpu NAME reads the installed builds",
