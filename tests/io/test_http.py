@@ -170,3 +170,37 @@ def test_a_consumer_takes_the_body_as_it_comes_and_ends_the_exchange() -> None:
         assert (gone.status, gone.body, len(taken)) == (404, b"no such file", 2)
         with pytest.raises(TooLarge, match="larger than envkit reads"):
             http.request("GET", loopback.origin(server) + "/big", max_bytes=1024, consume=list)
+
+
+# a new interpreter: the request is this process's first, httpx not yet imported
+_FIRST_REQUEST = """
+import importlib.util, json, sys
+sys.path.insert(0, sys.argv[2])
+import loopback
+from envkit.io.http import Http
+
+with loopback.serve({"/": lambda h: h.send(200, b"ok")}) as server:
+    answer = Http().request("GET", loopback.origin(server) + "/")
+loaded = {name: name in sys.modules for name in ("httpx", "httpcore", "trio", "httpx._main")}
+installed = importlib.util.find_spec("trio") is not None
+if installed:
+    import trio  # importable again, as before
+print(json.dumps({"body": answer.body.decode(), "loaded": loaded, "trio": installed}))
+"""
+
+
+def test_the_first_request_loads_httpx_without_what_envkit_never_uses() -> None:
+    """httpcore's trio backend (trio, attrs, sortedcontainers: loaded whenever trio is
+    installed) and httpx's own command line (pygments) are not imported for a request, and
+    stay importable."""
+    import subprocess
+    import sys
+
+    tests = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_REQUEST, "", tests],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    found = json.loads(done.stdout)
+    assert found["body"] == "ok"
+    assert found["loaded"] == {"httpx": True, "httpcore": True, "trio": False, "httpx._main": False}

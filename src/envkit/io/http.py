@@ -27,16 +27,18 @@ import functools
 import io
 import netrc
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from envkit.errors import BadInput, NetworkError, TooLarge
-from envkit.io import inflate, interrupts
+from envkit.io import inflate
 from envkit.io.budget import Busy, seconds_setting
+from envkit.io.interrupts import within_deadline
 from envkit.io.redaction import redact
 from envkit.io.urls import Target, basic_authorization, parse_url
 
@@ -77,6 +79,31 @@ class Response:
 
     def text(self) -> str:
         return self.body.decode("utf-8", "replace")
+
+
+# What importing httpx would load for nothing: httpcore imports trio whenever it is installed
+# (with attrs, sortedcontainers and outcome, some 950 KB of Python), httpx its command line
+# (pygments; rich where installed). envkit's client is synchronous; it never runs httpx's CLI.
+_UNUSED_BY_HTTPX = ("trio", "httpx._main")
+_import_lock = threading.Lock()
+
+
+def import_httpx() -> None:
+    """httpx and httpcore (which httpx imports as its first client is made), imported as where
+    ``_UNUSED_BY_HTTPX`` is absent (both import those only if they can); they stay importable."""
+    with _import_lock:
+        if "httpcore" in sys.modules and "httpx" in sys.modules:
+            return
+        hidden = [name for name in _UNUSED_BY_HTTPX if name not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
+        try:
+            import httpcore  # noqa: F401
+            import httpx  # noqa: F401
+        finally:
+            for name in hidden:
+                if name in sys.modules and sys.modules[name] is None:
+                    del sys.modules[name]
 
 
 def netrc_authorization(host: str) -> str:
@@ -154,6 +181,7 @@ class Http:
             self._realms[given.origin] = given.authorization
 
     def client(self) -> httpx.Client:
+        import_httpx()
         import httpx
 
         with _open_lock:  # one client, even when threads ask at once
@@ -249,6 +277,7 @@ class Http:
         seconds: float,
         consume: Callable[[Iterator[bytes]], object] | None,
     ) -> Response:
+        import_httpx()
         import httpx
 
         ends = time.monotonic() + seconds
@@ -357,35 +386,6 @@ def close_all() -> None:
     for client in clients:
         with contextlib.suppress(Exception):  # one a dead worker holds: closing is enough
             client.close()
-
-
-T = TypeVar("T")
-
-
-def within_deadline(work: Callable[[], T], seconds: float, late: Callable[[], Exception]) -> T:
-    """``work()``, or the error ``late()`` makes once ``seconds`` (and one more) have passed.
-
-    The work runs in a daemon thread, so the deadline holds even while a client waits on a
-    server that drips its headers a byte at a time; the thread ends by itself soon after
-    (every read in it has a timeout too). Ctrl-C still interrupts the wait.
-    """
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["ok"] = work()
-        except BaseException as exc:  # handed to the waiting thread
-            box["error"] = exc
-
-    worker = interrupts.thread(run, "envkit-deadline")
-    worker.start()
-    worker.join(seconds + 1.0)
-    if worker.is_alive():
-        raise late()
-    if "error" in box:
-        raise box["error"]
-    result: T = box["ok"]
-    return result
 
 
 def status_error(url: str, status: int) -> NetworkError:

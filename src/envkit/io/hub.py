@@ -18,7 +18,8 @@ from pathlib import Path
 
 from envkit.errors import BadInput, EnvkitError, NetworkError
 from envkit.io.files import read_small
-from envkit.io.http import seconds_from_env, within_deadline
+from envkit.io.http import seconds_from_env
+from envkit.io.interrupts import within_deadline
 from envkit.io.redaction import redact, remember_secret
 from envkit.io.urls import parse_url
 

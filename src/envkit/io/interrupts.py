@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 _requested = threading.Event()
 SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -244,3 +244,32 @@ def thread_pool(
             initializer()
 
     return ThreadPoolExecutor(max_workers=workers, initializer=start, thread_name_prefix=name)
+
+
+T = TypeVar("T")
+
+
+def within_deadline(work: Callable[[], T], seconds: float, late: Callable[[], Exception]) -> T:
+    """``work()``, or the error ``late()`` makes once ``seconds`` (and one more) have passed.
+
+    The work runs in a daemon thread, so the deadline holds even while a client waits on a
+    server that drips its headers a byte at a time; the thread ends by itself soon after
+    (every read in it has a timeout too). Ctrl-C still interrupts the wait.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["ok"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    worker = thread(run, "envkit-deadline")
+    worker.start()
+    worker.join(seconds + 1.0)
+    if worker.is_alive():
+        raise late()
+    if "error" in box:
+        raise box["error"]
+    result: T = box["ok"]
+    return result
