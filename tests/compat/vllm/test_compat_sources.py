@@ -17,6 +17,7 @@ from properties import examples
 
 from envkit.compat import apisurface, receivers
 from envkit.compat.check import configfields, registrations
+from envkit.compat.check.sources import Sources
 from envkit.compat.transformers import tfaliases
 from envkit.compat.vllm.guards import Guards, dead_lines, within
 from envkit.compat.vllm.loading import Loaders
@@ -146,6 +147,49 @@ def test_a_flag_imported_from_another_vllm_module_counts() -> None:
     assert within(ranges, line_of(user, "needs the flag"))
     # what cannot be told keeps both branches
     assert dead_lines(tree(user), Probe("4.57.6")) == []
+
+
+def test_a_module_read_for_its_flags_is_parsed_once_for_its_guards_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module another file imports a flag from, and whose own module-level raise hangs on
+    the release (vllm/config.py, vllm/utils.py): its tree serves both reads, and the
+    answers are those of two parses."""
+    flagged = """
+    import importlib.metadata
+    from packaging.version import Version
+
+    NEW = Version(importlib.metadata.version("transformers")) >= Version("5.0.0")
+    if not NEW:
+        raise ImportError("needs transformers 5")  # refused
+    """
+    user = """
+    from vllm.flagged import NEW
+
+    if NEW:
+        from transformers import AutoConfig  # v5 branch
+    """
+    texts = {
+        "vllm/flagged.py": textwrap.dedent(flagged).encode(),
+        "vllm/user.py": textwrap.dedent(user).encode(),
+    }
+    parsed: list[str] = []
+    real = apisurface.parse
+
+    def counted(data: str | bytes, path: str) -> ast.Module | None:
+        parsed.append(path)
+        return real(data, path)
+
+    monkeypatch.setattr(apisurface, "parse", counted)
+    sources = Sources(texts)
+    sources.probe = Probe("4.57.6")  # type: ignore[assignment]
+    assert not sources.live("vllm/user.py", line_of(user, "v5 branch"))
+    refused = sources.refusals()
+    assert [(f, line) for f, line, _m in refused] == [
+        ("vllm/flagged.py", line_of(flagged, "refused"))
+    ]
+    assert parsed.count("vllm/flagged.py") == 1
+    assert sources._held == {}  # let go once its guards are read
 
 
 def test_a_model_type_test_limits_a_block_to_those_types() -> None:

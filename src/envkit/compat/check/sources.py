@@ -56,6 +56,9 @@ class Sources:
         self.texts = texts
         self.probe: ReleaseProbe | None = None
         self._trees: dict[str, ast.Module | None] = {}
+        # a tree read for a module's flags, kept until its guards are read (refusals reads
+        # every file whose guards may raise): one parse for both, not two
+        self._held: dict[str, ast.Module | None] = {}
         self._dead: dict[str, list[tuple[int, int]]] = {}
         self._only: dict[str, list[tuple[int, int, tuple[str, ...]]]] = {}
         self._refused: dict[str, list[tuple[int, str]]] = {}
@@ -70,10 +73,14 @@ class Sources:
         of every file are read by apisurface.imports_in, from the blocks that hold them)."""
         if path in self._trees:
             return self._trees[path]
+        if path in self._held:
+            return self._held[path]
         data = self.texts.get(path)
         return apisurface.parse(data, path) if data is not None else None
 
     def tree(self, path: str) -> ast.Module | None:
+        if path in self._held:
+            self._trees[path] = self._held.pop(path)
         if path not in self._trees:
             data = self.texts.get(path)
             self._trees[path] = apisurface.parse(data, path) if data is not None else None
@@ -84,7 +91,10 @@ class Sources:
         if module not in self._flags:
             self._flags[module] = {}  # a cycle of imports sees nothing
             path = self.paths.get(module, "")
-            tree = self.passing(path) if _VERSIONED.search(self.texts.get(path, b"")) else None
+            text = self.texts.get(path, b"")
+            tree = self.passing(path) if _VERSIONED.search(text) else None
+            if path not in self._dead and _may_refuse(path, text):
+                self._held[path] = tree
             if tree is not None and self.probe is not None:
                 values = Guards(tree, self.probe, self.flags).module_values()
                 self._flags[module] = {
@@ -108,6 +118,7 @@ class Sources:
     def _guard(self, path: str) -> None:
         if path not in self._dead:
             tree = self.passing(path)  # what the guards found is kept, not the tree
+            self._held.pop(path, None)
             guards = Guards(tree, self.probe, self.flags) if tree and self.probe else None
             self._dead[path] = guards.dead_lines() if guards else []
             self._only[path] = guards.only if guards else []
@@ -118,7 +129,7 @@ class Sources:
         condition on its version, or a probe of it, that holds)."""
         out: list[tuple[str, int, str]] = []
         for path, data in self.texts.items():
-            if path.endswith(".py") and b"raise" in data and _VERSIONED.search(data):
+            if _may_refuse(path, data):
                 self._guard(path)
                 out.extend((path, line, message) for line, message in self._refused[path])
         return out
@@ -144,3 +155,8 @@ class Sources:
             formats = Formats(self.texts, self.tree)
             self._callers = Callers(self.texts, self.tree, loaders, formats.conditions)
         return self._callers.scope(use.file, use.line)
+
+
+def _may_refuse(path: str, data: bytes) -> bool:
+    """A module-level raise may hang on the release's version here (refusals reads it)."""
+    return path.endswith(".py") and b"raise" in data and _VERSIONED.search(data) is not None
