@@ -39,7 +39,8 @@ def lint(
     release that had them and the replacement), variables the release ignores, the model
     given the way the release does not take it.
 
-    Exit 0 when vLLM accepts them, 1 on an error finding, 2 on bad input.
+    Exit 0 when the release has every flag, each given the number of values it takes (what
+    a value says is not checked), 1 on an error finding, 2 on bad input.
     """
     from envkit import render
     from envkit.index.session import IndexSession
@@ -61,6 +62,11 @@ def lint(
 
         found = read_deployment(file)
         args, env, where = list(found.args), dict(found.env), found.where
+    else:  # a command line pasted after --: its leading NAME=value words are its environment
+        from envkit.serving.lint.files import leading_assignments
+
+        env, given = leading_assignments(list(vllm_args))
+        vllm_args = tuple(given)
     args += list(vllm_args)
     loaded = Catalog.from_option(state.envs).resolve(profile)
     session = IndexSession(index_url(index), progress=render.progress)

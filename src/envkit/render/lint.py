@@ -37,7 +37,13 @@ def lint_report(report: LintReport, where: str, as_json: bool) -> None:
     echo(wrap(head + (f" from {where}" if where else ""), "", "  "))
     lint_lines(report.findings)
     if report.ok:
+        seen = " (see the warnings)" if report.findings else ""
         echo(
-            "ok: vLLM accepts these arguments" + (" (see the warnings)" if report.findings else ""),
+            wrap(
+                f"ok: vLLM {report.vllm} has every flag given, each with as many values as it "
+                f"takes{seen}. What a value says is not checked.",
+                "",
+                "  ",
+            ),
             fg="green",
         )

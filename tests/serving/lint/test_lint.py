@@ -106,6 +106,28 @@ def test_the_command_exit_codes_and_json(project: Path, server) -> None:  # type
     assert envkit("lint", "v0.2.1", *index, cwd=project).code == 2  # nothing to check
 
 
+def test_ok_says_what_was_checked_and_a_pasted_line_reads_as_the_shell_does(
+    project: Path, server: indexserver.Server
+) -> None:
+    """An ok is about the flags and how many values each takes, never what a value says (a
+    word where vLLM wants a number passes); NAME=value words before the command are its
+    environment, as in a script, and are checked as variables."""
+    index = ("--index-url", indexserver.url(server))
+    ok = envkit("lint", "v0.2.1", *index, "--", "m", "--max-model-len", "many", cwd=project)
+    assert ok.code == 0, ok.err
+    said = " ".join(ok.out.split())  # folded to the terminal's width
+    assert "has every flag given, each with as many values as it takes." in said
+    assert said.endswith("What a value says is not checked.")
+    line = ("VLLM_OLD_KNOB=1", "VLLM_NEW_KNOB=1", "vllm", "serve", "m", "--max-model-len", "8")
+    pasted = envkit("lint", "v0.2.1", *index, "--json", "--", *line, cwd=project)
+    assert pasted.code == 0, pasted.err
+    data = output("lint", pasted.out)
+    assert [(f["code"], f["subject"]) for f in data["findings"]] == [
+        ("removed-variable", "VLLM_OLD_KNOB")
+    ]
+    assert "--max-model-len" in data["checked"] and "VLLM_OLD_KNOB=1" not in data["checked"]
+
+
 def test_deployment_files(project: Path, server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     compose = tmp_path / "compose.yaml"
     compose.write_text(

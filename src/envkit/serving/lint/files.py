@@ -23,6 +23,7 @@ from envkit.io.files import KiB, read_small_text
 MAX_FILE = 512 * KiB
 MAX_NODES = 50_000
 _SERVE = re.compile(r"\bvllm\s+serve\b")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)  # NAME=value before a command
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,18 @@ def _after_serve(words: list[str]) -> list[str]:
                 return [rest[at + 1], *rest[:at], *rest[at + 2 :]]
             return rest
     return words[1:] if words[:1] == ["serve"] else words
+
+
+def leading_assignments(words: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The ``NAME=value`` words before a command, as the shell reads them (the command's
+    environment), and the words from the command on."""
+    env: dict[str, str] = {}
+    at = 0
+    while at < len(words) and _ASSIGNMENT.fullmatch(words[at]):
+        key, _eq, value = words[at].partition("=")
+        env[key] = value
+        at += 1
+    return env, words[at:]
 
 
 def _env_list(value: Any, where: str) -> dict[str, str]:
@@ -218,12 +231,7 @@ def _shell(text: str, where: str) -> Deployment:
                 words = shlex.split(line, comments=True)
             except ValueError as exc:
                 raise BadInput(f"{where}: {exc}") from None
-            env = dict(exported)
-            for word in words:
-                if "=" in word and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word):
-                    key, _eq, value = word.partition("=")
-                    env[key] = value
-                else:
-                    break
+            given, words = leading_assignments(words)
+            env = {**exported, **given}
             return Deployment(tuple(_after_serve(words)), env, f"{where}: its vllm serve line")
     raise BadInput(f"{where} has no vllm serve line.")
