@@ -199,6 +199,8 @@ def test_bad_model_arguments(envs: Path, tmp_path: Path) -> None:
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
     assert run(envs, "check-model", "old", str(tmp_path / "bin")).code == 2
     assert run(envs, "check-model", "../x", str(QWEN2VL)).code == 2
+    empty = run(envs, "check-model", "old", " ")  # not the current folder, as Path("") is
+    assert empty.code == 2 and "The model is empty." in empty.err
 
 
 def test_new_profile_drafts_a_loadable_profile(

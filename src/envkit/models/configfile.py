@@ -32,6 +32,11 @@ def load_model_config(model: str, *, revision: str | None = None) -> ModelConfig
     Raises BadInput (missing or broken config, no ``model_type``, bad ``architectures``)
     and NetworkError (the Hub cannot be reached, and the file is not in its cache).
     """
+    if not model.strip():  # Path("") is the current folder
+        raise BadInput(
+            "The model is empty.",
+            "Pass the model's folder, its config.json, or a repo id (org/name).",
+        )
     path = Path(model).expanduser()
     if path.is_dir():
         path = path / "config.json"
