@@ -190,6 +190,23 @@ def test_github_matrix_refuses_more_than_256_jobs(repo: Path) -> None:
     assert res.code == 2 and "at most 256 jobs" in res.err and res.out == ""
 
 
+def test_a_folder_without_a_readable_profile_is_said_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    """matrix, lock --all and publish --all over an empty profiles folder (or one whose only
+    profile is broken) say so: no table of headers alone, no empty index published."""
+    envs = tmp_path / "envs"
+    envs.mkdir()
+    for argv in (["matrix"], ["lock", "--all"], ["publish", "--all"]):
+        res = envkit(*argv, cwd=tmp_path)
+        assert res.code == 2 and f"No profile in {str(envs)!r}." in res.err, (argv, res)
+        assert res.out == ""
+    (envs / "broken.toml").write_text("[profile\n")
+    res = envkit("publish", "--all", cwd=tmp_path)
+    assert res.code == 2 and "can be read: the 1 above is broken." in res.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["envs"]  # no constraints folder
+
+
 def test_check_resolve_uses_the_torch_source_each_cell_was_locked_with(
     locked: Path, indexes: Indexes
 ) -> None:

@@ -41,10 +41,24 @@ def _profiles(
         raise BadInput("Name the profiles, or pass --all (not both).")
     catalog = Catalog.from_option(state.envs)
     if every:
-        listing = catalog.project().list()
+        project = catalog.project()
+        listing = project.list()
         state.broken = len(listing.errors)
         render.broken_profiles(listing.errors)  # named, then the others go on
         chosen = list(listing.profiles)
+        if not chosen:  # nothing to lock, list or publish: never an empty index written
+            folder = str(project.folders[0].absolute())
+            raise BadInput(
+                f"No profile in {folder!r}"
+                + (
+                    f" can be read: the {state.broken} above "
+                    + ("is broken." if state.broken == 1 else "are broken.")
+                    if state.broken
+                    else "."
+                ),
+                "Draft one (envkit new-profile NAME --for-model MODEL), or name a profile "
+                "(envkit profiles lists those on the path, envkit's own among them).",
+            )
     else:
         chosen = [catalog.resolve(name) for name in names]
     if not writes:
