@@ -310,6 +310,29 @@ def test_write_atomic_refuses_what_it_cannot_keep(tmp_path: Path) -> None:
     assert not journal.is_symlink() and (tmp_path / "elsewhere").read_text() == "untouched\n"
 
 
+def test_a_long_command_fails_on_its_output_path_before_its_work(tmp_path: Path) -> None:
+    """knowledge export, refresh --out and image --save check the path they end by writing
+    before they read anything: a missing folder, one that takes no file, a FIFO; a folder
+    that takes the file keeps nothing of the check."""
+    from envkit.errors import FileSystemError
+    from envkit.io.atomicfile import writable
+
+    missing = tmp_path / "no" / "such" / "k.zip"
+    res = envkit("knowledge", "export", str(missing), "--all", cwd=tmp_path)
+    assert res.code == 2 and "does not exist; nothing was read or written" in res.err
+    assert "knowledge:" not in res.err  # no read was started
+    res = envkit("refresh", "--out", str(missing), cwd=tmp_path)
+    assert res.code == 2 and "does not exist; nothing was read or written" in res.err
+    with pytest.raises(FileSystemError, match="Cannot write"):
+        writable(Path("/proc/envkit-takes-no-file.zip"))  # a folder, and no file goes there
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(BadInput, match="not a regular file"):
+        writable(fifo)
+    assert writable(tmp_path / "k.zip") == tmp_path / "k.zip"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
 def test_scan_update_writes_through_a_link_and_keeps_the_mode(
     world: indexserver.Server, tmp_path: Path
 ) -> None:

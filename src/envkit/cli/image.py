@@ -90,6 +90,10 @@ def image(
     build = do_build if do_build is not None else context_dir is None
     if save is not None and not build:
         raise BadInput("--save needs a build; drop --no-build or --save.", "")
+    if save is not None:
+        from envkit.io.atomicfile import writable
+
+        writable(save)  # a folder that cannot take the archive fails before the build
     loaded = Catalog.from_option(state.envs).resolve(profile)
     spec = spec_for(loaded, cell, constraints=constraints, index=index, torch_index=torch_index)
     try:

@@ -58,6 +58,10 @@ def refresh(out: Path | None, platform: str, index: str | None, as_json: bool) -
             "Run envkit refresh without --knowledge (or ENVKIT_KNOWLEDGE) where the index "
             "is reachable.",
         )
+    if out is not None:
+        from envkit.io.atomicfile import writable
+
+        writable(out)  # a folder that cannot take it fails now, not after the reads
     result = run(index_url(index), out=out, platform=platform, progress=render.progress)
     refreshed(result, as_json)
     return EXIT_OK
@@ -119,6 +123,9 @@ def export(
 
     if every and names:
         raise BadInput("Name the profiles with --for, or pass --all (not both).")
+    from envkit.io.atomicfile import writable
+
+    writable(file)  # a folder that cannot take FILE fails now, not after the reads
     catalog = Catalog.from_option(state.envs)
     if names:
         profiles = [catalog.resolve(name) for name in names]

@@ -131,6 +131,31 @@ def write_target(path: Path) -> Path:
     return target
 
 
+def writable(path: Path) -> Path:
+    """:func:`write_target` of ``path``, checked before a long piece of work that ends by
+    writing it: a file the write's own kind (``.NAME.PID.tmp``) is made in its folder and
+    removed at once, so a folder that is missing, read-only or full fails now, not after
+    the work. FileSystemError or BadInput, with nothing written."""
+    target = write_target(path)
+    if not target.parent.is_dir():
+        raise BadInput(
+            f"{str(path)!r} cannot be written: the folder {str(target.parent)!r} does not "
+            "exist; nothing was read or written.",
+            "Create the folder, or give a path in one that exists.",
+        )
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(tmp, flags, 0o600)
+    except FileExistsError:
+        return target  # our own from an earlier write of this process: the folder takes files
+    except OSError as exc:
+        raise FileSystemError(path, exc) from None
+    os.close(fd)
+    tmp.unlink()
+    return target
+
+
 def _existing(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
