@@ -183,3 +183,17 @@ def test_options_are_click_options_with_callbacks() -> None:
         for param in load(name).params:
             if isinstance(param, click.Option) and param.opts[0] in kinds:
                 assert param.callback is kinds[param.opts[0]], (name, param.opts[0])
+
+
+def test_a_missing_choice_lists_its_choices_on_the_error_line(tmp_path: Path) -> None:
+    """click lays a missing option's choices out on lines of their own, which the one-line
+    error showed as escapes (``Choose from:\\n\\tkubernetes,\\n\\t...``)."""
+    res = envkit("export", "vllm-0.8.5+qwen2-vl", "org/m", "--gpu", "h100-80gb", cwd=tmp_path)
+    assert res.code == 2
+    first = res.err.splitlines()[0]
+    assert first == (
+        "error: Missing option '--to'. Choose from: kubernetes, production-stack, kserve, "
+        "ray, slurm"
+    )
+    typed = envkit("export", "vllm-0.8.5+qwen2-vl", "org/m", "--to", "x\n\ty", cwd=tmp_path)
+    assert typed.code == 2 and "'x\\n\\ty' is not one of" in typed.err  # a value stays escaped

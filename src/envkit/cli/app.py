@@ -89,10 +89,13 @@ def main(args: list[str], *, last: bool = False) -> int:
 def _usage(exc: click.ClickException) -> tuple[str, str, str]:
     """The message, click's usage line of the command it concerns, and where its help is."""
     ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    message = exc.format_message()
+    if isinstance(exc, click.MissingParameter):  # its choices laid out on lines of their own
+        message = message.replace(":\n\t", ": ").replace(",\n\t", ", ")  # names, no value
     if ctx is None:
-        return exc.format_message(), "", ""
+        return message, "", ""
     return (
-        exc.format_message(),
+        message,
         ctx.get_usage(),
         f"`{ctx.command_path} --help` shows its arguments and options.",
     )
