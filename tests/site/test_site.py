@@ -114,6 +114,11 @@ def test_a_folder_envkit_did_not_make_is_refused(
     )
     assert res.code == 2 and "not a site envkit wrote" in res.err
     assert (mine / "chapter1.tex").read_text() == "keep me" and len(list(mine.iterdir())) == 1
+    # a folder that cannot be made is said before any read, not after the scans
+    for out, said in ((mine / "chapter1.tex" / "site", "is not a folder"),
+                      (Path("/proc/envkit-site/x"), "takes no new file")):  # fmt: skip
+        res = run_cli("--envs", str(ROOT / "envs"), "site", "--out", str(out))
+        assert res.code == 2 and said in res.err and "reading" not in res.err, res
 
 
 def test_known_bad_pairs_come_from_compat(

@@ -9,11 +9,12 @@ never anything else.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.errors import BadInput, FileSystemError, UnreadableFile
-from envkit.io.atomicfile import write_atomic
+from envkit.io.atomicfile import writable, write_atomic
 from envkit.io.files import MiB, read_small_text
 from envkit.lock.cells import read_lock_bytes
 from envkit.site import html
@@ -40,8 +41,25 @@ class SiteResult:
 
 def previous_files(out: Path) -> list[str]:
     """What an earlier `envkit site` wrote into ``out``; BadInput when ``out`` holds anything
-    else (envkit does not write over, or delete, what it did not make)."""
+    else (envkit does not write over, or delete, what it did not make), and when the folder
+    cannot be made or written: the nearest one that exists must take a file (a file made
+    there and removed), which is known before any read, not after the minutes of a cold run."""
     if not out.exists():
+        ancestor = next((p for p in out.absolute().parents if p.exists()), None)
+        if ancestor is None or not ancestor.is_dir():
+            raise BadInput(
+                f"--out {str(out)!r} cannot be made: {str(ancestor)!r} is not a folder.",
+                "Give a folder for the site.",
+            )
+        try:
+            writable(ancestor / MARKER)
+        except FileSystemError as exc:
+            reason = os.strerror(exc.errno) if exc.errno else "it takes no file"
+            raise BadInput(
+                f"--out {str(out)!r} cannot be made: {str(ancestor)!r} takes no new file "
+                f"({reason}); nothing was read or written.",
+                "Give a folder you can write, or check its permissions and free space.",
+            ) from None
         return []
     if not out.is_dir():
         raise BadInput(f"--out {str(out)!r} is a file.", "Give a folder for the site.")
