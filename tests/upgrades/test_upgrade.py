@@ -177,7 +177,10 @@ def test_the_text_fits_80_columns_and_lists_what_is_lost(
 @pytest.mark.parametrize(
     ("args", "mentioning"),
     [
-        (("--to", "vllm==9.9.9"), "publishes no vLLM 9.9.9 (the newest is 0.33.0)"),
+        (
+            ("--to", "vllm==9.9.9"),
+            "lists no vLLM 9.9.9 (the newest release with a wheel is 0.33.0)",
+        ),
         (("--to", "torch==2.6.0"), "upgrade moves the vLLM release"),
         (("--to", "vllm>=0.18"), "is not an exact release such as vllm==0.9.2"),
         (("--gpu", "h100-80gb", "--compute-capability", "7.0"), "not 7.0"),
@@ -192,6 +195,25 @@ def test_bad_input_is_exit_2_and_writes_nothing(
     upgrade(folder, upgrade_world, *args, "--write").assert_fails(2, mentioning=mentioning)
     assert (folder / "envs" / "q.toml").read_text() == before
     assert not (folder / "constraints").exists()
+
+
+def test_a_release_with_only_a_source_distribution_is_said_as_such(
+    upgrade_world: indexserver.Server, tmp_path: Path
+) -> None:
+    """vLLM 0.0.1 is on the real index as an sdist alone: it is published, only without a
+    wheel to read (said so, not "no such release")."""
+    import shutil
+
+    served = tmp_path / "index"
+    shutil.copytree(upgrade_world.root, served)
+    (served / "vllm-0.0.1.tar.gz").write_bytes(b"")
+    folder = project(tmp_path / "project")
+    with indexserver.serve(served) as server:
+        res = upgrade(folder, server, "--to", "vllm==0.0.1")
+    said = " ".join(res.err.split())
+    assert res.code == 2, res.err
+    assert "lists a source distribution of vLLM 0.0.1 but no wheel" in said
+    assert "(the newest release with a wheel is 0.33.0)" in said
 
 
 def test_write_rewrites_the_profile_keeping_comments_relocks_and_publishes(

@@ -261,11 +261,16 @@ def choose(
     checker = chooser.checker
     releases = checker.releases("vllm")
     if to is not None:
-        if to not in releases:
-            newest = f" (the newest is {releases[-1]})" if releases else ""
+        if to not in releases:  # the releases with a wheel: a source distribution builds none
+            newest = f" (the newest release with a wheel is {releases[-1]})" if releases else ""
+            listed = (
+                f"a source distribution of vLLM {to} but no wheel"
+                if to in checker.sdists("vllm")
+                else f"no vLLM {to}"
+            )
             raise BadInput(
-                f"--to vllm=={to}: the index {checker.index} publishes no vLLM {to}{newest}.",
-                "Give a published release, e.g. --to vllm=="
+                f"--to vllm=={to}: the index {checker.index} lists {listed}{newest}.",
+                "Give a release it publishes a wheel of, e.g. --to vllm=="
                 + str(releases[-1] if releases else "X"),
             )
         scan, why = chooser.cheap(to, old, wanted)
