@@ -158,6 +158,15 @@ def test_hostile_and_unknown_names(tmp_path: Path) -> None:
     with pytest.raises(ProfileNotFound) as info:
         Catalog((tmp_path,), explicit=True).resolve("goood")
     assert "Did you mean 'good'?" in str(info.value)
+    # a name cut short is the name it starts; the start of several names suggests none
+    for name in ("vllm-0.8.5+qwen2-vl", "vllm-0.8.6", "vllm-0.9.2"):
+        (tmp_path / f"{name}.toml").write_text(profile_text())
+    with pytest.raises(ProfileNotFound) as info:
+        Catalog((tmp_path,), explicit=True).resolve("vllm-0.8.5")
+    assert "Did you mean 'vllm-0.8.5+qwen2-vl'?" in str(info.value)
+    with pytest.raises(ProfileNotFound) as info:
+        Catalog((tmp_path,), explicit=True).resolve("vllm-0.8")
+    assert "Did you mean" not in str(info.value)
     assert (
         Catalog((Path("/nonexistent"),), explicit=True).resolve(str(tmp_path / "good.toml")).name
         == "good"

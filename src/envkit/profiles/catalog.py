@@ -134,7 +134,12 @@ class Catalog:
             if present(candidate):  # a FIFO is refused, not skipped
                 return load_profile(candidate)
         known = sorted({p.stem for f in folders for p in f.glob("*.toml")})
-        close = difflib.get_close_matches(argument, known, n=1, cutoff=0.5)
+        # a name cut short (vllm-0.8.5 for vllm-0.8.5+qwen2-vl) before one spelt alike; the
+        # start of several names (vllm) suggests none of them over the others
+        starts = [k for k in known if k.startswith(argument)]
+        close = starts if len(starts) < 2 else []
+        if not starts:
+            close = difflib.get_close_matches(argument, known, n=1, cutoff=0.5)
         hint = f"Did you mean '{close[0]}'? " if close else ""
         where = ", ".join(repr(str(f)) for f in folders)
         raise ProfileNotFound(
