@@ -170,6 +170,40 @@ def test_deployment_files(project: Path, server, tmp_path: Path) -> None:  # typ
     assert "services.vllm" in data["source"]
 
 
+def test_a_vllm_image_takes_the_command_as_its_entrypoints_arguments(
+    project: Path, server: indexserver.Server, tmp_path: Path
+) -> None:
+    """Field report 2's compose service: vllm/vllm-openai with `command: --model M ...` and
+    no entrypoint. The image runs `python3 -m vllm.entrypoints.openai.api_server` (later
+    `vllm serve`), which takes the model as --model: no model-flag error, even for a release
+    whose vllm serve refuses --model. A command that names a program keeps its words."""
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:latest\n"
+        "    command: --model Qwen/Qwen2.5-3B-Instruct --max-model-len 4096\n"
+    )
+    found = read_deployment(compose)
+    assert found.args == ("Qwen/Qwen2.5-3B-Instruct", "--max-model-len", "4096")
+    assert found.where.endswith("the arguments of its vLLM image's entrypoint")
+    index = ("--index-url", indexserver.url(server))
+    res = envkit("lint", "v0.1.1", *index, "--file", str(compose), "--json", cwd=project)
+    assert res.code == 0, res.out  # 0.1.1's vllm serve refuses --model: not what runs here
+    assert output("lint", res.out)["findings"] == []
+    deployment = tmp_path / "deployment.yaml"
+    deployment.write_text(
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - name: vllm\n        image: registry.test:5000/vllm/vllm-openai:v0.2.1\n"
+        "        args: [m, --max-model-len, '8']\n"
+    )
+    assert read_deployment(deployment).args == ("m", "--max-model-len", "8")
+    compose.write_text(  # the program named: its own words, as before
+        "services:\n  vllm:\n    image: vllm/vllm-openai\n    entrypoint: [vllm, serve]\n"
+        "    command: [--model, m]\n"
+    )
+    named = read_deployment(compose)
+    assert named.args == ("--model", "m") and named.where.endswith("services.vllm")
+
+
 def test_yaml_aliases_and_other_files_are_refused(tmp_path: Path) -> None:
     bomb = tmp_path / "compose.yaml"
     bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\nservices: {vllm: {image: vllm, command: *b}}\n")

@@ -23,6 +23,8 @@ from envkit.io.files import KiB, read_small_text
 MAX_FILE = 512 * KiB
 MAX_NODES = 50_000
 _SERVE = re.compile(r"\bvllm\s+serve\b")
+_IMAGE_ENTRYPOINT = "vllm.entrypoints.openai.api_server"  # the image's, as _after_serve reads it
+_AS_ITS_ARGUMENTS = ", the arguments of its vLLM image's entrypoint"
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)  # NAME=value before a command
 
 
@@ -138,13 +140,31 @@ def _env_list(value: Any, where: str) -> dict[str, str]:
     return out
 
 
+def _image_entrypoint(image: Any, entrypoint: list[str], command: list[str]) -> list[str]:
+    """The words that run before ``command``: ``entrypoint`` when given, else those of vLLM's
+    OpenAI image (``vllm/vllm-openai:TAG``), which takes a command that names no program as
+    its own arguments: its entrypoint was ``python3 -m vllm.entrypoints.openai.api_server``
+    (``--model M``, as vLLM's docs run the image) and later ``vllm serve`` (the model
+    first); read as either, by how the command gives the model."""
+    if entrypoint:
+        return entrypoint
+    name = str(image or "").rpartition("/")[2].partition("@")[0].partition(":")[0]
+    first = command[0] if command else ""
+    program = first in ("serve", "bash", "sh") or first.rpartition("/")[2].startswith(
+        ("vllm", "python", "api_server")
+    )
+    return [_IMAGE_ENTRYPOINT] if name.startswith("vllm-openai") and not program else []
+
+
 def _compose(services: dict[str, Any], where: str) -> Deployment:
     name, service = _pick(services, where)
-    words = [*_words(service.get("entrypoint"), where), *_words(service.get("command"), where)]
+    command = _words(service.get("command"), where)
+    entry = _words(service.get("entrypoint"), where)
+    before = _image_entrypoint(service.get("image"), entry, command)
     return Deployment(
-        tuple(_after_serve(words)),
+        tuple(_after_serve([*before, *command])),
         _env_list(service.get("environment"), where),
-        f"{where}: services.{name}",
+        f"{where}: services.{name}" + (_AS_ITS_ARGUMENTS if before != entry else ""),
     )
 
 
@@ -173,11 +193,14 @@ def _kubernetes(document: dict[str, Any], where: str) -> Deployment:
     if len(vllm) != 1:
         raise BadInput(f"{where} has {len(vllm)} containers that run vLLM; envkit lint reads one.")
     container = vllm[0]
-    words = [*_words(container.get("command"), where), *_words(container.get("args"), where)]
+    args = _words(container.get("args"), where)
+    entry = _words(container.get("command"), where)  # Kubernetes' command is the entrypoint
+    before = _image_entrypoint(container.get("image"), entry, args)
     return Deployment(
-        tuple(_after_serve(words)),
+        tuple(_after_serve([*before, *args])),
         _env_list(container.get("env"), where),
-        f"{where}: container {container.get('name', '?')}",
+        f"{where}: container {container.get('name', '?')}"
+        + (_AS_ITS_ARGUMENTS if before != entry else ""),
     )
 
 
