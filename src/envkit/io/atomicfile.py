@@ -148,7 +148,7 @@ def writable(path: Path) -> Path:
     try:
         fd = os.open(tmp, flags, 0o600)
     except FileExistsError:
-        return target  # our own from an earlier write of this process: the folder takes files
+        return target  # one of that name is there (a dead writer's): the folder takes files
     except OSError as exc:
         raise FileSystemError(path, exc) from None
     os.close(fd)
