@@ -70,7 +70,7 @@ def lint(
     args += list(vllm_args)
     loaded = Catalog.from_option(state.envs).resolve(profile)
     session = IndexSession(index_url(index), progress=render.progress)
-    report = lint_args(loaded, args, env, session=session)
+    report = lint_args(loaded, args, env, session=session, typed=file is None)
     lint_report(report, where, as_json)
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 

@@ -176,7 +176,8 @@ def test_a_vllm_image_takes_the_command_as_its_entrypoints_arguments(
     """Field report 2's compose service: vllm/vllm-openai with `command: --model M ...` and
     no entrypoint. The image runs `python3 -m vllm.entrypoints.openai.api_server` (later
     `vllm serve`), which takes the model as --model: no model-flag error, even for a release
-    whose vllm serve refuses --model. A command that names a program keeps its words."""
+    whose vllm serve refuses --model. Its entrypoint named again (vllm serve M) is refused,
+    as vLLM refuses it; an entrypoint of the service's own keeps its words."""
     compose = tmp_path / "compose.yaml"
     compose.write_text(
         "services:\n  vllm:\n    image: vllm/vllm-openai:latest\n"
@@ -202,6 +203,15 @@ def test_a_vllm_image_takes_the_command_as_its_entrypoints_arguments(
     )
     named = read_deployment(compose)
     assert named.args == ("--model", "m") and named.where.endswith("services.vllm")
+    compose.write_text(  # vllm serve again after the image's own: vLLM refuses the words
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.2.1\n"
+        "    command: vllm serve m --max-model-len 8\n"
+    )
+    assert read_deployment(compose).args == ("vllm", "serve", "m", "--max-model-len", "8")
+    res = envkit("lint", "v0.2.1", *index, "--file", str(compose), "--json", cwd=project)
+    assert res.code == 1
+    extra = [f["subject"] for f in output("lint", res.out)["findings"]]
+    assert extra == ["serve", "m"]
 
 
 def test_yaml_aliases_and_other_files_are_refused(tmp_path: Path) -> None:

@@ -92,12 +92,15 @@ def lint_args(
     env: Mapping[str, str] = {},
     *,
     session: IndexSession | None = None,
+    typed: bool = True,
 ) -> LintReport:
     """``args`` (the words after ``vllm serve``) and ``env`` checked against the vLLM release
-    ``profile`` pins. Raises BadInput (no pin, too many or too long words) and NetworkError
-    (the index did not answer: no verdict)."""
+    ``profile`` pins; ``typed``: words as a person gives them, a leading ``vllm serve`` left
+    out (a deployment file's are exactly what vLLM gets: lint.files). Raises BadInput
+    (no pin, too many or too long words) and NetworkError (the index did not answer: no
+    verdict)."""
     version = vllm_pin(profile)
-    words = _checked_words(args)
+    words = _checked_words(args, typed)
     if session is None:
         from envkit.io.urls import index_url
 
@@ -122,16 +125,16 @@ def lint_args(
     return LintReport(str(version), tuple(check.findings), profile.name, tuple(check.checked))
 
 
-def _checked_words(args: Sequence[str]) -> list[str]:
+def _checked_words(args: Sequence[str], typed: bool) -> list[str]:
     words = list(args)
     if len(words) > MAX_ARGS:
         raise BadInput(f"{len(words):,} arguments; envkit lint checks at most {MAX_ARGS:,}.")
     for word in words:
         if not isinstance(word, str) or len(word) > MAX_WORD:
             raise BadInput(f"An argument is longer than {MAX_WORD:,} characters.")
-    if words[:2] == ["vllm", "serve"]:
+    if typed and words[:2] == ["vllm", "serve"]:
         words = words[2:]
-    elif words[:1] == ["serve"]:
+    elif typed and words[:1] == ["serve"]:
         words = words[1:]
     return words
 

@@ -23,7 +23,6 @@ from envkit.io.files import KiB, read_small_text
 MAX_FILE = 512 * KiB
 MAX_NODES = 50_000
 _SERVE = re.compile(r"\bvllm\s+serve\b")
-_IMAGE_ENTRYPOINT = "vllm.entrypoints.openai.api_server"  # the image's, as _after_serve reads it
 _AS_ITS_ARGUMENTS = ", the arguments of its vLLM image's entrypoint"
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)  # NAME=value before a command
 
@@ -105,12 +104,16 @@ def _after_serve(words: list[str]) -> list[str]:
             return words[i + 2 :]
     for i, word in enumerate(words):
         if word.endswith("api_server"):
-            rest = words[i + 1 :]
-            if "--model" in rest[:-1]:
-                at = rest.index("--model")
-                return [rest[at + 1], *rest[:at], *rest[at + 2 :]]
-            return rest
+            return _model_first(words[i + 1 :])
     return words[1:] if words[:1] == ["serve"] else words
+
+
+def _model_first(words: list[str]) -> list[str]:
+    """api_server's ``--model X`` moved to the front, as vllm serve takes the model."""
+    if "--model" in words[:-1]:
+        at = words.index("--model")
+        return [words[at + 1], *words[:at], *words[at + 2 :]]
+    return words
 
 
 def leading_assignments(words: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -140,31 +143,34 @@ def _env_list(value: Any, where: str) -> dict[str, str]:
     return out
 
 
-def _image_entrypoint(image: Any, entrypoint: list[str], command: list[str]) -> list[str]:
-    """The words that run before ``command``: ``entrypoint`` when given, else those of vLLM's
-    OpenAI image (``vllm/vllm-openai:TAG``), which takes a command that names no program as
-    its own arguments: its entrypoint was ``python3 -m vllm.entrypoints.openai.api_server``
-    (``--model M``, as vLLM's docs run the image) and later ``vllm serve`` (the model
-    first); read as either, by how the command gives the model."""
-    if entrypoint:
-        return entrypoint
+def _takes_arguments(image: Any, entrypoint: list[str]) -> bool:
+    """Whether the command is the arguments of vLLM's OpenAI image's own entrypoint: the
+    image is ``vllm/vllm-openai:TAG`` and no entrypoint replaces its own, which was
+    ``python3 -m vllm.entrypoints.openai.api_server`` (``--model M``, as vLLM's docs run the
+    image) and later ``vllm serve`` (the model first). Any command is then its arguments,
+    ``vllm serve M`` too (``vllm serve vllm serve M``: vLLM refuses the extra words)."""
     name = str(image or "").rpartition("/")[2].partition("@")[0].partition(":")[0]
-    first = command[0] if command else ""
-    program = first in ("serve", "bash", "sh") or first.rpartition("/")[2].startswith(
-        ("vllm", "python", "api_server")
-    )
-    return [_IMAGE_ENTRYPOINT] if name.startswith("vllm-openai") and not program else []
+    return not entrypoint and name.startswith("vllm-openai")
+
+
+def _entrypoint_and(image: Any, entrypoint: list[str], command: list[str]) -> list[str]:
+    """The words after vllm serve of ``entrypoint`` then ``command``, or of the image's own
+    entrypoint given ``command`` (read as either of its entrypoints, by how it gives the
+    model)."""
+    if _takes_arguments(image, entrypoint):
+        return _model_first(command)
+    return _after_serve([*entrypoint, *command])
 
 
 def _compose(services: dict[str, Any], where: str) -> Deployment:
     name, service = _pick(services, where)
     command = _words(service.get("command"), where)
     entry = _words(service.get("entrypoint"), where)
-    before = _image_entrypoint(service.get("image"), entry, command)
+    image = service.get("image")
     return Deployment(
-        tuple(_after_serve([*before, *command])),
+        tuple(_entrypoint_and(image, entry, command)),
         _env_list(service.get("environment"), where),
-        f"{where}: services.{name}" + (_AS_ITS_ARGUMENTS if before != entry else ""),
+        f"{where}: services.{name}" + (_AS_ITS_ARGUMENTS if _takes_arguments(image, entry) else ""),
     )
 
 
@@ -195,12 +201,12 @@ def _kubernetes(document: dict[str, Any], where: str) -> Deployment:
     container = vllm[0]
     args = _words(container.get("args"), where)
     entry = _words(container.get("command"), where)  # Kubernetes' command is the entrypoint
-    before = _image_entrypoint(container.get("image"), entry, args)
+    image = container.get("image")
     return Deployment(
-        tuple(_after_serve([*before, *args])),
+        tuple(_entrypoint_and(image, entry, args)),
         _env_list(container.get("env"), where),
         f"{where}: container {container.get('name', '?')}"
-        + (_AS_ITS_ARGUMENTS if before != entry else ""),
+        + (_AS_ITS_ARGUMENTS if _takes_arguments(image, entry) else ""),
     )
 
 
