@@ -120,6 +120,15 @@ def lint_args(
             f"vLLM {version} to compare them by hand.",
         )  # fmt: skip
     else:
+        if not typed and words[:2] == ["vllm", "serve"]:  # what runs the words said it already
+            check.add(
+                "unknown-flag", "error", "vllm serve",
+                "The words begin with vllm serve again: what they are handed to (the "
+                "image's entrypoint, the script's vllm serve) starts vLLM's server already, "
+                f"and vLLM {version} refuses the extra words.",
+                f"Drop 'vllm serve' from the command ({check.where}).",
+            )  # fmt: skip
+            words = words[2:]
         check.walk(words)
     check.variables(env)
     return LintReport(str(version), tuple(check.findings), profile.name, tuple(check.checked))
