@@ -59,7 +59,11 @@ def test_the_node_with_another_gpu_and_driver_is_flagged(fleet: list[Path]) -> N
     # text: the table and, for the flagged node, what to do
     text = run_cli("fleet", "check", fn.SHIPPED, *map(str, fleet))
     assert text.code == 1
-    assert "1 of 3 nodes differ" in text.out
+    assert "3 nodes from 3 fingerprint files:" in text.out
+    assert "1 of 3 nodes differs or did not answer:" in text.out
+    one = run_cli("fleet", "check", fn.SHIPPED, str(fleet[2]))  # counts of one: no plural
+    assert "1 node from 1 fingerprint file:" in one.out
+    assert "1 of 1 node differs or did not answer:" in one.out
     assert "gpu-c: kernels:" in text.out and "fix: install NVIDIA driver 550.54.14" in text.out
 
 

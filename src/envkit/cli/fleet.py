@@ -96,7 +96,7 @@ def check(
         source = f"Ray at {address}"
     else:
         answers = fleetcheck.from_files(list(files))
-        source = f"{len(files)} fingerprint files"
+        source = f"{len(files)} fingerprint file" + ("" if len(files) == 1 else "s")
     result = fleetcheck.check(found, answers, source=source, venv=venv, cell=cell, root=constraints)
     render.fleet_check(result, as_json)
     return result.exit_code

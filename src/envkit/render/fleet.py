@@ -45,7 +45,9 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
         return
     places([result.place])
     venv = f", venv {result.venv}" if result.venv else ""
-    echo(one_line(f"{len(result.verdicts)} nodes from {result.source}{venv}:"))
+    count = len(result.verdicts)
+    nodes = "1 node" if count == 1 else f"{count} nodes"
+    echo(one_line(f"{nodes} from {result.source}{venv}:"))
     from envkit.fleet.judge import CHECKS, WORD
 
     rows = [("NODE", "CELL", *(c.upper() for c in CHECKS))]
@@ -58,10 +60,11 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
     echo(table(rows))
     bad = [v for v in result.verdicts if v.differs or not v.answered]
     if not bad:
-        echo(f"All {len(result.verdicts)} nodes match the lock.", fg="green", bold=True)
+        said = "The node matches" if count == 1 else f"All {count} nodes match"
+        echo(f"{said} the lock.", fg="green", bold=True)
         return
-    echo(f"{len(bad)} of {len(result.verdicts)} nodes differ or did not answer:", fg="red",
-         bold=True)  # fmt: skip
+    differ = "differs" if len(bad) == 1 else "differ"
+    echo(f"{len(bad)} of {nodes} {differ} or did not answer:", fg="red", bold=True)
     for v in bad:
         if not v.answered:
             echo(wrap(f"{v.node}: not answering: {v.problem}", "  ", "    "), fg="red")
