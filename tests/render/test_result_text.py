@@ -214,4 +214,5 @@ def test_a_lock_cell_is_printed_and_carried_as_its_result(status: CellStatus) ->
     jsonschema.Draft202012Validator({**outputs, "$ref": "#/$defs/cell"}).validate(data)
     text = flat(printed(lambda: locks.lock_check([state], [], as_json=False)))
     assert (f"p/{cell.name}: {result.message}" in text) == result.failed
-    assert ("All 1 cells are current." in text) != result.failed
+    assert ("The cell is current." in text) != result.failed  # one cell: no plural
+    assert ("1 of 1 cell is stale, missing" in text) == result.failed

@@ -85,15 +85,18 @@ def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool
     places(where)
     _state_rows(found)
     if bad:
+        cells = "1 cell" if len(found) == 1 else f"{len(found)} cells"
+        verb = "is" if len(bad) == 1 else "are"
         echo(
-            f"{len(bad)} of {len(found)} cells are stale, missing, unresolvable or refused:",
+            f"{len(bad)} of {cells} {verb} stale, missing, unresolvable or refused:",
             fg="red",
             bold=True,
         )
         for r in bad:
             echo(wrap(f"{r.subject}: {r.message}", "  ", "    "))
     else:
-        echo(f"All {len(found)} cells are current.", fg="green", bold=True)
+        said = "The cell is" if len(found) == 1 else f"All {len(found)} cells are"
+        echo(f"{said} current.", fg="green", bold=True)
 
 
 def matrix(found: Sequence[CellState], where: Sequence[Place], as_json: bool) -> None:
@@ -118,6 +121,9 @@ def published(result: dict[str, Any], where: Sequence[Place], as_json: bool) -> 
         return
     places(where)
     echo(
-        one_line(f"Published {len(result['files'])} files and index.json to {result['to']}."),
+        one_line(
+            f"Published {len(result['files'])} file{'' if len(result['files']) == 1 else 's'} "
+            f"and index.json to {result['to']}."
+        ),
         fg="green",
     )

@@ -153,7 +153,7 @@ def histories(
             echo(f": vLLM {data['first']} through {data['newest']}", nl=False)
         else:
             echo(": listed by no published vLLM release", nl=False)
-        echo(f" ({len(h.releases)} releases read)")
+        echo(f" ({len(h.releases)} release{'' if len(h.releases) == 1 else 's'} read)")
         runs: list[list[Any]] = []  # [first, last, presence, transformers, note]
         for r in h.releases:
             bound = f"vLLM's tests: {r.bound.describe_tier()}" if r.bound else ""
