@@ -53,8 +53,10 @@ def plan(result: Plan, verdict: Verdict, compose: str, as_json: bool) -> None:
     assumed = " (assumed: no --free)" if num.free_assumed else ""
     echo(f"GPU: {mem.total / GIB:.2f} GiB total, {mem.free / GIB:.2f} GiB free{assumed}")
     # one table, the utilisation asked beside the recommended one: every number says which
+    # when no setting fits there is nothing to recommend: the column is the best one tried
+    best = "RECOMMENDED" if rec.max_model_len else "BEST TRIED"
     rows = [
-        ("", "AS ASKED", "RECOMMENDED", "HOW"),
+        ("", "AS ASKED", best, "HOW"),
         (
             "utilisation",
             f"{mem.requested / mem.total:.2f}",

@@ -566,6 +566,9 @@ def test_the_verdict_is_one_result_and_the_text_says_its_message(
     text = envkit(*args, cwd=tmp_path)
     assert text.code == exit_code
     lines = text.out.splitlines()
+    # nothing is recommended where no setting fits: the column says it is the best tried
+    head = next(ln for ln in lines if "AS ASKED" in ln)
+    assert ("BEST TRIED" in head) == (data["recommended"]["max_model_len"] == 0)
     assert result.message in lines
     # the verdict line comes after the problems, and only the command follows it
     assert lines[lines.index(result.message) + 1 :] == (
