@@ -77,7 +77,7 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         summary=summary,
         meaning=(
             f"vLLM{' ' + ctx.vllm if ctx.vllm else ''} uses a transformers API the installed "
-            "transformers does not have: releases before 0.11 ask only for a lower bound, so a "
+            "transformers does not have: releases up to 0.11.0 ask only for a lower bound, so a "
             "resolver today takes transformers 5, which removed APIs they call."
         ),
         steps=tuple(steps),
