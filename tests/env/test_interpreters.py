@@ -127,3 +127,24 @@ def test_an_interpreter_named_older_than_the_one_found_never_runs(
         find_interpreter("<3")
     assert ran.read_text() == "ran\n"
     assert "versions found there and asked: none that fit the name" in raised.value.message
+
+
+def test_a_version_outside_the_profiles_python_is_said_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--python 3.9 for a profile of >=3.11,<3.13 is no interpreter to look for: it says so,
+    not 'none installed'; an allowed version not installed names each folder looked in once."""
+    from envkit.errors import UnusableInterpreter
+
+    on_path = tmp_path / "path"
+    on_path.mkdir()
+    monkeypatch.setenv("PATH", os.pathsep.join([str(on_path), str(on_path)]))  # named twice
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "uv"))
+    monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
+    for asked in ("3.9", ">=3.14"):
+        with pytest.raises(UnusableInterpreter, match="is outside the Python the profile asks"):
+            find_interpreter(">=3.11,<3.13", asked)
+    with pytest.raises(ToolNotFound) as raised:
+        find_interpreter(">=3.11,<3.13", "3.12.9")
+    assert raised.value.message.count(f"PATH: {on_path};") == 1

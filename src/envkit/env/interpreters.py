@@ -232,7 +232,15 @@ def find_interpreter(spec_text: str, requested: str | None = None) -> Interprete
     best, seen = _newest(spec)
     if best is not None:
         return best
-    places = "; ".join(f"{kind}: {folder}" for kind, folder in search_places())
+    if requested and not any(  # Python 3.0.0 to 3.39.99: only where nothing was found
+        f"3.{minor}.{patch}" in spec for minor in range(40) for patch in range(100)
+    ):
+        raise UnusableInterpreter(  # no Python at all is both: none to look for
+            f"--python {requested} is outside the Python the profile asks for ({spec_text}).",
+            "Pass a version the profile allows, or edit the profile's `python` key.",
+        )
+    # each folder once (a PATH may name one twice), in the order looked in
+    places = "; ".join(dict.fromkeys(f"{kind}: {folder}" for kind, folder in search_places()))
     versions = ", ".join(sorted({str(v) for v in seen.values()})) or "none that fit the name"
     wanted = f"Python {spec_text}" + (f" and --python {requested}" if requested else "")
     raise ToolNotFound(
