@@ -74,6 +74,12 @@ def test_report_1_transformers_drift_then_the_model_type() -> None:
     assert first.cause.code.value == "transformers-too-new"
     assert any("transformers==4.51.3" in s for s in first.cause.fix)
     assert "old-0.8.5 pins transformers 4.51.3 for vLLM 0.8.5" in first.cause.details
+    assert "releases up to 0.11.0 ask only for a lower bound" in first.cause.meaning
+    # a release from 0.11.1 on bounds transformers from above: no drift to explain it by
+    later = log(FAILURES["transformers-too-new"]).replace("version 0.8.5", "version 0.31.0")
+    assert "version 0.31.0" in later
+    meaning = run(later).cause.meaning
+    assert meaning.startswith("vLLM 0.31.0 uses a transformers API") and "0.11.0" not in meaning
     second = run(log(FAILURES["model-type-unknown"]))
     assert second.cause.code.value == "model-type-unknown"
     assert "new-0.17.1 (vLLM 0.17.1, transformers 4.57.6)" in second.cause.fix[0]

@@ -73,12 +73,22 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         )
     if tf and ctx.vllm:
         details.append(f"see what breaks: envkit compat vllm=={ctx.vllm} transformers=={tf}")
+    # vLLM's own metadata: up to 0.11.0 a lower bound alone, from 0.11.1 a cap or exclusions
+    try:
+        drifted = Version(ctx.vllm) <= Version("0.11.0")
+    except InvalidVersion:  # no release named: the drift, by far the commonest case
+        drifted = True
     return Fix(
         summary=summary,
         meaning=(
             f"vLLM{' ' + ctx.vllm if ctx.vllm else ''} uses a transformers API the installed "
-            "transformers does not have: releases up to 0.11.0 ask only for a lower bound, so a "
-            "resolver today takes transformers 5, which removed APIs they call."
+            "transformers does not have"
+            + (
+                ": releases up to 0.11.0 ask only for a lower bound, so a resolver today takes "
+                "transformers 5, which removed APIs they call."
+                if drifted
+                else " (removed or renamed in it)."
+            )
         ),
         steps=tuple(steps),
         details=tuple(details),
