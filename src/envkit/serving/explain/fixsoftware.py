@@ -73,7 +73,9 @@ def transformers_too_new(hits: tuple[Hit, ...], ctx: Context) -> Fix:
         )
     if tf and ctx.vllm:
         details.append(f"see what breaks: envkit compat vllm=={ctx.vllm} transformers=={tf}")
-    # vLLM's own metadata: up to 0.11.0 a lower bound alone, from 0.11.1 a cap or exclusions
+    # vLLM's own metadata: up to 0.11.0 a lower bound alone, under which a resolver takes
+    # transformers 5; later releases bound it in ways that vary (a cap, exclusions, a higher
+    # floor), so their failure is said only as the error says it
     try:
         drifted = Version(ctx.vllm) <= Version("0.11.0")
     except InvalidVersion:  # no release named: the drift, by far the commonest case
