@@ -88,18 +88,18 @@ _UNUSED_BY_HTTPX = ("trio", "httpx._main")
 _import_lock = threading.Lock()
 
 
-def import_httpx() -> None:
-    """httpx and httpcore (which httpx imports as its first client is made), imported as where
-    ``_UNUSED_BY_HTTPX`` is absent (both import those only if they can); they stay importable."""
+@contextlib.contextmanager
+def httpx_alone() -> Iterator[None]:
+    """A block that imports httpx, or makes its first client (which imports httpcore), as
+    where ``_UNUSED_BY_HTTPX`` is absent (both import those only if they can); they stay
+    importable after it."""
     with _import_lock:
-        if "httpcore" in sys.modules and "httpx" in sys.modules:
-            return
-        hidden = [name for name in _UNUSED_BY_HTTPX if name not in sys.modules]
+        done = "httpcore" in sys.modules  # the first client made: nothing left to import
+        hidden = [] if done else [n for n in _UNUSED_BY_HTTPX if n not in sys.modules]
         for name in hidden:
             sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
         try:
-            import httpcore  # noqa: F401
-            import httpx  # noqa: F401
+            yield
         finally:
             for name in hidden:
                 if name in sys.modules and sys.modules[name] is None:
@@ -181,14 +181,14 @@ class Http:
             self._realms[given.origin] = given.authorization
 
     def client(self) -> httpx.Client:
-        import_httpx()
-        import httpx
-
         with _open_lock:  # one client, even when threads ask at once
             if self._client is None:
-                self._client = httpx.Client(
-                    follow_redirects=False, trust_env=True, verify=_ssl_context(), http2=False
-                )
+                with httpx_alone():
+                    import httpx
+
+                    self._client = httpx.Client(
+                        follow_redirects=False, trust_env=True, verify=_ssl_context(), http2=False
+                    )
                 _open.append(self._client)
             return self._client
 
@@ -277,8 +277,8 @@ class Http:
         seconds: float,
         consume: Callable[[Iterator[bytes]], object] | None,
     ) -> Response:
-        import_httpx()
-        import httpx
+        with httpx_alone():
+            import httpx
 
         ends = time.monotonic() + seconds
         first = parse_url(url)
