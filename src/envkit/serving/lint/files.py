@@ -23,7 +23,6 @@ from envkit.io.files import KiB, read_small_text
 MAX_FILE = 512 * KiB
 MAX_NODES = 50_000
 _SERVE = re.compile(r"\bvllm\s+serve\b")
-_AS_ITS_ARGUMENTS = ", the arguments of its vLLM image's entrypoint"
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)  # NAME=value before a command
 
 
@@ -153,24 +152,24 @@ def _takes_arguments(image: Any, entrypoint: list[str]) -> bool:
     return not entrypoint and name.startswith("vllm-openai")
 
 
-def _entrypoint_and(image: Any, entrypoint: list[str], command: list[str]) -> list[str]:
+def _entrypoint_and(
+    image: Any, entrypoint: list[str], command: list[str]
+) -> tuple[tuple[str, ...], str]:
     """The words after vllm serve of ``entrypoint`` then ``command``, or of the image's own
     entrypoint given ``command`` (read as either of its entrypoints, by how it gives the
-    model)."""
+    model), and what the source says of them."""
     if _takes_arguments(image, entrypoint):
-        return _model_first(command)
-    return _after_serve([*entrypoint, *command])
+        return tuple(_model_first(command)), ", the arguments of its vLLM image's entrypoint"
+    return tuple(_after_serve([*entrypoint, *command])), ""
 
 
 def _compose(services: dict[str, Any], where: str) -> Deployment:
     name, service = _pick(services, where)
     command = _words(service.get("command"), where)
     entry = _words(service.get("entrypoint"), where)
-    image = service.get("image")
+    args, said = _entrypoint_and(service.get("image"), entry, command)
     return Deployment(
-        tuple(_entrypoint_and(image, entry, command)),
-        _env_list(service.get("environment"), where),
-        f"{where}: services.{name}" + (_AS_ITS_ARGUMENTS if _takes_arguments(image, entry) else ""),
+        args, _env_list(service.get("environment"), where), f"{where}: services.{name}{said}"
     )
 
 
@@ -199,15 +198,13 @@ def _kubernetes(document: dict[str, Any], where: str) -> Deployment:
     if len(vllm) != 1:
         raise BadInput(f"{where} has {len(vllm)} containers that run vLLM; envkit lint reads one.")
     container = vllm[0]
-    args = _words(container.get("args"), where)
+    given = _words(container.get("args"), where)
     entry = _words(container.get("command"), where)  # Kubernetes' command is the entrypoint
-    image = container.get("image")
+    args, said = _entrypoint_and(container.get("image"), entry, given)
     return Deployment(
-        tuple(_entrypoint_and(image, entry, args)),
-        _env_list(container.get("env"), where),
-        f"{where}: container {container.get('name', '?')}"
-        + (_AS_ITS_ARGUMENTS if _takes_arguments(image, entry) else ""),
-    )
+        args, _env_list(container.get("env"), where),
+        f"{where}: container {container.get('name', '?')}{said}",
+    )  # fmt: skip
 
 
 def _find_key(node: Any, key: str, depth: int) -> Any:
