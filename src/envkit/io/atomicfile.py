@@ -59,6 +59,12 @@ def sweep_temporaries(folder: Path, name: str = "") -> None:
                 pass
 
 
+def _aside(target: Path) -> Path:
+    """Where this process writes ``target`` before the rename (``.NAME.PID.tmp``, which
+    :func:`sweep_temporaries` knows by its shape)."""
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
 def write_atomic(path: Path, data: str | bytes, *, own: bool = False) -> None:
     """Replace the file at ``path`` with ``data`` in one rename; the temporary file never
     outlives us.
@@ -80,7 +86,7 @@ def write_atomic(path: Path, data: str | bytes, *, own: bool = False) -> None:
     except OSError as exc:
         raise FileSystemError(path, exc) from None
     sweep_temporaries(target.parent, target.name)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = _aside(target)
     try:
         kept = None if own else _existing(target)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
@@ -143,7 +149,7 @@ def writable(path: Path) -> Path:
             "exist; nothing was read or written.",
             "Create the folder, or give a path in one that exists.",
         )
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = _aside(target)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(tmp, flags, 0o600)
