@@ -95,8 +95,10 @@ def check(
         answers = raynodes.gather(address, venv, timeout=timeout, hashes=not no_hashes)
         source = f"Ray at {address}"
     else:
+        from envkit.render.term import counted
+
         answers = fleetcheck.from_files(list(files))
-        source = f"{len(files)} fingerprint file" + ("" if len(files) == 1 else "s")
+        source = counted(len(files), "fingerprint file")
     result = fleetcheck.check(found, answers, source=source, venv=venv, cell=cell, root=constraints)
     render.fleet_check(result, as_json)
     return result.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.render.locks import places
-from envkit.render.term import echo, emit_json, human_size, one_line, table, wrap
+from envkit.render.term import counted, echo, emit_json, human_size, one_line, table, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.fleet.fingerprint import Fingerprint
@@ -46,7 +46,7 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
     places([result.place])
     venv = f", venv {result.venv}" if result.venv else ""
     count = len(result.verdicts)
-    nodes = "1 node" if count == 1 else f"{count} nodes"
+    nodes = counted(count, "node")
     echo(one_line(f"{nodes} from {result.source}{venv}:"))
     from envkit.fleet.judge import CHECKS, WORD
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from envkit.render.term import echo, emit_json, encode_json, one_line, table, wrap
+from envkit.render.term import counted, echo, emit_json, encode_json, one_line, table, wrap
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.lock.cells import CellState, Place
@@ -85,10 +85,10 @@ def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool
     places(where)
     _state_rows(found)
     if bad:
-        cells = "1 cell" if len(found) == 1 else f"{len(found)} cells"
         verb = "is" if len(bad) == 1 else "are"
         echo(
-            f"{len(bad)} of {cells} {verb} stale, missing, unresolvable or refused:",
+            f"{len(bad)} of {counted(len(found), 'cell')} {verb} stale, missing, unresolvable "
+            "or refused:",
             fg="red",
             bold=True,
         )
@@ -122,8 +122,7 @@ def published(result: dict[str, Any], where: Sequence[Place], as_json: bool) -> 
     places(where)
     echo(
         one_line(
-            f"Published {len(result['files'])} file{'' if len(result['files']) == 1 else 's'} "
-            f"and index.json to {result['to']}."
+            f"Published {counted(len(result['files']), 'file')} and index.json to {result['to']}."
         ),
         fg="green",
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from envkit.io.escaping import shell_command
 from envkit.render.term import (
     columns,
+    counted,
     cut_left,
     echo,
     emit_json,
@@ -153,7 +154,7 @@ def histories(
             echo(f": vLLM {data['first']} through {data['newest']}", nl=False)
         else:
             echo(": listed by no published vLLM release", nl=False)
-        echo(f" ({len(h.releases)} release{'' if len(h.releases) == 1 else 's'} read)")
+        echo(f" ({counted(len(h.releases), 'release')} read)")
         runs: list[list[Any]] = []  # [first, last, presence, transformers, note]
         for r in h.releases:
             bound = f"vLLM's tests: {r.bound.describe_tier()}" if r.bound else ""
