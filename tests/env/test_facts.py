@@ -120,3 +120,35 @@ def test_a_venv_whose_python_prints_gigabytes_is_one_message_within_memory(
     assert len(said(text.err).strip().splitlines()) == 1  # one paragraph, besides progress
     assert output("error", as_json.out)["error"] == "EnvironmentBroken"
     assert output("error", doctor.out)["error"] == "EnvironmentBroken"
+
+
+def _dist(site: Path, folder: str, metadata: str) -> None:
+    (site / folder).mkdir(parents=True)
+    (site / folder / "METADATA").write_text(metadata, encoding="utf-8")
+
+
+def test_the_probe_finds_what_it_is_asked_for_by_name_and_reads_no_other_metadata(
+    tmp_path: Path,
+) -> None:
+    """The probe goes by each ``NAME-VERSION.dist-info`` folder's name, as importlib.metadata's
+    own look-up does, and reads the METADATA of the projects it is asked for only (a vLLM
+    venv holds some 150): a folder spelt another way is found by its normalized name, an
+    ``.egg-info`` (whose folder may not say its version) by its metadata, and a project not
+    asked for is not opened (its METADATA here is a folder, which would read as empty)."""
+    from envkit.env.facts import collect_facts
+
+    venv = tmp_path / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    [site] = (venv / "lib").glob("python*/site-packages")
+    _dist(site, "FlashInfer_Python-0.2.5.dist-info", "Name: flashinfer-python\nVersion: 0.2.5\n")
+    _dist(site, "transformers.egg-info", "Name: transformers\nVersion: 4.51.3\n")
+    (site / "numpy-2.0.0.dist-info" / "METADATA").mkdir(parents=True)
+    spec = {"distributions": ["flashinfer-python", "transformers", "numpy-x"]}
+    facts = collect_facts(venv / "bin" / "python", spec, venv)
+    assert [c.version for c in facts.copies("flashinfer-python")] == ["0.2.5"]
+    assert [c.version for c in facts.copies("transformers")] == ["4.51.3"]
+    assert facts.copies("numpy-x") == ()
+    every = collect_facts(venv / "bin" / "python", {"all_distributions": True}, venv)
+    assert {"flashinfer-python", "transformers"} <= set(every.distributions)
+    # doctor asks for every one: a folder whose METADATA is unreadable goes by its name
+    assert [c.version for c in every.copies("numpy")] == [""]

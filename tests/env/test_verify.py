@@ -90,6 +90,25 @@ def test_broken_import_is_reported(project: Path) -> None:
     assert "RuntimeError: CUDA driver too old" in imp["detail"]
 
 
+def test_a_damaged_metadata_is_said_not_blamed_on_the_interpreter(project: Path) -> None:
+    """A dist-info folder whose METADATA is gone (an interrupted install) is a version check
+    that fails with what is wrong, not "the probe answered nonsense" about the interpreter."""
+    [info] = (project / ".venv").glob("lib/python*/site-packages/transformers-*.dist-info")
+    (info / "METADATA").unlink()
+    res = envkit("verify", "good", "--json", cwd=project)
+    assert res.code == 1, res.out + res.err
+    ver = checks(res)[("version", "transformers")]
+    assert (ver["found"], ver["ok"], ver["fix"]) == (
+        "no version",
+        False,
+        "rebuild: envkit build good",
+    )
+    assert "METADATA is missing or gives no version" in ver["detail"]
+    res = envkit("doctor", "--venv", ".venv", "--json", cwd=project)
+    said = [f["message"] for f in res.json()["findings"] if f["code"] == "pair-not-checked"]
+    assert said == ["compat not checked: the installed transformers has no version in its metadata"]
+
+
 def test_verify_existing_refuses_a_venv_that_is_not_there(tmp_path: Path) -> None:
     """The flow ``envkit verify`` runs: the venv's lock is taken only on a venv that exists."""
     from envkit.env.verify import verify_existing

@@ -23,13 +23,31 @@ def _real(path):
     return os.path.realpath(path) if path else path
 
 
+# A wheel's metadata folder, NAME-VERSION.dist-info with NAME's '-' written '_': the name
+# importlib.metadata's own look-up by name goes by (an .egg-info folder may lack the version)
+_DIST_INFO = re.compile(r"([A-Za-z0-9_.]+)-[^-]*\.dist-info")
+
+
+def _folder_name(dist):
+    """The project ``dist``'s folder names, normalized, or None (not NAME-VERSION.dist-info)."""
+    folder = os.path.basename(str(getattr(dist, "_path", "") or ""))
+    match = _DIST_INFO.fullmatch(folder)
+    return _norm(match.group(1)) if match else None
+
+
 def _distributions(wanted, every=False):
     from importlib import metadata
 
     found = {name: [] for name in wanted}
     seen = set()  # each dist-info once: one folder seen through two sys.path entries is one
     for dist in metadata.distributions():
-        name = _norm(dist.metadata["Name"] or "")
+        folder = _folder_name(dist)
+        if not every and folder is not None and folder not in found:
+            continue  # its METADATA is not read (a vLLM venv holds some 150)
+        # a folder whose METADATA cannot be read goes by its folder's name, with no version
+        name = _norm(dist.metadata["Name"] or "") or folder or ""
+        if not name:
+            continue
         if name not in found:
             if not every:
                 continue
@@ -45,7 +63,7 @@ def _distributions(wanted, every=False):
         except Exception:
             pass
         installer = (dist.read_text("INSTALLER") or "").strip()
-        entry = {"version": dist.version, "location": _real(location), "installer": installer}
+        entry = {"version": dist.version or "", "location": _real(location), "installer": installer}
         editable = _editable_project(dist)
         if editable:
             entry["editable"] = editable

@@ -175,6 +175,11 @@ def _version_check(
         )
     elif not own:
         detail = f"found only outside the venv, in {first.location}"
+    elif not found:  # its dist-info folder is there, its METADATA unreadable or without one
+        found, detail = (
+            "no version",
+            "its dist-info's METADATA is missing or gives no version: a damaged install",
+        )
     return check(
         kind="version",
         name=dist,

@@ -53,9 +53,25 @@ def lookup(checker: Checker) -> Callable[[str, str], CompatReport | str]:
         except EnvkitError as exc:
             return f"compat not checked: {exc.message}"
         except InvalidVersion:
-            return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
+            return _not_versions(vllm, transformers)
 
     return look
+
+
+def _not_versions(vllm: str, transformers: str) -> str:
+    """Why the installed pair has no verdict: which of its two versions is not one."""
+    said = []
+    for name, text in (("vLLM", vllm), ("transformers", transformers)):
+        try:
+            Version(text)
+        except InvalidVersion:
+            empty = not text.strip()  # a dist-info whose METADATA is gone or says none
+            said.append(
+                f"the installed {name} has no version in its metadata"
+                if empty
+                else f"{name} {text!r:.40} is not a version"
+            )
+    return "compat not checked: " + " and ".join(said)
 
 
 def cached_first(
@@ -76,7 +92,7 @@ def cached_first(
         except EnvkitError as exc:
             return f"compat not checked: {exc.message}"
         except InvalidVersion:
-            return f"compat not checked: {vllm!r} or {transformers!r} is not a version"
+            return _not_versions(vllm, transformers)
         if cached is not None:
             return cached
         if not made:
