@@ -13,6 +13,7 @@ WITH_EXAMPLES = (
     "envkit.gpu.arch",
     "envkit.gpu.needs",
     "envkit.lock.cells",
+    "envkit.releases.torchversion",
     "envkit.results",
     "envkit.serving.plan.verdict",
     "envkit.syntax",

@@ -144,11 +144,11 @@ def test_a_torch_version_file_that_names_no_cuda_version_is_refused(
 def test_torch_version_py_has_one_reader_for_a_wheel_and_an_installed_torch(
     tmp_path: Path,
 ) -> None:
-    """``torch/version.py`` is read with ast by releases.torchbuilds.read_version_file, for a
+    """``torch/version.py`` is read with ast by releases.torchversion.read_version_file, for a
     wheel's member and for the file an installed torch holds (gpu.installed.modules)."""
     from envkit.errors import WheelError
     from envkit.gpu.installed.modules import TorchRelease, torch_release
-    from envkit.releases.torchbuilds import VersionFile, read_version_file, version_cuda
+    from envkit.releases.torchversion import VersionFile, read_version_file, version_cuda
 
     text = (
         "from typing import Optional\n\n__all__ = ['__version__', 'cuda']\n"

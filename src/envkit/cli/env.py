@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,8 +22,10 @@ from envkit.cli.options import (
     venv_option,
 )
 from envkit.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
-from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.catalog import Catalog
+
+if TYPE_CHECKING:
+    from envkit.lock.torchsource import TorchIndex
 
 # Core modules are imported inside the commands that use them: each command loads only its own.
 

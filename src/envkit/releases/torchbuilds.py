@@ -38,8 +38,8 @@ from envkit.io.atomicfile import write_atomic
 from envkit.io.cache import TORCH_BUILDS, BadEntry, Fields, is_sha256
 from envkit.io.http import Http
 from envkit.io.redaction import redact
-from envkit.releases.asttables import SourceError, module_tables
 from envkit.releases.registry import Scanner
+from envkit.releases.torchversion import CUDA_VERSION, version_cuda
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 # the CUDA backends PyTorch has published wheels for; asked one page each
@@ -158,38 +158,6 @@ def torch_cuda(scanner: Scanner, version: Version) -> str:
     return wheel_cuda(wheel.url, scanner.http, wheel.sha256)
 
 
-@dataclass(frozen=True, slots=True)
-class VersionFile:
-    """What a torch's ``torch/version.py`` says: ``__version__`` ('' when it names none a
-    version could be) and ``cuda`` ('' for a CPU build, which says None)."""
-
-    version: str
-    cuda: str
-
-
-def read_version_file(text: str, where: str) -> VersionFile:
-    """``torch/version.py`` read with ``ast``, never imported: the one reader of that file,
-    for a wheel's (``version_cuda``) and an installed torch's (``gpu.installed.modules``).
-    WheelError naming ``where`` when it is not Python or its cuda is not a version."""
-    try:
-        tables = module_tables(text, filename="torch/version.py")
-    except SourceError as exc:
-        raise WheelError(f"{where}: {exc}") from None
-    found, version = tables.get("cuda"), tables.get("__version__")
-    if found is not None and (not isinstance(found, str) or not _CUDA.fullmatch(found)):
-        raise WheelError(f"torch/version.py in {where} says cuda = {found!r:.40}, not a version.")
-    fits = isinstance(version, str) and _TORCH_VERSION.fullmatch(version)
-    return VersionFile(version if fits and isinstance(version, str) else "", found or "")
-
-
-def version_cuda(members: dict[str, bytes], wheel: str) -> str:
-    """torch.version.cuda as a torch wheel's ``torch/version.py`` (among ``members``) sets
-    it ('' for a CPU build, which says None); WheelError naming ``wheel`` otherwise."""
-    if "torch/version.py" not in members:
-        raise WheelError(f"{wheel} has no torch/version.py.")
-    return read_version_file(members["torch/version.py"].decode("utf-8", "replace"), wheel).cuda
-
-
 def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
     """The CUDA version the torch wheel at ``url`` was built with ('' if CPU), from its
     ``torch/version.py``: a range read, never an install. With the wheel's ``sha256`` the
@@ -209,13 +177,11 @@ def wheel_cuda(url: str, http: Http, sha256: str = "") -> str:
 
 def _cuda_entry(f: Fields) -> str:
     cuda = f.text("cuda")
-    if cuda and not _CUDA.fullmatch(cuda):
+    if cuda and not CUDA_VERSION.fullmatch(cuda):
         raise BadEntry(f"cuda {cuda!r:.40} is not a CUDA version")
     return cuda
 
 
-_CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
-_TORCH_VERSION = re.compile(r"[0-9][0-9a-z.+]{0,40}")  # 2.6.0+cu124: printed, so plain
 _torch_cache = threading.Lock()
 
 

@@ -20,6 +20,7 @@ from envkit.gpu.binaries import elf
 from envkit.gpu.binaries.filecache import FileCache
 from envkit.gpu.binaries.torchabi import TORCH_LIBRARIES
 from envkit.io.files import read_small
+from envkit.releases.torchversion import read_version_file
 
 MAX_WALKED = 400_000  # files looked at in one site-packages (a vLLM venv has about 60,000)
 MAX_MODULES = 5_000  # compiled modules read
@@ -63,10 +64,12 @@ def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Wa
     cache = cache or FileCache()
     found: list[Path] = []
     walked, truncated = 0, ""
-    root_depth = len(site_packages.parts)
-    for folder, dirs, files in os.walk(site_packages, followlinks=True):
-        here = Path(folder)
-        depth = len(here.parts) - root_depth
+    root = str(site_packages)
+    base = root if root.endswith(os.sep) else root + os.sep
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        # its depth below site-packages from the text (a vLLM venv has some 2,600 folders:
+        # a Path made of each cost half as much as the walk itself)
+        depth = 0 if folder == root else folder[len(base) :].count(os.sep) + 1
         dirs[:] = sorted(
             d
             for d in dirs
@@ -79,7 +82,7 @@ def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Wa
         if walked > MAX_WALKED:
             truncated = f"more than {MAX_WALKED} files in site-packages"
             break
-        found.extend(here / name for name in sorted(files) if name.endswith(".so"))
+        found.extend(Path(folder, n) for n in sorted(n for n in files if n.endswith(".so")))
         if len(found) > MAX_MODULES:
             truncated = f"more than {MAX_MODULES} compiled modules"
             break
@@ -162,10 +165,8 @@ class TorchRelease:
 
 def torch_release(site_packages: Path) -> TorchRelease:
     """torch's version and CUDA from ``torch/version.py``'s text (never imported), read by
-    the one reader of that file (``releases.torchbuilds.read_version_file``); '' for each
+    the one reader of that file (``releases.torchversion.read_version_file``); '' for each
     when the file is missing, too large or not what torch writes."""
-    from envkit.releases.torchbuilds import read_version_file  # the index readers: only here
-
     path = site_packages / "torch" / "version.py"
     try:
         text = read_small(path, MAX_VERSION_FILE, what="torch/version.py")

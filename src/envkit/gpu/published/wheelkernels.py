@@ -46,6 +46,7 @@ from envkit.io.atomicfile import create_binary, temporary_folder
 from envkit.io.cache import GPU_KERNELS, BadEntry, Fields, is_sha256
 from envkit.io.files import MiB
 from envkit.io.redaction import redact
+from envkit.releases.torchversion import CUDA_VERSION, version_cuda
 
 if TYPE_CHECKING:  # the readers of the index, imported where a wheel is read: the shipped
     # table's entries are made of WheelKernels (check-model, plan) without them
@@ -59,7 +60,6 @@ MAX_MODULES = 64  # compiled modules read of one wheel (vLLM 0.33.0 has 14)
 MAX_GROUPS = 10_000  # distinct target sets of one module (libtorch_cuda.so: about 10)
 MAX_TARGETS = 64  # targets of one container (nvcc's whole list is 20)
 _SHARED = re.compile(r"[A-Za-z0-9_.+-]+\.so(\.[0-9]+)*")
-_CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ class WheelKernels:
         if not (filename.endswith(".whl") and "/" not in filename and len(filename) <= 300):
             raise BadEntry(f"{f.where}.wheel {filename!r:.80} is not a wheel's file name")
         cuda = f.text("torch_cuda", "")
-        if cuda and not _CUDA.fullmatch(cuda):
+        if cuda and not CUDA_VERSION.fullmatch(cuda):
             raise BadEntry(f"{f.where}.torch_cuda {cuda!r:.40} is not a CUDA version")
         modules = f.tables("modules")
         if len(modules) > MAX_MODULES:
@@ -365,6 +365,4 @@ def _facts(member: str, role: Role, size: int, path: Path) -> ModuleKernels:
 
 def _torch_cuda(small: dict[str, bytes], filename: str) -> str:
     """torch.version.cuda from ``torch/version.py`` ('' for a CPU build)."""
-    from envkit.releases.torchbuilds import version_cuda
-
     return version_cuda(small, filename)
