@@ -86,6 +86,7 @@ def test_an_aarch64_node_is_judged_by_the_aarch64_wheels(tmp_path: Path) -> None
 def test_versions_python_and_ray_are_judged(tmp_path: Path) -> None:
     versions = fn.locked_versions()
     versions["torch"] = "2.5.1"
+    versions["transformers"] = ""  # its dist-info's METADATA is gone on that node
     del versions["xformers"]
     files = [
         fn.write(tmp_path, "a", fn.fingerprint("a")),
@@ -100,6 +101,9 @@ def test_versions_python_and_ray_are_judged(tmp_path: Path) -> None:
     bad = {c["check"]: c for c in data["nodes"][2]["checks"]}
     assert "torch 2.5.1 (locked 2.6.0)" in bad["packages"]["detail"]
     assert "xformers missing" in bad["packages"]["detail"]
+    assert (
+        "transformers with no version in its metadata (locked 4.51.3)" in bad["packages"]["detail"]
+    )
     assert bad["packages"]["fix"].endswith(f"envkit build {fn.SHIPPED} --venv /srv/vllm/.venv")
     assert bad["python"]["status"] == "differs" and "3.12.3" in bad["python"]["detail"]
 

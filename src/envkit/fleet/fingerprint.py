@@ -190,9 +190,8 @@ def _distribution(data: object, path: str) -> Distribution:
     modified = tuple(
         _Obj({"v": n}, f"{o.at('modified')}[{i}]").text("v") for i, n in enumerate(names)
     )
-    return Distribution(
-        o.text("name", empty=False), o.text("version", empty=False), state, modified
-    )
+    # a version '' is a dist-info whose METADATA gives none: what the node holds, judged there
+    return Distribution(o.text("name", empty=False), o.text("version"), state, modified)
 
 
 def from_dict(data: object, path: str = "fingerprint") -> Fingerprint:

@@ -181,7 +181,8 @@ def _packages(
         if dist is None:
             wrong.append(f"{name} missing (locked {wanted[name]})")
         elif dist.version != wanted[name]:
-            wrong.append(f"{name} {dist.version} (locked {wanted[name]})")
+            had = dist.version or "with no version in its metadata"  # a damaged dist-info
+            wrong.append(f"{name} {had} (locked {wanted[name]})")
         elif dist.files is Files.MODIFIED:
             modified.append(f"{name} ({', '.join(dist.modified[:2])})")
         elif dist.files is Files.UNCHECKED:
