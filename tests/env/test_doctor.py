@@ -152,7 +152,10 @@ def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path
 
 def test_doctor_bad_input(tmp_path: Path) -> None:
     res = envkit("doctor", "--venv", "nowhere", cwd=tmp_path)
-    assert res.code == 2 and "is not a virtual environment" in res.err
+    assert res.code == 2 and "'nowhere' does not exist." in res.err
+    (tmp_path / "plain").mkdir()
+    res = envkit("doctor", "--venv", "plain", cwd=tmp_path)
+    assert res.code == 2 and "'plain' is not a virtual environment (no plain/bin/python)" in res.err
     (tmp_path / "envs").mkdir()
     res = envkit("doctor", "--profile", "../x", cwd=tmp_path)
     assert res.code == 2

@@ -116,8 +116,9 @@ def target_python(venv: Path | None) -> tuple[Path, Path | None]:
         if python.exists():
             return python, Path(folder)
         if venv is not None and Path(folder) == venv:
+            missing = "does not exist" if not os.path.lexists(venv) else None
             raise BadInput(
-                f"{str(venv)!r} is not a virtual environment (no {python}).",
+                f"{str(venv)!r} {missing or f'is not a virtual environment (no {python})'}.",
                 "Pass the folder of a venv, or leave out --venv.",
             )
     found = shutil.which("python3") or shutil.which("python")

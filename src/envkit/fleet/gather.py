@@ -44,7 +44,7 @@ def interpreter(venv: Path | None) -> Path:
     if not python.is_file():
         raise BadInput(
             f"There is no virtual environment at {venv} on {socket.gethostname()} "
-            f"({python} is missing).",
+            f"({venv if not os.path.lexists(venv) else python} is missing).",
             "Give --venv the folder of the venv on this node (the same path on every node), "
             "or build it there: envkit build PROFILE --venv PATH.",
         )
