@@ -148,7 +148,7 @@ def _verdict(done: Upgrade, writing: bool) -> None:
         echo(wrap(f"lost: {said}", "", "  "), fg="red")
     elif move.moves:
         echo(one_line("ok: the move keeps everything the profile had"), fg="green")
-    elif move.asked.startswith("--to"):
+    elif move.to:
         echo(one_line(f"ok: {move.profile.name} already pins vLLM {move.old.vllm.version}"))
     elif move.untried:
         said = (
@@ -163,7 +163,7 @@ def _verdict(done: Upgrade, writing: bool) -> None:
     if not writing:
         if move.moves:
             echo(wrap(f"Nothing written; envkit upgrade {move.profile.name}"
-                      f"{' ' + move.asked if move.asked.startswith('--to') else ''} --write "
+                      f"{f' --to vllm=={move.to}' if move.to else ''} --write "
                       "rewrites the profile, relocks and publishes it.", "", "  "))  # fmt: skip
         return
     if done.written is None:

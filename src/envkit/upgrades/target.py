@@ -79,6 +79,7 @@ class Move:
     # passed over, and those it stopped before
     searched: int = 0
     untried: int = 0
+    to: str = ""  # the vLLM release --to named; '' when the newest that keeps it all was looked for
 
     @property
     def moves(self) -> bool:
@@ -280,7 +281,7 @@ def choose(
         if pick is None:
             raise BadInput(f"--to vllm=={to}: {_why}.", "Pick another release.")
         new = chooser.side(to, pick)
-        return Move(profile, old, new, wanted, f"--to vllm=={to}")
+        return Move(profile, old, new, wanted, f"--to vllm=={to}", to=str(to))
     rejected: list[str] = []
     newer = [v for v in reversed(releases) if v > Version(old.vllm.version)]
     tried = 0
