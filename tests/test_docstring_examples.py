@@ -17,6 +17,7 @@ WITH_EXAMPLES = (
     "envkit.results",
     "envkit.serving.plan.verdict",
     "envkit.syntax",
+    "envkit.wording",
 )
 
 

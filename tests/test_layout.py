@@ -154,7 +154,10 @@ ORDER = (
     "io", "profiles", "index", "releases", "gpu", "compat", "lock",
     "env", "fleet", "models", "serving", "upgrades", "image", "deploy", "site", "render", "cli",
 )  # fmt: skip
-ROOT_MODULES = {"envkit", "envkit.errors", "envkit.results", "envkit.progress", "envkit.syntax"}
+ROOT_MODULES = {
+    "envkit", "envkit.errors", "envkit.results", "envkit.progress", "envkit.syntax",
+    "envkit.wording",
+}  # fmt: skip
 
 
 def package_of(name: str) -> str | None:

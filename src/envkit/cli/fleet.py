@@ -95,7 +95,7 @@ def check(
         answers = raynodes.gather(address, venv, timeout=timeout, hashes=not no_hashes)
         source = f"Ray at {address}"
     else:
-        from envkit.render.term import counted
+        from envkit.wording import counted
 
         answers = fleetcheck.from_files(list(files))
         source = counted(len(files), "fingerprint file")

@@ -30,6 +30,7 @@ from envkit.gpu.target import GpuTarget
 from envkit.io import interrupts
 from envkit.io.escaping import shell_command
 from envkit.results import Result, Severity
+from envkit.wording import agree, counted
 
 
 def site_packages(sys_path: Iterable[str], prefix: str) -> Path | None:
@@ -131,8 +132,10 @@ def gpu_checks(
                         name=package.package,
                         status=Severity.OK,
                         expected="links against torch",
-                        found=f"{len(package.modules)} module(s) need {package.symbols} torch "
-                        "symbols (C++ and stable C ABI); torch defines them all",
+                        found=f"{counted(len(package.modules), 'module')} "
+                        f"{agree(len(package.modules), 'needs', 'need')} "
+                        f"{counted(package.symbols, 'torch symbol')} (C++ and stable C ABI); "
+                        f"torch defines {agree(package.symbols, 'it', 'them all')}",
                     )
                 )
     core = [m for m in report.modules if m.role is Role.CORE and m.images is not None]
@@ -144,7 +147,8 @@ def gpu_checks(
                 name="kernel images",
                 status=Severity.OK,
                 expected=f"images for compute capability {target}",
-                found=f"{len(core)} core module(s) have them (the GPU: {choice.source})",
+                found=f"{counted(len(core), 'core module')} {agree(len(core), 'has', 'have')} "
+                f"them (the GPU: {choice.source})",
             )
         )
     if core and target is None:

@@ -26,6 +26,7 @@ from envkit.io.http import Http
 from envkit.lock import pylocks
 from envkit.lock.cells import Cell
 from envkit.profiles.profile import Profile
+from envkit.wording import agree, counted
 
 if TYPE_CHECKING:
     from envkit.gpu.published.wheelabi import WheelNeeds
@@ -80,7 +81,8 @@ def abi_reason(
                 else f"none is for torch {torch.version}, so its package has no such module to "
                 "load beside it (it may build one at run time, or go without)"
             )
-            note(f"{len(others)} module(s) of {wheel.name} {wheel.version} in {where} are for "
+            note(f"{counted(len(others), 'module')} of {wheel.name} {wheel.version} in {where} "
+                 f"{agree(len(others), 'is', 'are')} for "
                  f"other torch releases ({first}{more}): {loads}; they were not checked "
                  f"against torch {torch.version}")  # fmt: skip
             needs = dataclasses.replace(
@@ -128,7 +130,7 @@ def _reason(
     member, symbols = missing[0]
     count = sum(len(s) for _m, s in missing)
     named = ", ".join(_short(readable(s)) for s in symbols[:SHOWN])
-    more = f" and {len(missing) - 1} other module(s)" if len(missing) > 1 else ""
+    more = f" and {counted(len(missing) - 1, 'other module')}" if len(missing) > 1 else ""
     need = "need" if more else "needs"
     symbol = "symbol" if count == 1 else "symbols"
     said = (

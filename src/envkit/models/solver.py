@@ -42,6 +42,7 @@ from envkit.releases import pins
 from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import CudaBuilds, torch_cuda
+from envkit.wording import agree
 
 Test = Callable[[Version], str]  # '' when the version passes, else why it does not
 MAX_LEAST_TRIES = 4  # releases tried, oldest first, for the least CUDA a solution needs
@@ -208,8 +209,7 @@ class Solver:
         return pins.refusal(self.scanner, version, python, self.platform)
 
     def default_build(self, torch: str) -> str | None:
-        """The CUDA of torch ``torch``'s wheel on the default index ('' for a CPU-only wheel,
-        None when it cannot be read: then no verdict is drawn from it)."""
+        """torch's CUDA on the default index: '' for CPU only, None if unread (no verdict then)."""
         if torch not in self.defaults:
             try:
                 self.defaults[torch] = torch_cuda(self.scanner, Version(torch))
@@ -223,16 +223,16 @@ class Solver:
             return ""
         others = self.cuda_builds.builds(torch)
         fitting = [c for c in others.fitting(driver) if c != default]
-        also = (
-            f"; its CUDA {', '.join(fitting)} build(s) (per {others.source}) are not taken: "
-            "another build of the same torch can break vLLM's compiled kernels"
-            if fitting
-            else ""
-        )
-        return (
+        said = (
             f"pins torch {torch}, whose default build (CUDA {default}, the one vLLM's wheel "
             f"is built and tested with) the driver cannot run: it runs CUDA {driver} at most"
-            f"{also}"
+        )
+        if not fitting:
+            return said
+        builds = agree(len(fitting), "build is", "builds are")
+        return (
+            f"{said}; its CUDA {', '.join(fitting)} {builds} not taken (per {others.source}): "
+            "another build of the same torch can break vLLM's compiled kernels"
         )
 
     def types(self, transformers: Version) -> tuple[str, ...]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.render.locks import places
-from envkit.render.term import counted, echo, emit_json, human_size, one_line, table, wrap
+from envkit.render.term import echo, emit_json, human_size, one_line, table, wrap
+from envkit.wording import counted
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.fleet.fingerprint import Fingerprint

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.render.term import echo, emit_json, human_size, note, wrap
+from envkit.wording import agree, counted
 
 if TYPE_CHECKING:  # the core is loaded by the command that uses it
     from envkit.gpu.published.refresh import Refreshed
@@ -72,7 +73,8 @@ def exported_knowledge(result: Exported, as_json: bool) -> None:
     else:
         echo(
             wrap(
-                f"incomplete: {len(result.missing)} thing(s) above are not in it; commands that "
+                f"incomplete: {counted(len(result.missing), 'thing')} above "
+                f"{agree(len(result.missing), 'is', 'are')} not in it; commands that "
                 "need them will say so",
                 "",
                 "  ",

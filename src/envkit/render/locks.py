@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from envkit.render.term import counted, echo, emit_json, encode_json, one_line, table, wrap
+from envkit.render.term import echo, emit_json, encode_json, one_line, table, wrap
+from envkit.wording import counted
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.lock.cells import CellState, Place

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from envkit.io.escaping import shell_command
 from envkit.render.term import (
     columns,
-    counted,
     cut_left,
     echo,
     emit_json,
@@ -19,6 +18,7 @@ from envkit.render.term import (
     term_width,
     wrap,
 )
+from envkit.wording import counted
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.compat.check.checker import CompatReport

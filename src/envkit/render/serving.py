@@ -18,6 +18,7 @@ from envkit.render.term import (
     term_width,
     wrap,
 )
+from envkit.wording import agree, counted
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.doctor import Diagnosis
@@ -183,7 +184,7 @@ def diagnosis(d: Diagnosis, as_json: bool) -> None:
         echo(wrap(f"environment: {shown}", "", "  "))
     errors = sum(1 for f in d.findings if f.failed)
     if errors:
-        echo(f"{errors} error(s) found.", fg="red", bold=True)
+        echo(f"{counted(errors, 'error')} found.", fg="red", bold=True)
     else:
         echo("No errors found.", fg="green", bold=True)
 
@@ -200,7 +201,7 @@ def _cause(cause: Cause, title: str) -> None:
     for line in r.evidence:
         echo(wrap(line, "    > ", "      "))
     if cause.count > len(r.evidence):
-        echo(f"    ... {cause.count - len(r.evidence)} more line(s) read so")
+        echo(f"    ... {counted(cause.count - len(r.evidence), 'more line')} read so")
     if cause.meaning:
         echo(wrap(f"means: {cause.meaning}", "  ", "    "))
     for step in r.steps:
@@ -224,7 +225,8 @@ def explanation(result: Explanation, as_json: bool) -> None:
     echo(cut_left(f"log {result.source}: {result.stats.lines} lines", term_width()), nl=False)
     echo(f"; {', '.join(s for s in said if s)}" if any(said) else "")
     if result.stats.cut:
-        echo(f"  ({result.stats.cut} line(s) longer than 64 KiB were cut)")
+        cut = result.stats.cut
+        echo(f"  ({counted(cut, 'line')} longer than 64 KiB {agree(cut, 'was', 'were')} cut)")
     _cause(result.cause, "cause")
     for other in result.also:
         _cause(other, "also")
@@ -270,7 +272,7 @@ def log_diff(d: LogDiff, as_json: bool) -> None:
             echo(wrap(ack.note, "  ", "  "))
     for side, lines, count in (("a", d.only_in_a, d.counts[0]), ("b", d.only_in_b, d.counts[1])):
         if count:
-            echo(f"only in {side}: {count} line(s)")
+            echo(f"only in {side}: {counted(count, 'line')}")
             for e in lines:
                 echo(wrap(f"{e.line}: {e.text}", "    > ", "      "))
     echo(

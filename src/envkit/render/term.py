@@ -173,11 +173,6 @@ def cut(text: str, width: int) -> str:
     return text[: max(1, width - 1)] + "…" if _shortens(text, width) else text
 
 
-def counted(count: int, noun: str) -> str:
-    """``1 node``, ``3 nodes``: a count with its noun agreeing."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def wrap(text: str, first: str, rest: str) -> str:
     """A paragraph folded to the terminal's width (messages people must read in full); its
     own newlines and tabs become spaces, every other character that is not printable an

@@ -23,6 +23,7 @@ from envkit.gpu.published.kernelverdict import Verdict
 from envkit.profiles.profile import minor_fits
 from envkit.serving.lint.check import LintReport
 from envkit.upgrades.target import Move, Side, gpus_of, old_types
+from envkit.wording import counted
 
 SHOWN = 6  # names listed in one row before "and N more"
 
@@ -147,7 +148,7 @@ def _models(old: Side, new: Side) -> Iterator[Row]:
     gone = sorted(types_was - types_now)
     if gone:  # one row: a transformers major drops dozens at once
         yield Row(
-            Kind.MODELS, f"{len(gone)} model type(s)", ", ".join(gone), "unknown",
+            Kind.MODELS, counted(len(gone), "model type"), ", ".join(gone), "unknown",
             Change.LOST, where,
         )  # fmt: skip
     more = sorted(types_now - types_was)
@@ -274,7 +275,7 @@ def _compat_said(side: Side) -> str:
     if side.compat.blocking:
         return f"incompatible: {side.compat.summary(1)}"
     scoped = len(side.compat.broken_architectures)
-    return "compatible" + (f" ({scoped} scoped finding(s))" if scoped else "")
+    return "compatible" + (f" ({counted(scoped, 'scoped finding')})" if scoped else "")
 
 
 def _bounds(old: Side, new: Side) -> Iterator[Row]:

@@ -122,7 +122,7 @@ def test_verify_and_doctor_fail_a_venv_whose_kernels_do_not_link(built_copy: Pat
     res = envkit("verify", "good", "--json", cwd=project)
     res.assert_ok()
     (check,) = [c for c in res.json()["checks"] if c["kind"] == "kernels"]
-    assert check["status"] == "pass" and "need 1 torch symbols" in check["found"]
+    assert check["status"] == "pass" and "needs 1 torch symbol" in check["found"]
 
 
 @settings(

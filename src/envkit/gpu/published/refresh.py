@@ -34,6 +34,7 @@ from envkit.io.http import Http
 from envkit.io.redaction import redact
 from envkit.releases.registry import Scanner
 from envkit.releases.testregistry import transformers_bounds
+from envkit.wording import counted
 
 BUDGET = 4 * 3600.0  # seconds of transfers: a new release's wheel is read by range
 
@@ -127,7 +128,7 @@ def refresh(
         return Refreshed(
             str(target), label, platform, len(listed), (), (), (), (), (), False, 0, 0.0
         )
-    progress(f"{len(new)} vLLM release(s) new on {label}: {', '.join(map(str, new))}")
+    progress(f"{counted(len(new), 'vLLM release')} new on {label}: {', '.join(map(str, new))}")
     known = {w.sha256: w for w in (*(b.wheel for b in old.vllm), *(b.wheel for b in old.torch))}
     found = kernelgen.harvest(
         session.index,

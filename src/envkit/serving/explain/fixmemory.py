@@ -261,7 +261,8 @@ def encoder_stall(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     return Fix(
         summary=(
             f"the log stops where vLLM profiles the encoder cache ({hit.groups.get('budget')} "
-            f"tokens, {hit.groups.get('items')} {hit.groups.get('modality')} item(s))"
+            f"tokens, {hit.groups.get('items')} {hit.groups.get('modality')} "
+            f"{'item' if hit.groups.get('items') == '1' else 'items'})"
         ),
         meaning=(
             "Without a max_pixels limit vLLM profiles with the largest image the model "

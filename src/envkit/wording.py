@@ -1,0 +1,23 @@
+"""How envkit says a count: the noun, and the verb beside it, agreeing with the number
+("1 module needs", "3 modules need"), never "module(s)". Below every package, so the core's
+messages and the renderers say counts the same way.
+
+>>> counted(1, "node")
+'1 node'
+>>> counted(3, "model type")
+'3 model types'
+>>> f"{counted(2, 'module')} {agree(2, 'needs', 'need')} them"
+'2 modules need them'
+"""
+
+from __future__ import annotations
+
+
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``count`` with ``noun``, or its ``plural`` (else ``noun`` + s) for any other count."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def agree(count: int, one: str, many: str) -> str:
+    """``one`` for a count of one, else ``many``: the verb beside :func:`counted`."""
+    return one if count == 1 else many
