@@ -33,6 +33,14 @@ def test_cli_exit_codes_stdin_and_schema(tmp_path: Path, monkeypatch: pytest.Mon
         assert envkit(*bad, cwd=tmp_path).code == 2
     (tmp_path / "empty.log").write_bytes(b"")
     assert envkit("explain", str(tmp_path / "empty.log"), cwd=tmp_path).code == 2
+    (tmp_path / "one.log").write_bytes(b"\0")  # counts of one said as one
+    assert (
+        "NUL bytes or invalid text in its first 1 byte."
+        in envkit("explain", "one.log", cwd=tmp_path).err
+    )
+    (tmp_path / "one.log").write_text("hello\n")
+    said = envkit("explain", "one.log", cwd=tmp_path).out
+    assert "one.log: 1 line" in said and "1 lines" not in said
 
 
 def test_explain_diff_takes_two_files(tmp_path: Path) -> None:

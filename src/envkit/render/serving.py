@@ -222,7 +222,8 @@ def explanation(result: Explanation, as_json: bool) -> None:
         return
     facts = result.facts
     said = [f"vLLM {facts.vllm_version}" if facts.vllm_version else "", facts.model]
-    echo(cut_left(f"log {result.source}: {result.stats.lines} lines", term_width()), nl=False)
+    echo(cut_left(f"log {result.source}: {counted(result.stats.lines, 'line')}", term_width()),
+         nl=False)  # fmt: skip
     echo(f"; {', '.join(s for s in said if s)}" if any(said) else "")
     if result.stats.cut:
         cut = result.stats.cut

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from envkit.render.term import echo, emit_json, one_line, shown, term_width, wrap
+from envkit.wording import counted
 
 if TYPE_CHECKING:  # the core is loaded by the command that uses it
     from envkit.upgrades.sidebyside import Row
@@ -177,7 +178,8 @@ def _verdict(done: Upgrade, writing: bool) -> None:
             echo(wrap(state.reason, "    ", "    "))
     if done.published is not None:
         files = len(done.published.get("files", []))
-        echo(one_line(f"published: {files} files and index.json to {done.published['to']}"))
+        said = counted(files, "file")
+        echo(one_line(f"published: {said} and index.json to {done.published['to']}"))
         echo(one_line(f"next: envkit build {move.profile.name} builds the new environment"))
     else:
         name = move.profile.name

@@ -27,6 +27,8 @@ from elftools.common.utils import struct_parse
 from elftools.construct.core import ConstructError
 from elftools.elf.structs import ELFStructs
 
+from envkit.wording import counted
+
 MAX_SECTIONS = 4096  # real shared objects have about 40
 MAX_SYMBOLS = 2_000_000  # torch 2.6.0's libtorch_cpu.so: 146,000 dynamic symbols
 MAX_NEEDED = 512
@@ -76,7 +78,7 @@ class Elf:
                 raise DamagedElf(f"{path.name} is not a regular file")
             size = facts.st_size
             if size < 64:
-                raise DamagedElf(f"{path.name} is {size} bytes: not an ELF file")
+                raise DamagedElf(f"{path.name} is {counted(size, 'byte')}: not an ELF file")
             self.data.close()
             self.data = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
             self._read_headers(size)

@@ -11,6 +11,7 @@ from envkit.gpu.installed.report import ModuleReport
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
 from envkit.results import Result, Severity
+from envkit.wording import counted
 
 NO_IMAGE = "'no kernel image is available for execution on the device'"
 
@@ -135,8 +136,8 @@ def linkage_findings(linked: SiteLinkage | None) -> list[Result]:
                     severity=Severity.ERROR,
                     code="kernels-do-not-link",
                     message=f"{where} needs {symbol}{more}, which no library in torch/lib "
-                    f"defines ({package.symbols} torch symbols checked in "
-                    f"{len(package.modules)} modules of {package.package})",
+                    f"defines ({counted(package.symbols, 'torch symbol')} checked in "
+                    f"{counted(len(package.modules), 'module')} of {package.package})",
                     fix=f"install the torch version {package.package} was built against",
                     subject=where,
                 )

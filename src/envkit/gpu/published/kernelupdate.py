@@ -36,6 +36,7 @@ from envkit.io.cache import BadEntry
 from envkit.io.files import read_small_text
 from envkit.io.http import Http
 from envkit.io.urls import index_url
+from envkit.wording import counted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         say(f"error: {exc.message}")
         return 2
     say(
-        f"wrote {out}: {len(table.vllm)} vLLM releases, {len(table.torch)} torch builds; "
-        f"{found.fetched / 1e9:.2f} GB fetched in {found.seconds:.0f} s, {found.kept} wheels "
-        f"kept; {len(found.notes)} notes"
+        f"wrote {out}: {counted(len(table.vllm), 'vLLM release')}, "
+        f"{counted(len(table.torch), 'torch build')}; {found.fetched / 1e9:.2f} GB fetched in "
+        f"{found.seconds:.0f} s, {counted(found.kept, 'wheel')} kept; "
+        f"{counted(len(found.notes), 'note')}"
     )
     return 0
 

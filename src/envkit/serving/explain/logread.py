@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from envkit.errors import BadInput
 from envkit.io.redaction import mask_secret_shapes
+from envkit.wording import counted
 
 BLOCK = 1 << 20
 MAX_LINE = 64 * 1024  # vLLM's longest real lines (its list of architectures) are ~16 KB
@@ -105,8 +106,8 @@ def _blocks(stream: BinaryIO, name: str, stats: ReadStats) -> Iterator[bytes]:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except ValueError:  # UnicodeDecodeError included
         raise BadInput(
-            f"{name} is not a text log: its first {len(head)} bytes hold NUL bytes or invalid "
-            "text.",
+            f"{name} is not a text log: NUL bytes or invalid text in its first "
+            f"{counted(len(head), 'byte')}.",
             "Give the text vLLM printed (docker logs NAME > vllm.log 2>&1).",
         ) from None
     yield first
