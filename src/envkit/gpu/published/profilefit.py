@@ -113,7 +113,7 @@ def runs_on(profile: Profile, table: KernelTable) -> tuple[Result, ...]:
         Result(
             severity=Severity.INFO,
             code="runs-on",
-            message=f"its builds (vLLM {build.version}, {torch_build.label}) have kernels for "
+            message=f"its builds, vLLM {build.version} and {torch_build.label}, have kernels for "
             f"compute capabilities {', '.join(map(str, able)) or 'none envkit knows'}",
             fix="name the GPU to check it: --gpu NAME or --compute-capability X.Y",
         ),

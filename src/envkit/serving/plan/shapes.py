@@ -382,7 +382,7 @@ def vision(model: Path, config: dict[str, Any]) -> Vision | None:
     source = (
         "preprocessor_config.json max_pixels"
         if max_pixels
-        else ("the processor default (16384 vision tokens)")
+        else "the processor default: 16384 vision tokens"
     )
     if not max_pixels:
         max_pixels = 16384 * per_token
