@@ -85,7 +85,7 @@ def said_by_fields(f: Incompatibility) -> str:
     where = f"{f.file}:{f.line}" + (f" (+{f.places - 1} more)" if f.places > 1 else "")
     origin = f" from {f.module}" if f.module and f.module != f.name else ""
     removed = f", removed in {f.removed_in}" if f.removed_in else ""
-    taken = f", transformers's since {f.taken_in}" if f.taken_in else ""
+    taken = f", transformers' own since {f.taken_in}" if f.taken_in else ""
     said = [f"{f.code.value}: {f.name}{origin}{removed}{taken}", f"used at {where}"]
     if f.detail:
         said.append(f.detail)
@@ -119,7 +119,13 @@ def test_a_value_holding_the_list_separator_still_reads_back_as_one() -> None:
     assert "a gguf,sharded checkpoint (vLLM" in shown and "; a bin checkpoint (vLLM" in shown
 
 
-def test_the_compat_report_shows_what_breaks_vllm_first_then_the_scoped() -> None:
+def test_the_compat_report_shows_what_breaks_vllm_first_then_the_scoped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from envkit.render import term
+
+    monkeypatch.setattr(term, "WIDE", False)  # its last paragraph folds at 100 columns
+    monkeypatch.setenv("COLUMNS", "100")
     scoped = Incompatibility(code=Code.MISSING_NAME, name="WHISPER_ATTENTION_CLASSES",
                              module="transformers.models.whisper.modeling_whisper",
                              file="vllm/model_executor/models/minicpmo.py", line=33,
@@ -139,7 +145,9 @@ def test_the_compat_report_shows_what_breaks_vllm_first_then_the_scoped() -> Non
         "transformers.models.whisper.modeling_whisper",
         "    used at vllm/model_executor/models/minicpmo.py:33",
         "    breaks only: MiniCPMO",
-        "  checked 334 imports, attributes against transformers 4.51.3; from the cache",
+        "  checked 334 imports, and the attributes vLLM 0.8.5 uses against transformers 4.51.3, "
+        "the release",
+        "    it was made against; from the cache",
     ]
 
 

@@ -231,7 +231,12 @@ def compat(rep: CompatReport, as_json: bool) -> None:
         )
     for r in [*core, *scoped]:
         _compat_finding(r)
-    against = f", attributes against transformers {rep.reference}" if rep.reference else ""
+    against = (
+        f", and the attributes vLLM {rep.vllm} uses against transformers {rep.reference}, "
+        "the release it was made against"
+        if rep.reference
+        else ""
+    )
     how = (
         "from the cache"
         if rep.cached
@@ -240,7 +245,7 @@ def compat(rep: CompatReport, as_json: bool) -> None:
             f"in {rep.seconds:.1f} s"
         )
     )
-    echo(one_line(f"  checked {rep.imports_checked} imports{against}; {how}"))
+    echo(wrap(f"checked {rep.imports_checked} imports{against}; {how}", "  ", "    "))
     if rep.undecided:
         echo(wrap("  not decidable from source: " + ", ".join(rep.undecided), "", "    "))
 
@@ -254,7 +259,7 @@ def _compat_finding(r: Result) -> None:
     module = r.fact("module")
     origin = f" from {module}" if module and module != r.subject else ""
     removed = f", removed in {r.fact('removed_in')}" if r.fact("removed_in") else ""
-    taken = f", transformers's since {r.fact('taken_in')}" if r.fact("taken_in") else ""
+    taken = f", transformers' own since {r.fact('taken_in')}" if r.fact("taken_in") else ""
     echo(wrap(f"{r.code}: {r.subject}{origin}{removed}{taken}", "  ", "    "))
     echo(wrap(f"used at {where}", "    ", "      "))
     if r.fact("detail"):
