@@ -50,7 +50,7 @@ def lint(
 
     if file is None and not vllm_args:
         raise BadInput(
-            "Nothing to check: give the arguments after -- or a file with --file.",
+            "Nothing to check: no arguments after -- and no --file.",
             "Give vllm serve's arguments after -- (the model first), or: envkit lint PROFILE "
             "--file compose.yaml.",
         )

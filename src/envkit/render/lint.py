@@ -27,13 +27,25 @@ def lint_lines(findings: tuple[LintFinding, ...], *, err: bool = False) -> None:
         echo(wrap(f"fix: {finding.fix}", "  ", "    "), err=err)
 
 
+SHOWN = 12  # the arguments and variables named in the head line; past them, a count
+
+
+def _looked_at(checked: tuple[str, ...]) -> str:
+    """What lint looked at, by name: 'the model, --max-model-len, VLLM_USE_V1'."""
+    if not checked:
+        return "nothing: no argument and no VLLM_* variable was given"
+    names = ["the model" if c == "MODEL" else c for c in checked]
+    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    return ", ".join(names[:SHOWN]) + more
+
+
 def lint_report(report: LintReport, where: str, as_json: bool) -> None:
     if as_json:
         data = report.to_dict()
         data["source"] = where
         emit_json(data)
         return
-    head = f"{report.profile} (vLLM {report.vllm}): {len(report.checked)} checked"
+    head = f"{report.profile} (vLLM {report.vllm}): checked {_looked_at(report.checked)}"
     echo(wrap(head + (f" from {where}" if where else ""), "", "  "))
     lint_lines(report.findings)
     if report.ok:

@@ -118,6 +118,7 @@ def test_ok_says_what_was_checked_and_a_pasted_line_reads_as_the_shell_does(
     said = " ".join(ok.out.split())  # folded to the terminal's width
     assert "has every flag given, each with as many values as it takes." in said
     assert said.endswith("What a value says is not checked.")
+    assert said.startswith("v0.2.1 (vLLM 0.2.1): checked the model, --max-model-len ")
     line = ("VLLM_OLD_KNOB=1", "VLLM_NEW_KNOB=1", "vllm", "serve", "m", "--max-model-len", "8")
     pasted = envkit("lint", "v0.2.1", *index, "--json", "--", *line, cwd=project)
     assert pasted.code == 0, pasted.err
