@@ -209,6 +209,12 @@ def test_an_engine_that_runs_an_image_needs_one(tmp_path: Path) -> None:
         "--to", "kserve", "--gpu", "rtx-4090", "--cell", CELL, "--out", str(tmp_path), cwd=tmp_path,
     )  # fmt: skip
     res.assert_fails(2, mentioning=("--image REF@sha256:DIGEST", "envkit image"))
+    # no --cell where two are usable: the question is the export's, not an image build's
+    res = envkit(
+        "--envs", str(ROOT / "envs"), "export", PROFILE, str(MODELS / "Qwen2-VL-2B-Instruct"),
+        "--to", "ray", "--gpu", "rtx-4090", "--out", str(tmp_path), cwd=tmp_path,
+    )  # fmt: skip
+    res.assert_fails(2, mentioning=("should the exported files' environment hold?", "--cell"))
 
 
 def test_a_lint_error_refuses_the_file_naming_the_flag_and_the_fix(

@@ -47,7 +47,10 @@ def planned(
             f"({gpu.source}): {reasons or 'see envkit plan'}. Nothing was written.",
             fixes or "envkit plan PROFILE MODEL shows the numbers.",
         )
-    spec = spec_for(profile, cell, constraints=constraints, index=index, torch_index=torch_index)
+    spec = spec_for(
+        profile, cell, constraints=constraints, index=index, torch_index=torch_index,
+        runs="the exported files' environment",
+    )  # fmt: skip
     args = serve_args(plan.recommended, settings.kv_cache_dtype)
     verdicts = (
         ("model", f"loadable as {verdict.architecture}" if verdict.ok else "not loadable"),

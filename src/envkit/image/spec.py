@@ -90,10 +90,12 @@ class ImageSpec:
                 )
         return labels
 
-    def capabilities_text(self) -> str:
+    def capabilities_text(self, sep: str = ",") -> str:
+        """The compute capabilities the image's kernels run on: for a label (``sep`` ','), or
+        for people (', ')."""
         if not self.kernels_known:
             return "unknown"
-        return ",".join(str(c) for c in self.capabilities) or "none"
+        return sep.join(str(c) for c in self.capabilities) or "none"
 
 
 def spec_for(
@@ -104,14 +106,16 @@ def spec_for(
     index: str | None = None,
     torch_index: TorchIndex | None = None,
     table: KernelTable | None = None,
+    runs: str = "the image",
 ) -> ImageSpec:
     """The image of ``profile``'s ``cell`` (None: the one usable cell for this machine's
     platform), installed from ``index`` (the ``--index-url`` option, else as uv picks it).
+    ``runs``: what will run the cell, as the question for a missing --cell names it.
     BadInput for a cell that does not exist, is not Linux, or names an index with
     credentials (they would be written into the image); StaleLock for a stale cell."""
     chosen = index_url(index)  # --index-url, else uv's variables, as uv picks it
     install_from = "" if chosen == DEFAULT_INDEX else chosen  # '': uv's own default
-    state = _chosen(profile, cell, constraints)
+    state = _chosen(profile, cell, constraints, runs)
     lock = state.files[0]
     text = read_small_text(lock, MAX_LOCK, what="lock file")
     if install_from and has_credentials(install_from):
@@ -152,7 +156,7 @@ def spec_for(
     )
 
 
-def _chosen(profile: Profile, cell: str | None, constraints: str | None) -> CellState:
+def _chosen(profile: Profile, cell: str | None, constraints: str | None, runs: str) -> CellState:
     found = states(profile, constraints)
     names = [s.cell.name for s in found]
     if cell is None:
@@ -160,9 +164,10 @@ def _chosen(profile: Profile, cell: str | None, constraints: str | None) -> Cell
         if len(here) != 1:
             listed = ", ".join(s.cell.name for s in here) or "none is published"
             raise BadInput(
-                f"Which cell of {profile.name} should the image hold? For this machine's "
+                f"Which cell of {profile.name} should {runs} hold? For this machine's "
                 f"platform ({machine_platform()}): {listed}.",
-                "Pass --cell CELL with the base image's Python: a Debian bookworm base has 3.11.",
+                "Pass --cell CELL with the Python that runs it (a base image's or the nodes'): "
+                "a Debian bookworm base has 3.11.",
             )
         return here[0]
     state = next((s for s in found if s.cell.name == cell), None)

@@ -44,7 +44,7 @@ def exported(result: ExportResult, as_json: bool) -> None:
     echo(wrap(f"image {image}", "", "  "))
     echo(
         wrap(
-            f"runs on compute capabilities {spec.capabilities_text()}, driver "
+            f"runs on compute capabilities {spec.capabilities_text(', ')}; driver "
             f"{spec.driver or 'any'} or newer",
             "",
             "  ",

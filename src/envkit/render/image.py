@@ -46,7 +46,7 @@ def image(result: ImageResult, as_json: bool) -> None:
     spec = result.spec
     echo(wrap(f"profile {spec.profile}  cell {spec.cell}  base {result.base}", "", "  "))
     echo(wrap(f"lock {spec.lock} (sha256:{spec.lock_sha256})", "", "  "))
-    kernels = spec.capabilities_text()
+    kernels = spec.capabilities_text(", ")
     echo(
         wrap(
             f"carries vLLM {spec.version('vllm') or '-'}, transformers "
