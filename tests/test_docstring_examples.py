@@ -12,6 +12,7 @@ import pytest
 WITH_EXAMPLES = (
     "envkit.gpu.arch",
     "envkit.gpu.needs",
+    "envkit.io.escaping",
     "envkit.lock.cells",
     "envkit.releases.torchversion",
     "envkit.results",

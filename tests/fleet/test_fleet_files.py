@@ -171,6 +171,27 @@ def test_each_field_is_checked_with_its_key_path(
     assert res.code == 2 and said in res.json()["message"], res.out
 
 
+def test_a_wrong_value_is_named_in_json_spelling_and_a_missing_one_as_missing(
+    tmp_path: Path,
+) -> None:
+    """Never Python's spelling of what the file held: null, not None; a missing key, not a
+    None it never held."""
+    said = {}
+    for name, change in (("null", None), ("flag", True), ("gone", ...)):
+        doc = fn.fingerprint(name)
+        if change is ...:
+            del doc["fingerprint"]["host"]
+        else:
+            doc["fingerprint"]["host"] = change
+        res = run_cli("fleet", "check", fn.SHIPPED, str(fn.write(tmp_path, name, doc)), "--json")
+        said[name] = res.json()["message"]
+    assert (
+        "fingerprint.host: expected a string of at most 4096 characters, got null" in said["null"]
+    )
+    assert "got true" in said["flag"] and "None" not in said["null"] + said["flag"]
+    assert "got nothing (the key is missing)" in said["gone"]
+
+
 def test_a_fifo_and_an_oversize_file_are_refused(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -22,6 +22,7 @@ from typing import Any
 from envkit.errors import EnvironmentBroken, OutputTooLarge, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder
+from envkit.io.escaping import MISSING, described
 from envkit.io.files import MiB, read_small_text
 
 MAX_FACTS = 64 * MiB  # what the probe writes: versions, paths, symbol lists
@@ -118,7 +119,7 @@ class _Reader:
     def text(self, key: str, default: str | None = None) -> str:
         if key not in self.data:
             if default is None:
-                raise _bad(self.at(key), "a string", "nothing")
+                raise _bad(self.at(key), "a string", MISSING)
             return default
         return _text(self.data[key], self.at(key))
 
@@ -165,10 +166,9 @@ def _text(value: object, path: str) -> str:
 
 
 def _bad(path: str, wanted: str, value: object) -> EnvironmentBroken:
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return EnvironmentBroken(
-        f"The verification probe answered nonsense at {path}: expected {wanted}, got {shown}.",
+        f"The verification probe answered nonsense at {path}: expected {wanted}, got "
+        f"{described(value)}.",
         "The venv's interpreter or its sitecustomize is not a plain Python; rebuild the venv "
         "with `envkit build`.",
     )

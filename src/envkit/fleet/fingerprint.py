@@ -19,6 +19,7 @@ from typing import Any
 
 from envkit.errors import BadInput, UnreadableFile
 from envkit.io import redaction
+from envkit.io.escaping import MISSING, described
 from envkit.io.files import MiB, read_small_text
 
 FORMAT = 1  # the fingerprint's own shape version (inside envkit's JSON document)
@@ -128,10 +129,7 @@ def mask_variables(found: Mapping[str, str]) -> dict[str, str]:
 
 class _Bad(Exception):
     def __init__(self, path: str, wanted: str, value: object) -> None:
-        shown = repr(value)
-        super().__init__(
-            f"{path}: expected {wanted}, got {shown[:57] + '...' if len(shown) > 60 else shown}"
-        )
+        super().__init__(f"{path}: expected {wanted}, got {described(value)}")
 
 
 class _Obj:
@@ -147,8 +145,8 @@ class _Obj:
         return f"{self.path}.{key}"
 
     def text(self, key: str, *, empty: bool = True, null: bool = False) -> str:
-        value = self.data.get(key)
-        if value is None and null:
+        value = self.data.get(key, MISSING)
+        if (value is None or value is MISSING) and null:
             return ""
         if not isinstance(value, str) or len(value) > MAX_TEXT or (not empty and not value):
             raise _Bad(self.at(key), f"a string of at most {MAX_TEXT} characters", value)

@@ -12,14 +12,18 @@ separators other than the space, surrogates, private use, unassigned code points
   terminal (render.term) and for comment lines in generated files;
 - :func:`unsafe_character` finds the first one (or any whitespace), for values that must be
   refused where they enter, such as URLs;
-- :func:`shell_command` quotes each word of a command envkit prints for a POSIX shell.
+- :func:`shell_command` quotes each word of a command envkit prints for a POSIX shell;
+- :func:`described` names a value read from JSON in a message, in JSON's own spelling.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterable
+
+from envkit.wording import counted
 
 # everything but printable ASCII; each match is then decided by str.isprintable
 _SUSPECT = re.compile(r"[^ -~]")
@@ -62,3 +66,30 @@ def unsafe_character(text: str) -> str | None:
 def shell_command(words: Iterable[str]) -> str:
     """A command line a POSIX shell splits back into exactly ``words`` (``shlex.quote``)."""
     return " ".join(shlex.quote(word) for word in words)
+
+
+# a key absent from a JSON object, as the readers that name wrong values pass it
+MISSING = object()
+SHOWN = 60  # characters of a string value a message shows
+
+
+def described(value: object) -> str:
+    """A value read from JSON as a message names it: ``null``, ``true``, ``5``, ``"text"``
+    (cut to SHOWN characters, all but ASCII escaped), ``an object``, ``a list of 3 items``,
+    or ``nothing (the key is missing)`` for :data:`MISSING`; never Python's spelling.
+
+    >>> described(None), described(True), described("x" * 70)[-5:], described([1])
+    ('null', 'true', 'xxx"…', 'a list of 1 item')
+    """
+    if value is MISSING:
+        return "nothing (the key is missing)"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list of " + counted(len(value), "item")
+    if isinstance(value, str) and len(value) > SHOWN:
+        return json.dumps(value[:SHOWN])[:-1] + '"…'
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):  # not a JSON value: what a caller built itself
+        return visible(repr(value))[:SHOWN]
