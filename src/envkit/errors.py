@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from envkit.results import Result, Severity
+from envkit.wording import counted
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -81,9 +82,8 @@ class ProfileError(EnvkitError):
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
         lines = [f"{p.location()}: {p.message}" for p in self.problems]
-        noun = "problem" if len(lines) == 1 else "problems"
         super().__init__(
-            f"Invalid profile ({len(lines)} {noun}): " + "; ".join(lines) + ".",
+            f"Invalid profile ({counted(len(lines), 'problem')}): " + "; ".join(lines) + ".",
             "Fix the profile file (format: docs/profiles.md) and run the command again.",
         )
 

@@ -93,7 +93,7 @@ def test_the_reader_and_the_schema_refuse_a_bad_value_of_each_key(key: keys.Key)
 def test_the_reader_and_the_schema_refuse_a_value_of_the_wrong_type(key: keys.Key) -> None:
     doc = _with(key.path, 12)
     found = _reader_problems(doc)
-    assert found == [(key.path.replace("*", "Some"), f"must be {key.kind.said}, not int")]
+    assert found == [(key.path.replace("*", "Some"), f"must be {key.kind.said}, not an integer")]
     with pytest.raises(jsonschema.ValidationError):
         _profile_schema().validate(doc)
 
@@ -175,3 +175,15 @@ def test_a_bad_value_still_names_its_line(tmp_path: Path) -> None:
     [problem] = info.value.problems
     assert (problem.key, problem.line) == ("torch.backend", 5)
     assert problem.message == forms.BACKEND.refusal("cu1x4")
+
+
+def test_a_wrong_value_is_named_as_toml_names_it_and_a_problem_said_once(tmp_path: Path) -> None:
+    """'not an array', 'found an integer' (TOML's words, not Python's 'list', 'int'); two
+    entries wrong the same way are one problem, not the same sentence twice."""
+    text = profile_text(extra="exclude_newer = true\n[matrix]\npython = [1, 2]\n")
+    with pytest.raises(ProfileError) as caught:
+        parse_profile(text, path=tmp_path / "p.toml", name="p")
+    said = [p.message for p in caught.value.problems]
+    assert "must be a string, not a boolean" in said
+    assert said.count("entries must be non-empty strings, found an integer") == 1
+    assert caught.value.message.startswith(f"Invalid profile ({len(said)} problems): ")

@@ -297,7 +297,7 @@ def check(table: Mapping[str, Any], problem: Report, prefix: str = "", where: st
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
             problem(path, f"unknown key '{name}'; {hint}")
         elif not key.kind.holds(value):
-            problem(path, f"must be {key.kind.said}, not {type(value).__name__}")
+            problem(path, f"must be {key.kind.said}, not {toml_kind(value)}")
         elif key.kind is TB:
             check(value, problem, key.path, path)
         elif key.kind is T:
@@ -310,10 +310,20 @@ def check(table: Mapping[str, Any], problem: Report, prefix: str = "", where: st
             problem(key.path, f"required key '{key.name}' is missing")
 
 
+def toml_kind(value: object) -> str:
+    """What a TOML value is, as TOML names it (a boolean, an array), never Python's name."""
+    for kind, said in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
+                       (str, "a string"), (list, "an array"), (dict, "a table")):  # fmt: skip
+        if isinstance(value, kind):
+            return said
+    return "a date or time"  # all TOML holds besides
+
+
 def _check_items(key: Key, values: list[Any], path: str, problem: Report) -> None:
     for item in values:
         if not isinstance(item, str) or not item.strip():
-            problem(path, f"entries must be non-empty strings, found {item!r}")
+            found = toml_kind(item) if not isinstance(item, str) else "an empty string"
+            problem(path, f"entries must be non-empty strings, found {found}")
         elif key.form is not None and not key.form.fits(item):
             problem(path, key.form.refusal(item))
     if len(values) < key.min_items:

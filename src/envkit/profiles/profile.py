@@ -290,7 +290,9 @@ def _validate(
     problems: list[Problem] = []
 
     def problem(key: str, message: str) -> None:
-        problems.append(Problem(shown, key, message, lines.find(key)))
+        found = Problem(shown, key, message, lines.find(key))
+        if found not in problems:  # two entries wrong the same way are one problem
+            problems.append(found)
 
     if not NAME_RE.fullmatch(name):
         problem("", f"profile name {name!r} may hold only letters, digits, '.', '_', '+', '-'")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkit.profiles.keys import Report
+from envkit.profiles.keys import Report, toml_kind
 from envkit.profiles.tomlfields import sub_table
 
 MAX_ARGS = 512
@@ -44,7 +44,7 @@ def serve_table(doc: Mapping[str, Any], problem: Report) -> Serve:
             problem("serve.args", f"{len(args):,} words; a profile holds at most {MAX_ARGS}")
         for word in args[:MAX_ARGS]:
             if not isinstance(word, str):
-                problem("serve.args", f"entries must be strings, found {type(word).__name__}")
+                problem("serve.args", f"entries must be strings, found {toml_kind(word)}")
             elif len(word) > MAX_WORD:
                 problem("serve.args", f"a word is longer than {MAX_WORD:,} characters")
             else:
