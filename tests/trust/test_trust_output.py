@@ -612,9 +612,9 @@ def chat_answer(server: loopback.Scripted, reply: dict[str, Any]) -> Any:
         ({"choices": []}, "without choices"),
         ({"choices": [{}]}, "no message object"),
         ({"choices": [{"message": "OK"}]}, "no message object"),
-        ({"choices": [{"message": {"role": "assistant"}}]}, "content is missing"),
-        ({"choices": [{"message": {"content": 5}}]}, "content is a int"),
-        ({"choices": [{"message": {"content": ["OK"]}}]}, "content is a list"),
+        ({"choices": [{"message": {"role": "assistant"}}]}, "message has no content"),
+        ({"choices": [{"message": {"content": 5}}]}, "message.content is 5, not a string"),
+        ({"choices": [{"message": {"content": ["OK"]}}]}, "message.content is a list of 1 item, not"),
     ],
 )
 def test_probe_needs_a_usable_chat_message(

@@ -28,6 +28,7 @@ from platformdirs import user_cache_path
 
 from envkit.errors import EnvkitError, UnreadableFile
 from envkit.io.atomicfile import write_atomic
+from envkit.io.escaping import described
 from envkit.io.files import KiB, MiB, read_small_text
 
 T = TypeVar("T")
@@ -185,7 +186,7 @@ class Fields:
 
     def __init__(self, data: Any, where: str) -> None:
         if not isinstance(data, dict):
-            raise BadEntry(f"{where} is a {type(data).__name__}, not an object")
+            raise BadEntry(f"{where} is {described(data)}, not an object")
         if len(data) > MAX_ITEMS:
             raise BadEntry(f"{where} has too many keys")
         self.data: dict[str, Any] = data

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from envkit.errors import BadInput, NetworkError
+from envkit.io.escaping import described
 from envkit.io.http import Http, seconds_from_env
 from envkit.io.redaction import redact, remember_secret
 from envkit.io.urls import parse_url
@@ -245,11 +246,12 @@ def _message(body: Any) -> dict[str, Any] | str:
         )
     content = message.get("content", 0)  # null is allowed (a reply that is a tool call)
     if content is not None and not isinstance(content, str):
-        return (
-            "HTTP 200, but choices[0].message.content is "
-            + ("missing" if "content" not in message else f"a {type(content).__name__}")
-            + ", not a string: not an OpenAI-compatible chat answer"
+        what = (
+            " has no content"
+            if "content" not in message
+            else f".content is {described(content)}, not a string"
         )
+        return f"HTTP 200, but choices[0].message{what}: not an OpenAI-compatible chat answer"
     return message
 
 
