@@ -180,7 +180,7 @@ def test_no_profile_can_load_it_names_the_releases(
     ("content", "fragment"),
     [
         ('{"model_type": "llama",', "not valid JSON (line 1"),
-        ("[1, 2]", "not an object"),
+        ("[1, 2]", "a list of 2 items, not a JSON object"),
         ('{"architectures": ["LlamaForCausalLM"]}', "has no model_type"),
         ('{"model_type": "llama", "architectures": "LlamaForCausalLM"}', "must be a list"),
         ('{"model_type": "llama", "architectures": [1]}', "must be a list"),

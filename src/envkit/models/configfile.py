@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envkit.errors import BadInput
+from envkit.io.escaping import described
 from envkit.io.files import present, read_small_text
 from envkit.io.redaction import redact
 
@@ -91,7 +92,7 @@ def parse_config(text: str, source: str) -> ModelConfig:
     data = load_json(text, source)
     if not isinstance(data, dict):
         raise BadInput(
-            f"{source} holds a JSON {type(data).__name__}, not an object.",
+            f"{source} holds {described(data)}, not a JSON object.",
             "A model's config.json is a JSON object.",
         )
     model_type = data.get("model_type")
