@@ -614,7 +614,7 @@ def chat_answer(server: loopback.Scripted, reply: dict[str, Any]) -> Any:
         ({"choices": [{"message": "OK"}]}, "no message object"),
         ({"choices": [{"message": {"role": "assistant"}}]}, "message has no content"),
         ({"choices": [{"message": {"content": 5}}]}, "message.content is 5, not a string"),
-        ({"choices": [{"message": {"content": ["OK"]}}]}, "message.content is a list of 1 item, not"),
+        ({"choices": [{"message": {"content": ["OK"]}}]}, "content is a list of 1 item, not"),
     ],
 )
 def test_probe_needs_a_usable_chat_message(

@@ -166,6 +166,8 @@ def test_red_herring_warnings_are_not_causes() -> None:
     assert failing.cause.code.value == "kv-cache-too-small"
     assert failing.also == ()
     assert "--max-model-len 7840" in failing.cause.fix[0]
+    # the length vLLM computed with, as its message says, over the args' 4096 in the preamble
+    assert any("max_model_len 32768: 3.50 GiB" in d for d in failing.cause.details)
 
 
 def test_a_failure_after_the_start_is_a_failure(tmp_path: Path) -> None:

@@ -72,7 +72,8 @@ def kv_cache(hits: tuple[Hit, ...], ctx: Context) -> Fix:
     steps: list[str] = []
     if needed and available:
         summary = f"one request needs {needed} GiB of KV cache; {available} GiB are left"
-        length = ctx.arg("max_model_len", "max_seq_len")
+        # the length vLLM computed with (its message says it), else the one asked for
+        length = first(hits, "asked_len") or ctx.arg("max_model_len", "max_seq_len")
         details.append(
             f"KV cache per request of max_model_len{f' {length}' if length else ''}: "
             f"{needed} GiB > {available} GiB left after weights, activations and graphs"

@@ -190,7 +190,8 @@ SIGNATURES: tuple[Signature, ...] = (
         C,
         ("kv cache is needed", "cache blocks", "stored in kv cache"),
         r"No available memory for the cache blocks"
-        r"|\((?P<needed>[\d.]+) GiB KV cache is needed, which is larger than the available KV"
+        r"|(?:max seq len \((?P<asked_len>\d+)\), )?"
+        r"\((?P<needed>[\d.]+) GiB KV cache is needed, which is larger than the available KV"
         r" cache memory \((?P<available>[\d.]+) GiB\)"
         r"(?:.*?estimated maximum model length is (?P<estimated>\d+))?"
         r"|max seq len \((?P<max_len>\d+)\) is larger than the maximum number of tokens that can"
