@@ -53,7 +53,7 @@ def _to(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
 @json_option
 @click.pass_obj
 def upgrade(state: State, /, profiles: tuple[str, ...], every: bool, **values: Any) -> int:
-    """Move PROFILE(s) to a newer vLLM (and the transformers and torch picked for it): the
+    """Move each of PROFILES to a newer vLLM (and the transformers and torch picked for it): the
     newest that still loads every model of the profile's [models], runs on its GPUs (or the
     one given) and the driver, or --to vllm==X. Prints old and new side by side, each row
     with its evidence: models, GPUs, driver and CUDA, Python, compat, transformers bounds,
