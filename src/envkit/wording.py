@@ -8,6 +8,8 @@ messages and the renderers say counts the same way.
 '3 model types'
 >>> f"{counted(2, 'module')} {agree(2, 'needs', 'need')} them"
 '2 modules need them'
+>>> every(1, "cell"), every(2, "cell"), every(5, "check")
+('The cell', 'Both cells', 'All 5 checks')
 """
 
 from __future__ import annotations
@@ -21,3 +23,11 @@ def counted(count: int, noun: str, plural: str = "") -> str:
 def agree(count: int, one: str, many: str) -> str:
     """``one`` for a count of one, else ``many``: the verb beside :func:`counted`."""
     return one if count == 1 else many
+
+
+def every(count: int, noun: str) -> str:
+    """The whole of ``count`` things, at the start of a sentence: 'The cell', 'Both cells',
+    'All 5 cells'."""
+    if count == 1:
+        return f"The {noun}"
+    return f"Both {noun}s" if count == 2 else f"All {count} {noun}s"

@@ -17,6 +17,7 @@ from envkit.render.term import (
     term_width,
     wrap,
 )
+from envkit.wording import agree, every
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.env.build import BuildResult
@@ -150,7 +151,8 @@ def report_lines(rep: Report) -> None:
     if failed:
         echo(f"{failed} of {len(rep.checks)} checks failed.", fg="red", bold=True)
     else:
-        echo(f"All {len(rep.checks)} checks hold.", fg="green", bold=True)
+        said = f"{every(len(rep.checks), 'check')} {agree(len(rep.checks), 'holds', 'hold')}."
+        echo(said, fg="green", bold=True)
 
 
 def where(path: Path, locks: Path | None = None) -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from envkit.render.locks import places
 from envkit.render.term import echo, emit_json, human_size, one_line, table, wrap
-from envkit.wording import counted
+from envkit.wording import agree, counted, every
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.fleet.fingerprint import Fingerprint
@@ -61,7 +61,7 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
     echo(table(rows))
     bad = [v for v in result.verdicts if v.differs or not v.answered]
     if not bad:
-        said = "The node matches" if count == 1 else f"All {count} nodes match"
+        said = f"{every(count, 'node')} {agree(count, 'matches', 'match')}"
         echo(f"{said} the lock.", fg="green", bold=True)
         return
     differ = "differs" if len(bad) == 1 else "differ"

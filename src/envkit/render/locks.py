@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from envkit.render.term import echo, emit_json, encode_json, one_line, table, wrap
-from envkit.wording import counted
+from envkit.wording import agree, counted, every
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.lock.cells import CellState, Place
@@ -96,7 +96,7 @@ def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool
         for r in bad:
             echo(wrap(f"{r.subject}: {r.message}", "  ", "    "))
     else:
-        said = "The cell is" if len(found) == 1 else f"All {len(found)} cells are"
+        said = f"{every(len(found), 'cell')} {agree(len(found), 'is', 'are')}"
         echo(f"{said} current.", fg="green", bold=True)
 
 
