@@ -270,6 +270,20 @@ def test_python_option_that_does_not_fit_the_profile(project: Path, indexes: Ind
     assert "but the profile asks for Python 3.99" in res.err
 
 
+def test_a_backend_the_pinned_torch_is_not_published_for_is_refused_first(
+    project: Path, indexes: Indexes
+) -> None:
+    """--torch-backend cu999 is well-formed, but torch 2.6's series is published for CUDA
+    11.8, 12.4 and 12.6 (envkit's table): refused before a venv is made, not by uv after."""
+    pinned = profile_text(constraints=("transformers==4.51.3", "torch==2.6.0"))
+    (project / "envs" / "pinned.toml").write_text(pinned)
+    res = envkit("build", "pinned", "--torch-backend", "cu999", *build_args(indexes.default),
+                 cwd=project)  # fmt: skip
+    res.assert_fails(2, mentioning=("is published for CUDA 11.8, 12.4, 12.6, not 99.9",
+                                    "Pass one of cu118, cu124, cu126, or cpu."))  # fmt: skip
+    assert not (project / ".venv").exists() and not (project / ".envkit").exists()
+
+
 def test_credentials_in_index_urls_never_reach_output_or_files(project: Path, built: Path) -> None:
     secret = "s3cr3t-t0ken"
     url = f"http://builder:{secret}@127.0.0.1:9/simple"

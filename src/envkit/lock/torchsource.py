@@ -27,7 +27,7 @@ from envkit.lock import pylocks
 from envkit.lock.cells import Cell, TorchOrigin
 from envkit.profiles.forms import BACKEND
 from envkit.profiles.profile import Profile, Torch, cuda_for_backend
-from envkit.releases.torchbuilds import wheel_cuda
+from envkit.releases.torchbuilds import shipped_table, wheel_cuda
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,25 @@ def for_build(profile: Profile, backend_option: str | None, index: TorchIndex) -
         )
     backend = backend_option or profile.torch.backend
     cuda = cuda_for_backend(backend_option) if backend_option else profile.torch.cuda
+    if backend_option and cuda:
+        _published(profile, backend_option, cuda)
     return TorchSource(index=index, backend=backend, cuda=cuda)
+
+
+def _published(profile: Profile, backend: str, cuda: str) -> None:
+    """BadInput, before anything is made, when the pinned torch's release series is in
+    envkit's table of the PyTorch index's CUDA builds and ``cuda`` is not among them (uv
+    would refuse or fail after the venv is made); no verdict when the table lacks it."""
+    torch = profile.expected_versions().get("torch", "")
+    series = ".".join(torch.split("+")[0].split(".")[:2])
+    builds = shipped_table().get("series", {}).get(series) if series else None
+    if not isinstance(builds, list) or cuda in builds:
+        return
+    raise BadInput(
+        f"--torch-backend {backend}: torch {torch}, which {profile.name} pins, is published "
+        f"for CUDA {', '.join(builds)}, not {cuda} (envkit's table of the PyTorch index).",
+        "Pass one of " + ", ".join("cu" + c.replace(".", "") for c in builds) + ", or cpu.",
+    )
 
 
 def as_locked(origin: TorchOrigin, backend: str, asked: TorchSource) -> TorchSource:
