@@ -294,6 +294,20 @@ def test_an_image_whose_checks_fail_is_removed_and_never_tagged(
     assert text.code == 1 and "transformers.NotThere" in text.out and "was removed" in text.out
 
 
+@pytest.mark.container
+def test_a_base_the_builder_cannot_have_is_one_paragraph_with_what_to_check(
+    tmp_path: Path, index: str
+) -> None:
+    """A base no registry serves (here a loopback one that refuses): the builder's own last
+    lines, that nothing was tagged, and what to check, naming the builder; exit 1."""
+    root = locked(tmp_path, index)
+    tag, res = build(root, "localhost/envkit-test/absent:none", index)
+    res.assert_fails(1, mentioning=("The image build failed", "Nothing was tagged.",
+                                    "--base localhost/envkit-test/absent:none",
+                                    "`buildah images`"))  # fmt: skip
+    assert "Traceback" not in res.err and not _exists(tag)
+
+
 def _run_in(image: str, *argv: str) -> str:
     name = f"envkit-test-{uuid.uuid4().hex[:8]}"
     buildah("from", "--pull-never", "--name", name, image)

@@ -249,7 +249,12 @@ def _build(argv: list[str], spec: ImageSpec, base: str, progress: Progress) -> N
         raise _mismatch(spec, base, base_said)
     if code != 0:
         returned = code if code is not None else -1
-        raise CommandFailed(argv, returned, "\n".join(tail), "The image build")
+        engine = Path(argv[0]).name
+        raise CommandFailed(
+            argv, returned, "\n".join(tail), "The image build",
+            f"Nothing was tagged. Check --base {base} (an image {engine} can pull, or holds: "
+            f"`{engine} images`) and the step its last output stops at.",
+        )  # fmt: skip
 
 
 def _verify(profile: Profile, builder: Builder, image: str, scratch: Path) -> Report:
