@@ -158,14 +158,29 @@ def _run(
             _quiet_run(builder.remove(made.image))
             return replace(result, report=report, removed=True)
         made.verified = True
+        kept = f"Image {made.image} passed its checks and is kept"
         if options.tag:
-            _checked(builder.tag(made.image, options.tag), "tagging the image")
+            tag_it = shell_command(builder.tag(made.image, "TAG"))
+            _checked(builder.tag(made.image, options.tag), "tagging the image",
+                     hint=f"{kept}, untagged: `{tag_it}` tags it.")  # fmt: skip
             made.tagged = True
         digest = _digest(builder, made.image)
         if options.save is not None:
             progress(f"writing {options.save}")
             made.archive = None if options.save.exists() else options.save
-            _checked(builder.save(made.image, options.save, options.tag), "saving the image")
+            left = (
+                "no archive was written" if made.archive is not None
+                else f"{options.save}, which was there before, may be partly overwritten"
+            )  # fmt: skip
+            try:
+                _checked(builder.save(made.image, options.save, options.tag), "saving the image",
+                         hint=f"{kept}{f', tagged {options.tag}' if made.tagged else ''}; {left}. "
+                         f"Check where --save {options.save} points (its folder, its free "
+                         "space).")  # fmt: skip
+            except CommandFailed:
+                if made.archive is not None:  # begun by this run, and not finished
+                    made.archive.unlink(missing_ok=True)
+                raise
             made.archive = None
         return replace(
             result,
@@ -292,10 +307,10 @@ def _digest(builder: Builder, image: str) -> str:
     return text if done.returncode == 0 and text.startswith("sha256:") and len(text) == 71 else ""
 
 
-def _checked(argv: list[str], what: str, timeout: float = STEP_TIMEOUT) -> None:
+def _checked(argv: list[str], what: str, timeout: float = STEP_TIMEOUT, *, hint: str = "") -> None:
     done = process.run(argv, timeout=timeout, merge_stderr=True)
     if done.returncode != 0:
-        raise CommandFailed(argv, done.returncode, done.stdout or "", what.capitalize())
+        raise CommandFailed(argv, done.returncode, done.stdout or "", what.capitalize(), hint)
 
 
 def _quiet_run(argv: list[str]) -> bool:
