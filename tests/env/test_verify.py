@@ -119,5 +119,6 @@ def test_verify_existing_refuses_a_venv_that_is_not_there(tmp_path: Path) -> Non
     said: list[str] = []
     with pytest.raises(BadInput) as info:
         verify_existing(profile, tmp_path / "nowhere", note=said.append)
-    assert "no environment to check" in info.value.message
+    assert "nowhere' does not exist, so there is no environment to check" in info.value.message
+    assert f"envkit build good --venv {tmp_path / 'nowhere'};" in info.value.hint  # in use
     assert said == [] and not (tmp_path / ".envkit").exists()

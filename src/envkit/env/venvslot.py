@@ -49,6 +49,7 @@ from filelock import FileLock, Timeout
 from envkit.errors import BadInput, EnvironmentBroken, FileSystemError, UnreadableFile
 from envkit.io import faults, process
 from envkit.io.atomicfile import sweep_temporaries, write_atomic
+from envkit.io.escaping import shell_command
 from envkit.io.files import read_small_text
 
 MARKER = "envkit-build.json"
@@ -212,18 +213,24 @@ class VenvSlot:
 
     @contextmanager
     def locked(
-        self, on_wait: Callable[[str], None] | None = None, *, existing: bool = False
+        self, on_wait: Callable[[str], None] | None = None, *, existing: str = ""
     ) -> Iterator[list[str]]:
         """Hold this venv's lock; first repair what a killed envkit left. Yields what was done.
 
-        ``existing``: the command works on a venv that is there (verify); when neither it nor
-        envkit's state beside it exists, BadInput, and nothing is created."""
+        ``existing``: the profile a command checks a venv that is there against (verify);
+        when neither it nor envkit's state beside it exists, BadInput naming the build of
+        that profile into it, and nothing is created."""
         self._check_state_folder()
         if existing and not self.state.is_dir() and not is_venv(self.path):
-            what = "does not exist" if not _exists(self.path) else "is not a virtual environment"
+            what = (
+                "does not exist"
+                if not _exists(self.path)
+                else "is not a virtual environment (no pyvenv.cfg)"
+            )
+            build = shell_command(["envkit", "build", existing, "--venv", str(self.venv)])
             raise BadInput(
-                f"{str(self.venv)!r} {what} (no pyvenv.cfg), so there is no environment to check.",
-                "Build it first (envkit build PROFILE --venv PATH), or pass the venv's folder.",
+                f"{str(self.venv)!r} {what}, so there is no environment to check.",
+                f"Build it first: {build}; or pass the venv's folder.",
             )
         try:
             self.state.mkdir(parents=True, exist_ok=True)

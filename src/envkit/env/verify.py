@@ -372,7 +372,7 @@ def verify_existing(
 
     slot = VenvSlot(venv)
     try:
-        with slot.locked(note, existing=True) as recovered:
+        with slot.locked(note, existing=profile.name) as recovered:
             for done in recovered:
                 note(f"recovered: {done}")
             return verify(profile, slot.venv, compat=compat, gpu=gpu, progress=progress)

@@ -470,7 +470,9 @@ def test_what_serve_refuses_before_anything_starts(tmp_path: Path) -> None:
     fake.serve("serve", "--api-key-env", "K", K="short").assert_fails(2, mentioning="shorter")
     empty = Fake(tmp_path / "other")
     (empty.venv / "bin" / "vllm").unlink()
-    empty.serve("serve").assert_fails(2, mentioning=("holds no vLLM", "envkit build"))
+    empty.serve("serve").assert_fails(
+        2, mentioning=("holds no vLLM", f"envkit build {PROFILE} --venv {empty.venv}")
+    )  # the build that makes it: the profile and venv in use
     assert not fake.record.exists() and not empty.record.exists()  # nothing was started
 
 

@@ -60,14 +60,15 @@ class Launch:
         return f"http://{shown}:{self.port}/v1"
 
 
-def vllm_program(venv: Path) -> Path:
-    """``<venv>/bin/vllm``; BadInput when it is missing or cannot be run."""
+def vllm_program(venv: Path, profile: str) -> Path:
+    """``<venv>/bin/vllm``; BadInput when it is missing or cannot be run, with the build of
+    ``profile`` into that venv that makes it."""
     program = venv / "bin" / "vllm"
     if not program.is_file() or not os.access(program, os.X_OK):
+        build = shell_command(["envkit", "build", profile, "--venv", str(venv)])
         raise BadInput(
             f"{program} is not there (or cannot be run): {venv} holds no vLLM to serve with.",
-            "Build the environment first (envkit build PROFILE --venv PATH), or give the "
-            "venv that holds vLLM with --venv.",
+            f"Build it first: {build}; or give the venv that holds vLLM with --venv.",
         )
     return program
 

@@ -66,7 +66,7 @@ def prepare(request: ServeRequest, progress: Progress = quiet) -> start.Launch:
 
     loaded, vllm_args = request.profile, request.vllm_args
     venv = Path(os.path.abspath(request.venv))
-    program = start.vllm_program(venv)
+    program = start.vllm_program(venv, loaded.name)
     _refuse_owned_args(vllm_args)
     given_keys = start.arg_keys(vllm_args)  # remembered: masked from here on
     key = start.api_key(request.api_key_env)
