@@ -175,7 +175,7 @@ def _run(
             try:
                 _checked(builder.save(made.image, options.save, options.tag), "saving the image",
                          hint=f"{kept}{f', tagged {options.tag}' if made.tagged else ''}; {left}. "
-                         f"Check where --save {options.save} points (its folder, its free "
+                         f"Check the folder of {options.save} (its permissions, its free "
                          "space).")  # fmt: skip
             except CommandFailed:
                 if made.archive is not None:  # begun by this run, and not finished
