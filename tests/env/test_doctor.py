@@ -14,7 +14,7 @@ import pytest
 import indexserver
 import wheelhouse
 from conftest import Indexes
-from helpers import FIXTURES, envkit, install_into, shadow_transformers
+from helpers import FIXTURES, ROOT, envkit, install_into, shadow_transformers
 
 # Output recorded from nvidia-smi on an 8 GiB RTX 2070 (field report 2's card): the plain
 # header, and --query-gpu=name,driver_version,memory.total,memory.free,compute_cap as CSV.
@@ -148,6 +148,21 @@ def test_wsl2_hf_xet_and_secrets(project: Path, indexes: Indexes, tmp_path: Path
         assert value not in res.out + text.out + text.err
     _res, found = doctor(project, env={"HF_HUB_DISABLE_XET": "1"})
     assert "old-hf-xet" not in found and found["xet-disabled"]["severity"] == "info"
+
+
+def test_a_system_interpreter_is_told_the_build_of_the_profile_in_use(tmp_path: Path) -> None:
+    """No venv here and none active: doctor looks at python3 on PATH, a system interpreter,
+    and its fix names the profile given, or says where the profiles are listed."""
+    env = {"VIRTUAL_ENV": "", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    fixes = []
+    for args in ((), ("--envs", str(ROOT / "envs"), "--profile", "vllm-0.9.2")):
+        res = envkit("doctor", *args, "--json", cwd=tmp_path, env=env)
+        found = {f["code"]: f for f in res.json()["findings"]}
+        fixes.append(found["not-a-venv"]["fix"])
+    assert fixes == [
+        "work in a venv: envkit build PROFILE (envkit profiles lists them)",
+        "work in a venv: envkit build vllm-0.9.2",
+    ]
 
 
 def test_doctor_bad_input(tmp_path: Path) -> None:

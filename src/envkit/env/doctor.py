@@ -181,7 +181,11 @@ def diagnose(
                 severity=WARNING,
                 code="not-a-venv",
                 message=(f"{facts.executable} is a system interpreter (sys.prefix {facts.prefix})"),
-                fix="work in a venv: envkit build PROFILE",
+                fix=(
+                    f"work in a venv: envkit build {profile.name}"
+                    if profile
+                    else "work in a venv: envkit build PROFILE (envkit profiles lists them)"
+                ),
             )
         )
     return Diagnosis(
