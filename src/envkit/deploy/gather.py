@@ -45,7 +45,7 @@ def planned(
         raise ExportRefused(
             f"envkit plan has no command for {model} with {profile.name} on this GPU "
             f"({gpu.source}): {reasons or 'see envkit plan'}. Nothing was written.",
-            fixes or "envkit plan PROFILE MODEL shows the numbers.",
+            fixes or f"{gpu.plan_command(profile.name, str(model))} shows the numbers.",
         )
     spec = spec_for(
         profile, cell, constraints=constraints, index=index, torch_index=torch_index,

@@ -464,7 +464,8 @@ def test_what_serve_refuses_before_anything_starts(tmp_path: Path) -> None:
     cannot = fake.serve(
         "serve", "--gpu-memory", "24GiB", model=str(FIXTURES / "models" / "Qwen3.5-9B")
     )
-    cannot.assert_fails(1, mentioning=("envkit plan has no command", "--no-plan"))
+    plan = f"envkit plan {PROFILE} {FIXTURES / 'models' / 'Qwen3.5-9B'} --gpu-memory 24.00GiB"
+    cannot.assert_fails(1, mentioning=("envkit plan has no command", plan, "--no-plan"))
     fake.serve("serve", "--", "--port", "9").assert_fails(2, mentioning="sets vLLM's host, port")
     fake.serve("serve", "--api-key-env", "UNSET_KEY").assert_fails(2, mentioning="UNSET_KEY")
     fake.serve("serve", "--api-key-env", "K", K="short").assert_fails(2, mentioning="shorter")

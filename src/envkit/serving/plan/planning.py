@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from envkit.errors import BadInput
 from envkit.gpu import cards
+from envkit.io.escaping import shell_command
 from envkit.profiles.profile import Profile
 from envkit.serving.command import MmKwargs, MmLimits
 from envkit.serving.plan import memory_plan
@@ -38,6 +39,12 @@ class Gpu:
     free: int | None = None
     capability: tuple[int, int] | None = None
     source: str = ""
+
+    def plan_command(self, profile: str, model: str) -> str:
+        """``envkit plan PROFILE MODEL`` for this GPU as the options gave it (nvidia-smi's
+        is the one plan reads itself): the command a refusal points to."""
+        given = self.source.split(" ", 1) if self.source.startswith("--") else []
+        return shell_command(["envkit", "plan", profile, model, *given])
 
 
 @dataclass(frozen=True)

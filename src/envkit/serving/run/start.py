@@ -134,8 +134,8 @@ def _planned_args(request: ServeRequest, progress: Progress) -> tuple[list[str],
         raise ServeRefused(
             f"envkit plan has no command for {model} with {loaded.name} on this GPU "
             f"({gpu.source}): {problems or 'no setting fits'}.",
-            "envkit plan PROFILE MODEL shows the numbers; --no-plan starts vLLM with its own "
-            "defaults anyway.",
+            f"{gpu.plan_command(loaded.name, str(model))} shows the numbers; --no-plan starts "
+            "vLLM with its own defaults anyway.",
         )
     args = serve_args(result.recommended, settings.kv_cache_dtype)
     notes = [f"plan ({gpu.source}): {shell_words(args)}"]
