@@ -70,7 +70,11 @@ def test_the_walk_finds_the_hints() -> None:
     found = hints()
     # the hints of plan, verify, new-profile and build are among them, options and all
     named = {(cmd, opt) for _w, cmd, _c, opts in found for opt in opts}
-    assert {("verify", "--gpu"), ("new-profile", "--for-model"), ("build", "--venv")} <= named
+    assert {
+        ("verify", "--compute-capability"),
+        ("new-profile", "--for-model"),
+        ("build", "--venv"),
+    } <= named
     assert len(found) > 40
 
 

@@ -150,7 +150,8 @@ def on_gpu(profile: Profile, target: GpuTarget, table: KernelTable) -> tuple[Res
                 code="kernels-not-known",
                 message=f"{' and '.join(unknown)}: not in envkit's kernel table, so whether "
                 f"its kernels run on {target} is not decided here",
-                fix="envkit verify PROFILE --gpu NAME reads the installed builds",
+                fix=f"envkit verify {profile.name} --compute-capability {target.capability} "
+                "reads the installed builds",
             )
         )
     major = build.cuda_major if build is not None else None
