@@ -24,6 +24,7 @@ from envkit.lock.locker import Locker, LockOptions
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.catalog import Catalog
 from envkit.profiles.profile import Profile
+from envkit.wording import agree
 
 
 def _profiles(
@@ -52,7 +53,7 @@ def _profiles(
                 f"No profile in {folder!r}"
                 + (
                     f" can be read: the {state.broken} above "
-                    + ("is broken." if state.broken == 1 else "are broken.")
+                    + agree(state.broken, "is broken.", "are broken.")
                     if state.broken
                     else "."
                 ),

@@ -48,6 +48,7 @@ from envkit.io.files import MiB, read_small
 from envkit.io.http import Http, Response
 from envkit.io.redaction import redact
 from envkit.io.urls import parse_url
+from envkit.wording import counted
 
 FORMAT = 1
 KIND = "envkit-knowledge"
@@ -111,7 +112,7 @@ def age_days(created: dt.datetime, now: dt.datetime | None = None) -> int:
 
 def age_line(created: dt.datetime, now: dt.datetime | None = None) -> str:
     days = age_days(created, now)
-    old = "made today" if days == 0 else f"{days} day{'s' if days != 1 else ''} old"
+    old = "made today" if days == 0 else f"{counted(days, 'day')} old"
     return f"knowledge from {created.date().isoformat()}, {old}"
 
 

@@ -131,11 +131,10 @@ def _reason(
     count = sum(len(s) for _m, s in missing)
     named = ", ".join(_short(readable(s)) for s in symbols[:SHOWN])
     more = f" and {counted(len(missing) - 1, 'other module')}" if len(missing) > 1 else ""
-    need = "need" if more else "needs"
-    symbol = "symbol" if count == 1 else "symbols"
+    need = agree(len(missing), "needs", "need")
     said = (
         f"{wheel.name} {wheel.version} does not link against torch {torch}: {_short(member)}{more} "
-        f"{need} {count} torch {symbol} its libraries do not define ({named})"
+        f"{need} {counted(count, 'torch symbol')} its libraries do not define ({named})"
     )
     pins = f"the constraints of profile {profile.name} ({profile.path.absolute()})"
     if needs.built_for:

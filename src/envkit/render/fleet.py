@@ -64,7 +64,7 @@ def fleet_check(result: FleetResult, as_json: bool) -> None:
         said = f"{every(count, 'node')} {agree(count, 'matches', 'match')}"
         echo(f"{said} the lock.", fg="green", bold=True)
         return
-    differ = "differs" if len(bad) == 1 else "differ"
+    differ = agree(len(bad), "differs", "differ")
     echo(f"{len(bad)} of {nodes} {differ} or did not answer:", fg="red", bold=True)
     for v in bad:
         if not v.answered:

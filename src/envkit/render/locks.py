@@ -86,7 +86,7 @@ def lock_check(found: Sequence[CellState], where: Sequence[Place], as_json: bool
     places(where)
     _state_rows(found)
     if bad:
-        verb = "is" if len(bad) == 1 else "are"
+        verb = agree(len(bad), "is", "are")
         echo(
             f"{len(bad)} of {counted(len(found), 'cell')} {verb} stale, missing, unresolvable "
             "or refused:",

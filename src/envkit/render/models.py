@@ -18,7 +18,7 @@ from envkit.render.term import (
     term_width,
     wrap,
 )
-from envkit.wording import counted
+from envkit.wording import agree, counted
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
     from envkit.compat.check.checker import CompatReport
@@ -266,9 +266,9 @@ def _compat_finding(r: Result) -> None:
         echo(wrap(r.fact("detail"), "    ", "      "))
     only = list(r.facts("architectures"))
     if types := r.facts("model_types"):
-        only.append(f"{'model types' if len(types) > 1 else 'model type'} {', '.join(types)}")
+        only.append(f"{agree(len(types), 'model type', 'model types')} {', '.join(types)}")
     if processors := r.facts("processors"):
-        kind = "processors" if len(processors) > 1 else "processor"
+        kind = agree(len(processors), "processor", "processors")
         only.append(f"{kind} {', '.join(processors)} (loaded by name, for a checkpoint whose "
                     "processor config names it)")  # fmt: skip
     only.extend(f"a {c} (vLLM tests the checkpoint for it first)" for c in r.facts("conditions"))

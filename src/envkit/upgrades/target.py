@@ -29,6 +29,7 @@ from envkit.profiles.profile import Profile
 from envkit.releases.registry import Scan
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import torch_cuda
+from envkit.wording import counted
 
 MAX_SCANNED = 24  # newer releases scanned, newest first, before the search stops
 MAX_TRIED = 6  # releases whose picked transformers compat checks (the costly test)
@@ -291,7 +292,7 @@ def choose(
             untried = len(newer) - count
             span = f"{newer[-1]} to {version}" if untried > 1 else str(version)
             rejected.append(
-                f"{untried} older {_releases(untried)} not tried ({span}): --to vllm==X checks one"
+                f"{counted(untried, 'older release')} not tried ({span}): --to vllm==X checks one"
             )
             break
         scan, why = chooser.cheap(version, old, wanted)
@@ -312,8 +313,7 @@ def choose(
             else "the newest release does not keep"
         )
         asked = (
-            f"{said} every model, GPU and the driver; {untried} older "
-            f"{_releases(untried)} not tried"
+            f"{said} every model, GPU and the driver; {counted(untried, 'older release')} not tried"
         )
     else:
         asked = "no newer release keeps every model, GPU and the driver"
@@ -327,10 +327,6 @@ def choose(
         searched=len(newer) - untried,
         untried=untried,
     )
-
-
-def _releases(count: int) -> str:
-    return "release" if count == 1 else "releases"
 
 
 def _pin(scan: Scan) -> str:
