@@ -10,9 +10,13 @@ messages and the renderers say counts the same way.
 '2 modules need them'
 >>> every(1, "cell"), every(2, "cell"), every(5, "check")
 ('The cell', 'Both cells', 'All 5 checks')
+>>> listed(["a", "b", "c", "d"], 2)
+'a, b and 2 more'
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 def counted(count: int, noun: str, plural: str = "") -> str:
@@ -31,3 +35,9 @@ def every(count: int, noun: str) -> str:
     if count == 1:
         return f"The {noun}"
     return f"Both {noun}s" if count == 2 else f"All {count} {noun}s"
+
+
+def listed(names: Sequence[str], shown: int) -> str:
+    """The first ``shown`` of ``names``, then how many more: 'a, b, c and 4 more'."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

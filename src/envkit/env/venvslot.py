@@ -51,6 +51,7 @@ from envkit.io import faults, process
 from envkit.io.atomicfile import sweep_temporaries, write_atomic
 from envkit.io.escaping import shell_command
 from envkit.io.files import read_small_text
+from envkit.wording import listed
 
 MARKER = "envkit-build.json"
 STATE_FOLDER = ".envkit"
@@ -175,7 +176,7 @@ class VenvSlot:
             what = "is not a virtual environment (no pyvenv.cfg)"
         else:
             what = "holds more than a virtual environment"
-        shown = ", ".join(extra[:10]) + (f" and {len(extra) - 10} more" if len(extra) > 10 else "")
+        shown = listed(extra, 10)
         raise BadInput(
             f"{self._named()!r} {what}: it holds {shown}. envkit replaces only "
             "environments it made or folders holding nothing but a virtual environment; "

@@ -42,7 +42,7 @@ from envkit.releases import pins
 from envkit.releases.registry import ReleaseSpan, Scan, Scanner
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import CudaBuilds, torch_cuda
-from envkit.wording import agree
+from envkit.wording import agree, listed
 
 Test = Callable[[Version], str]  # '' when the version passes, else why it does not
 MAX_LEAST_TRIES = 4  # releases tried, oldest first, for the least CUDA a solution needs
@@ -93,9 +93,7 @@ class Rejections:
         for (project, reason), versions in self.seen.items():
             newer = [v for v in versions if project not in chosen or v > chosen[project]]
             if newer:
-                shown = ", ".join(str(v) for v in newer[:4]) + (
-                    f" and {len(newer) - 4} more" if len(newer) > 4 else ""
-                )
+                shown = listed([str(v) for v in newer], 4)
                 out.append(f"{project} {shown}: {reason}")
         return tuple(out)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.render.term import echo, emit_json, wrap
+from envkit.wording import listed
 
 if TYPE_CHECKING:  # the core is loaded by the command that uses it
     from envkit.serving.lint.check import LintFinding, LintReport
@@ -34,9 +35,7 @@ def _looked_at(checked: tuple[str, ...]) -> str:
     """What lint looked at, by name: 'the model, --max-model-len, VLLM_USE_V1'."""
     if not checked:
         return "nothing: no argument and no VLLM_* variable was given"
-    names = ["the model" if c == "MODEL" else c for c in checked]
-    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
-    return ", ".join(names[:SHOWN]) + more
+    return listed(["the model" if c == "MODEL" else c for c in checked], SHOWN)
 
 
 def lint_report(report: LintReport, where: str, as_json: bool) -> None:

@@ -23,7 +23,7 @@ from envkit.gpu.published.kernelverdict import Verdict
 from envkit.profiles.profile import minor_fits
 from envkit.serving.lint.check import LintReport
 from envkit.upgrades.target import Move, Side, gpus_of, old_types
-from envkit.wording import counted
+from envkit.wording import counted, listed
 
 SHOWN = 6  # names listed in one row before "and N more"
 
@@ -116,8 +116,7 @@ def _pins(move: Move) -> Iterator[Row]:
 
 
 def _some(names: list[str]) -> str:
-    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
-    return ", ".join(names[:SHOWN]) + more
+    return listed(names, SHOWN)
 
 
 def _models(old: Side, new: Side) -> Iterator[Row]:

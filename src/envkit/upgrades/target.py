@@ -29,7 +29,7 @@ from envkit.profiles.profile import Profile
 from envkit.releases.registry import Scan
 from envkit.releases.testregistry import transformers_bounds
 from envkit.releases.torchbuilds import torch_cuda
-from envkit.wording import counted
+from envkit.wording import counted, listed
 
 MAX_SCANNED = 24  # newer releases scanned, newest first, before the search stops
 MAX_TRIED = 6  # releases whose picked transformers compat checks (the costly test)
@@ -334,6 +334,5 @@ def _pin(scan: Scan) -> str:
     return pin[2:] if pin.startswith("==") and "," not in pin else ""
 
 
-def _some(names: list[str], shown: int = 3) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+def _some(names: list[str]) -> str:
+    return listed(names, 3)
