@@ -39,12 +39,12 @@ class Gpu:
     free: int | None = None
     capability: tuple[int, int] | None = None
     source: str = ""
+    options: tuple[str, ...] = ()  # the options that named it (none for nvidia-smi's)
 
     def plan_command(self, profile: str, model: str) -> str:
         """``envkit plan PROFILE MODEL`` for this GPU as the options gave it (nvidia-smi's
         is the one plan reads itself): the command a refusal points to."""
-        given = self.source.split(" ", 1) if self.source.startswith("--") else []
-        return shell_command(["envkit", "plan", profile, model, *given])
+        return shell_command(["envkit", "plan", profile, model, *self.options])
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,17 @@ def gpu_from_options(
             raise BadInput("--free needs the GPU's total memory: --gpu NAME or --gpu-memory SIZE.")
         return None
     level = capability or (card.capability if card else None)
+    given = (
+        ("--gpu", card.key)
+        if card and memory is None
+        else ("--gpu-memory", f"{(memory or 0) / cards.GIB:.2f}GiB")
+    )
     return Gpu(
         memory=memory if memory is not None else card.memory if card else 0,
         free=free,
         capability=(level.major, level.minor) if level else None,
-        source=f"--gpu {card.key}"
-        if card and memory is None
-        else f"--gpu-memory {(memory or 0) / cards.GIB:.2f}GiB",
+        source=" ".join(given),
+        options=given,
     )
 
 
