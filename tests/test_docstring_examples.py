@@ -11,6 +11,7 @@ import pytest
 # the modules whose value types carry examples; each must keep at least one
 WITH_EXAMPLES = (
     "envkit.gpu.arch",
+    "envkit.gpu.binaries.dynsym",
     "envkit.gpu.needs",
     "envkit.io.escaping",
     "envkit.lock.cells",

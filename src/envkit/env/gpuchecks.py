@@ -24,7 +24,6 @@ from pathlib import Path
 from envkit.env.checks import KIND, GpuSide, check
 from envkit.gpu.installed.assess import GpuReport, assess
 from envkit.gpu.installed.detect import Choice, examples
-from envkit.gpu.published.profilefit import releases_said
 from envkit.gpu.roles import Role
 from envkit.gpu.target import GpuTarget
 from envkit.io import interrupts
@@ -194,6 +193,9 @@ def _with_rebuild(
     fix = result.fix
     rebuild = shell_command(["envkit", "build", profile])
     if result.code == "no-kernel-image" and target is not None:
+        # the published builds' table: read only when a kernel image is missing
+        from envkit.gpu.published.profilefit import releases_said
+
         fix += releases_said(target.capability)
     if result.code == "cuda-runtime-mismatch" and result.severity is Severity.WARNING:
         # a module vLLM never loads: nothing to do unless it is imported. After a build,

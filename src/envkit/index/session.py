@@ -38,7 +38,7 @@ class IndexSession:
         http: Http | None = None,
         progress: Callable[[str], None] = lambda _m: None,
     ) -> None:
-        known = _active_snapshot()
+        known = active_snapshot()
         self.snapshot = known
         self.index = known.index if known is not None else index
         self.use_cache = use_cache  # False: every reader goes to the index, not envkit's cache
@@ -155,7 +155,7 @@ class IndexSession:
         return min((t for t in times if t), default=None)
 
 
-def _active_snapshot() -> Snapshot | None:
+def active_snapshot() -> Snapshot | None:
     """The knowledge snapshot in use: none unless something imported the snapshot module,
     as putting one in use does (``--knowledge``); a session of a run without one does not
     load the snapshot reader and its archive checks."""

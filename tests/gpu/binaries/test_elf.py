@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from properties import examples
 
-from envkit.gpu.binaries import elf
+from envkit.gpu.binaries import dynsym, elf
 from envkit.gpu.binaries.filecache import FileCache
 
 import elfbuild
@@ -24,17 +24,18 @@ def test_a_stub_read_as_nm_reads_it() -> None:
     links = elf.links(built.ext_stable)
     assert isinstance(links, elf.Links) and links.soname == ""
     assert links.needed[:2] == ("libtorch_cpu.so", "libcudart.so.13")
-    undefined = elf.undefined(built.ext_stable)
+    undefined = dynsym.undefined(built.ext_stable)
     assert isinstance(undefined, frozenset)
     assert set(elfbuild.STABLE_NAMES) | {"cudaGetDeviceCount"} <= undefined
     assert "init_stable" not in undefined  # defined there
     cudart = elf.links(built.cudart13)
     assert isinstance(cudart, elf.Links) and cudart.soname == "libcudart.so.13"
     names = frozenset([*elfbuild.STABLE_NAMES, "aoti_torch_nothing"])
-    assert elf.defines(built.libtorch_cpu, names) == frozenset(elfbuild.STABLE_NAMES)
+    assert dynsym.defines(built.libtorch_cpu, names) == frozenset(elfbuild.STABLE_NAMES)
     wanted = frozenset([elfbuild.CHECK_FAIL])
-    assert elf.defines(built.libc10_sysv, wanted) == wanted == elf.defines(built.libc10, wanted)
-    assert elf.defines(built.ext_stable, frozenset(elfbuild.STABLE_NAMES)) == frozenset()
+    sysv, gnu = dynsym.defines(built.libc10_sysv, wanted), dynsym.defines(built.libc10, wanted)
+    assert sysv == wanted == gnu
+    assert dynsym.defines(built.ext_stable, frozenset(elfbuild.STABLE_NAMES)) == frozenset()
 
 
 def test_files_that_are_not_elf_libraries(tmp_path: Path) -> None:
@@ -77,8 +78,8 @@ def test_damaged_libraries_are_one_answer(
     bad.write_bytes(bytes(data))
     names = frozenset([elfbuild.CHECK_FAIL, *elfbuild.STABLE_NAMES])
     assert isinstance(elf.links(bad), (elf.Links, elf.Unreadable))
-    assert isinstance(elf.undefined(bad), (frozenset, elf.Unreadable))
-    assert isinstance(elf.defines(bad, names), (frozenset, elf.Unreadable))
+    assert isinstance(dynsym.undefined(bad), (frozenset, elf.Unreadable))
+    assert isinstance(dynsym.defines(bad, names), (frozenset, elf.Unreadable))
 
 
 @settings(max_examples=examples(120), deadline=None)
@@ -112,5 +113,28 @@ def test_the_header_is_read_as_pyelftools_reads_it(
 def test_the_step_cap_ends_long_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(elf, "MAX_STEPS", 1)
     names = frozenset(elfbuild.STABLE_NAMES)
-    found = elf.defines(elfbuild.built().libtorch_cpu, names)
+    found = dynsym.defines(elfbuild.built().libtorch_cpu, names)
     assert isinstance(found, elf.Unreadable) and "took over 1 steps" in found.reason
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(key=st.binary(max_size=2 * dynsym.HASHED_AT_ONCE + 3))
+def test_the_gnu_hash_is_the_loaders(key: bytes) -> None:
+    """The hash as a sum of products, in parts of HASHED_AT_ONCE bytes, is the dynamic
+    loader's loop over the name's bytes, for names shorter and longer than one part."""
+    h = 5381
+    for byte in key:
+        h = (h * 33 + byte) & 0xFFFFFFFF
+    assert dynsym.gnu_hash(key) == h
+
+
+def test_reads_stop_at_the_file_end(tmp_path: Path) -> None:
+    """Elf.read gives what the file holds there, fewer bytes at its end, never past it."""
+    built = elfbuild.built()
+    with elf.Elf(built.libc10) as image:
+        size = built.libc10.stat().st_size
+        assert image.read(0, 4) == b"\x7fELF"
+        assert image.read(size - 3, 10) == built.libc10.read_bytes()[-3:]
+        assert image.read(size + 100, 10) == b""
+        with pytest.raises(elf.DamagedElf):
+            image.read(-1, 4)

@@ -175,3 +175,29 @@ def test_damaged_shared_objects_are_one_answer(
         data[spots[at % 3]] = value
     (tmp_path / "bad.so").write_bytes(bytes(data))
     assert isinstance(fatbin.read(tmp_path / "bad.so"), (Fatbin, Damaged, type(None)))
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(gap=st.integers(0, 3 * fatbin.FIRST_LOOK), payload=st.integers(0, 40_000))
+def test_containers_are_found_across_read_blocks_and_payloads_never_read(
+    gap: int, payload: int
+) -> None:
+    """The next container's magic is searched for in blocks that overlap by three bytes, so
+    one that straddles two blocks is found wherever bytes between containers put it; and
+    an entry's payload is skipped, not read (a 40 kB one costs no more than none)."""
+    first = fatbins.container(E(SASS, 80, payload=bytes(payload)))
+    second = fatbins.container(E(PTX, 90))
+    blob = first + bytes(gap) + second
+    read: list[tuple[int, int]] = []
+
+    def pread(at: int, length: int) -> bytes:
+        read.append((at, length))
+        return blob[at : at + length]
+
+    found = fatbin.parse_read(pread, 0, len(blob))
+    assert isinstance(found, Fatbin)
+    assert [str(e.target) for e in found.entries] == ["sm_80", "compute_90"]
+    assert found.containers[1].offset == len(first) + gap
+    # the first search's block, the headers, and the search from each payload's end: as
+    # many bytes whatever the payload's size
+    assert sum(n for _, n in read) <= 3 * fatbin.FIRST_LOOK + 2 * gap + 400

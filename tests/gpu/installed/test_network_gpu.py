@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envkit.gpu.arch import Capability, Target
-from envkit.gpu.binaries import cudalibs, elf, fatbin, images
+from envkit.gpu.binaries import cudalibs, dynsym, elf, fatbin, images
 from envkit.gpu.binaries.images import Verdict
 from envkit.gpu.binaries.torchabi import is_torch_symbol
 
@@ -77,7 +77,7 @@ def test_vllm_033_stable_abi_needs(tmp_path_factory: pytest.TempPathFactory) -> 
     """vLLM 0.33.0's _C_stable_libtorch needs 88 torch symbols, every one of the stable C ABI
     (69 aoti_torch_*, 19 torch_*) and none of C++; it is built for CUDA 13."""
     stable = member(tmp_path_factory, "vllm==0.33.0", "vllm/_C_stable_libtorch.abi3.so")
-    undefined = elf.undefined(stable)
+    undefined = dynsym.undefined(stable)
     assert isinstance(undefined, frozenset)
     torch = sorted(filter(is_torch_symbol, undefined))
     assert len(torch) == 88

@@ -80,12 +80,12 @@ def cached_first(
     """:func:`lookup`, the pair's cached report read first as the checker would read it
     (``load_cached``), the checker made by ``make`` only when there is none: verify of a
     pair checked before loads none of its modules."""
-    from envkit.index import snapshot
+    from envkit.index.session import active_snapshot
 
     made: list[Callable[[str, str], CompatReport | str]] = []
 
     def look(vllm: str, transformers: str) -> CompatReport | str:
-        known = snapshot.active()  # the index the checker's session would read, as it picks it
+        known = active_snapshot()  # the index the checker's session would read, as it picks it
         try:
             where = known.index if known is not None else index
             cached = load_cached(Version(vllm), Version(transformers), where)

@@ -1,26 +1,28 @@
 """The parts of an ELF shared object the GPU layer reads, every one of them bounded.
 
 pyelftools reads and checks the ELF header; the section headers and the tables behind them
-(``.dynamic``, ``.dynsym``, ``.dynstr``, ``.gnu.hash``, ``.hash``) are read here by their
-layout from a read-only mapping of the file, so that each count, offset and chain is checked
-against the file and a cap (pyelftools' section objects parse a hash table whole on sight,
-and its lookups follow a chain that loops forever). A table that does not hold together (a
-hash chain that loops, a string without its end, a symbol index past the table) raises
-:class:`DamagedElf` with the reason: the callers turn it into one "damaged library" answer
-in bounded time. Checked against ``nm -D`` on 92 libraries of a vLLM 0.33.0 environment:
-the same undefined symbols, the same definitions found.
+(``.dynamic`` and its strings here; ``.dynsym``, ``.gnu.hash`` and ``.hash`` in
+:mod:`envkit.gpu.binaries.dynsym`) are read by their layout, so that each count, offset and
+chain is checked against the file and a cap (pyelftools' section objects parse a hash table
+whole on sight, and its lookups follow a chain that loops forever). Headers and small tables
+are read with ``os.pread``; hash lookups, which jump across megabytes, go through a
+read-only mapping. A table that does not hold together (a hash chain that loops, a string
+without its end, a symbol index past the table) raises :class:`DamagedElf` with the reason:
+the callers turn it into one "damaged library" answer in bounded time. Checked against
+``nm -D`` on 92 libraries of a vLLM 0.33.0 environment: the same undefined symbols, the same
+definitions found.
 """
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import stat
 import struct
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO, cast
+from typing import IO, Any
 
 from elftools.common.exceptions import ELFError
 from elftools.common.utils import struct_parse
@@ -30,13 +32,12 @@ from elftools.elf.structs import ELFStructs
 from envkit.wording import counted
 
 MAX_SECTIONS = 4096  # real shared objects have about 40
-MAX_SYMBOLS = 2_000_000  # torch 2.6.0's libtorch_cpu.so: 146,000 dynamic symbols
 MAX_NEEDED = 512
 MAX_NAME = 65_536  # the longest mangled torch symbol is about 3,000 characters
 MAX_STEPS = 10_000_000  # hash-chain steps one file's lookups may take in all
-SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
+DYNAMIC_BLOCK = 4096  # bytes of .dynamic read at a time
+SHN_XINDEX = 0xFFFF
 SHT_NOBITS = 8
-STB_WEAK = 2
 DT_NEEDED, DT_SONAME = 1, 14
 # what pyelftools and the layouts raise on bytes that are not the ELF they claim to be
 READ_ERRORS = (
@@ -65,40 +66,64 @@ class Elf:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: BinaryIO | None = None
-        self.data = mmap.mmap(-1, 1)  # replaced by the file's mapping below
-        self._sections: list[Window] = []
-        self._names: dict[str, int] = {}
+        self._fd = -1
+        self._map: mmap.mmap | None = None
+        self.size = 0
+        # (offset, size, entsize, link, nobits) of each section; a Window made when asked
+        self._sections: list[tuple[int, int, int, int, bool]] = []
+        self._names: dict[bytes, int] = {}
         self.steps = 0
         try:
             # non-blocking: a FIFO named like a library must not wait for a writer
-            self._file = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
-            facts = os.fstat(self._file.fileno())
+            self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            facts = os.fstat(self._fd)
             if not stat.S_ISREG(facts.st_mode):
                 raise DamagedElf(f"{path.name} is not a regular file")
-            size = facts.st_size
+            self.size = size = facts.st_size
             if size < 64:
                 raise DamagedElf(f"{path.name} is {counted(size, 'byte')}: not an ELF file")
-            self.data.close()
-            self.data = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
             self._read_headers(size)
         except OSError as exc:
             self.close()
             raise DamagedElf(f"{path.name} cannot be read: {exc.strerror or exc}") from exc
         except READ_ERRORS as exc:
             self.close()
-            raise DamagedElf(f"{path.name} is not a readable ELF file: {_why(exc)}") from exc
+            raise DamagedElf(f"{path.name} is not a readable ELF file: {why(exc)}") from exc
         except DamagedElf:
             self.close()
             raise
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` (fewer at the file's end), read with ``os.pread``:
+        the headers and small tables are read so, a few hundred bytes each, rather than
+        touched in a mapping (each page a mapping touches first is a page fault, several
+        times a small read's cost on the machines measured). Raises DamagedElf."""
+        if offset < 0 or length < 0:
+            raise DamagedElf(f"{self.path.name}: a read at {offset} of {length} bytes")
+        try:
+            return os.pread(self._fd, min(length, max(self.size - offset, 0)), offset)
+        except OSError as exc:
+            raise DamagedElf(f"{self.path.name} cannot be read: {exc.strerror or exc}") from exc
+
+    @property
+    def data(self) -> mmap.mmap:
+        """The whole file, mapped read-only when first asked for (the dynamic symbol tables
+        and their hash tables, read or looked up across megabytes)."""
+        if self._map is None:
+            try:
+                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:
+                raise DamagedElf(f"{self.path.name} cannot be mapped: {exc}") from exc
+        return self._map
 
     def _read_headers(self, size: int) -> None:
         """pyelftools reads and checks the ELF header; the section headers are then read by
         their layout, one struct each (pyelftools' own section objects parse hash tables
         whole, whatever counts they claim)."""
-        if self.data[:4] != b"\x7fELF":
+        head = self.read(0, 64)
+        if head[:4] != b"\x7fELF":
             raise DamagedElf(f"{self.path.name} is not an ELF file")
-        header = _header(cast("IO[bytes]", self.data))
+        header = _header(io.BytesIO(head))
         self.is64 = header["e_ident"]["EI_CLASS"] == "ELFCLASS64"
         self.little = header["e_ident"]["EI_DATA"] == "ELFDATA2LSB"
         offset, entsize = int(header["e_shoff"]), int(header["e_shentsize"])
@@ -112,26 +137,35 @@ class Elf:
         if offset > size - entsize:
             raise DamagedElf(f"{self.path.name}: the section headers lie past the file's end")
         if count == 0 or names_at == SHN_XINDEX:  # the counts overflowed into section 0
-            first = struct.unpack_from(form, self.data, offset)
+            first = struct.unpack(form, self.read(offset, entsize))
             count = count or int(first[5])
             names_at = int(first[6]) if names_at == SHN_XINDEX else names_at
         if count > MAX_SECTIONS or offset + count * entsize > size:
             raise DamagedElf(f"{self.path.name}: {count} section headers do not fit the file")
-        names = []
-        for index in range(count):
-            name, kind, _, _, start, length, link, _, _, item = struct.unpack_from(
-                form, self.data, offset + index * entsize
-            )
+        table = self.read(offset, count * entsize)
+        names_of: list[int] = []
+        for name, kind, _, _, start, length, link, _, _, item in struct.iter_unpack(form, table):
             nobits = kind == SHT_NOBITS
             if not nobits and (start > size or length > size - start):
                 raise DamagedElf(f"{self.path.name}: a section lies past the file's end")
-            self._sections.append(Window(start, length, item, link, nobits))
-            names.append(name)
-        if not 0 < names_at < count:
-            return  # no section names: nothing is found by name
-        strings = self._sections[names_at]
-        for index, name in enumerate(names):
-            self._names.setdefault(self.string(strings, name), index)
+            self._sections.append((start, length, item, link, nobits))
+            names_of.append(name)
+        if 0 < names_at < count:  # else no section names: nothing is found by name
+            self._read_names(names_of, names_at)
+
+    def _read_names(self, names_of: list[int], names_at: int) -> None:
+        """The sections' names, as bytes, each checked as :meth:`string` checks it (a Window
+        and a decoded name for each of some 40 sections per file were a fifth of the GPU
+        layer's time)."""
+        start, length = self._sections[names_at][:2]
+        strings = self.read(start, length)
+        for index, name in enumerate(names_of):
+            if name >= length:
+                raise DamagedElf(f"{self.path.name}: a name past the end of its string table")
+            end = strings.find(b"\0", name, name + MAX_NAME)
+            if end < 0:
+                raise DamagedElf(f"{self.path.name}: a name without its end in the string table")
+            self._names.setdefault(strings[name:end], index)
 
     def __enter__(self) -> Elf:
         return self
@@ -140,21 +174,25 @@ class Elf:
         self.close()
 
     def close(self) -> None:
-        self.data.close()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def section(self, name: str) -> Window | None:
-        index = self._names.get(name)
-        return None if index is None else self._sections[index]
+        index = self._names.get(name.encode("utf-8", "replace"))
+        return None if index is None else Window(*self._sections[index])
 
-    def _linked(self, window: Window) -> Window:
+    def linked(self, window: Window) -> Window:
+        """The section ``window`` links to (its string table)."""
         if not 0 < window.link < len(self._sections):
             raise DamagedElf(f"{self.path.name}: a section links to section {window.link}")
-        return self._sections[window.link]
+        return Window(*self._sections[window.link])
 
-    def _word(self, at: int) -> int:
+    def word(self, at: int) -> int:
+        """The 32-bit word at ``at``, in the file's byte order."""
         return int(struct.unpack_from("<I" if self.little else ">I", self.data, at)[0])
 
     def string(self, table: Window, index: int) -> str:
@@ -167,196 +205,49 @@ class Elf:
             raise DamagedElf(f"{self.path.name}: a name without its end in the string table")
         return self.data[start:end].decode("utf-8", "replace")
 
+    def _read_string(self, table: Window, index: int) -> str:
+        """:meth:`string`, read with :meth:`read` (one of a table's few names wanted)."""
+        if index >= table.size:
+            raise DamagedElf(f"{self.path.name}: a name past the end of its string table")
+        limit = min(MAX_NAME, table.size - index)
+        block = self.read(table.offset + index, min(256, limit))
+        end = block.find(b"\0")
+        if end < 0 and len(block) < limit:
+            block = self.read(table.offset + index, limit)
+            end = block.find(b"\0")
+        if end < 0:
+            raise DamagedElf(f"{self.path.name}: a name without its end in the string table")
+        return block[:end].decode("utf-8", "replace")
+
     def needed(self) -> tuple[tuple[str, ...], str]:
         """(the DT_NEEDED libraries in order, the DT_SONAME or '')."""
         dynamic = self.section(".dynamic")
         if dynamic is None or dynamic.nobits:
             return (), ""
-        strings = self._linked(dynamic)
+        strings = self.linked(dynamic)
         form = ("<" if self.little else ">") + ("qQ" if self.is64 else "iI")
         step = struct.calcsize(form)
         needed: list[str] = []
         soname = ""
-        for at in range(dynamic.offset, dynamic.offset + dynamic.size - step + 1, step):
-            tag, value = struct.unpack_from(form, self.data, at)
-            if tag == 0:
-                break
-            if tag == DT_NEEDED:
-                if len(needed) >= MAX_NEEDED:
-                    raise DamagedElf(f"{self.path.name} needs more than {MAX_NEEDED} libraries")
-                needed.append(self.string(strings, value))
-            elif tag == DT_SONAME:
-                soname = self.string(strings, value)
+        at, stop = dynamic.offset, dynamic.offset + dynamic.size - dynamic.size % step
+        while at < stop:  # read a block at a time: a real .dynamic is under 1 KB
+            block = self.read(at, min(DYNAMIC_BLOCK, stop - at))
+            for tag, value in struct.iter_unpack(form, block):
+                if tag == 0:
+                    return tuple(needed), soname
+                if tag == DT_NEEDED:
+                    if len(needed) >= MAX_NEEDED:
+                        raise DamagedElf(f"{self.path.name} needs more than {MAX_NEEDED} libraries")
+                    needed.append(self._read_string(strings, value))
+                elif tag == DT_SONAME:
+                    soname = self._read_string(strings, value)
+            at += len(block)
         return tuple(needed), soname
-
-    # --- dynamic symbols -------------------------------------------------------------
-
-    def _symbols(self) -> tuple[Window, Window, int]:
-        table = self.section(".dynsym")
-        if table is None or table.nobits:
-            raise DamagedElf(f"{self.path.name} has no dynamic symbol table")
-        size = 24 if self.is64 else 16
-        if table.entsize not in (0, size):
-            raise DamagedElf(f"{self.path.name}: dynamic symbols of {table.entsize} bytes")
-        count = table.size // size
-        if count > MAX_SYMBOLS:
-            raise DamagedElf(f"{self.path.name} has more than {MAX_SYMBOLS} dynamic symbols")
-        return table, self._linked(table), count
-
-    def _symbol(self, table: Window, index: int) -> tuple[int, int, int]:
-        """(name offset, binding, section index) of dynamic symbol ``index``."""
-        end = "<" if self.little else ">"
-        if self.is64:
-            name, info, _, shndx = struct.unpack_from(
-                end + "IBBH", self.data, table.offset + 24 * index
-            )
-        else:
-            name, _, _, info, _, shndx = struct.unpack_from(
-                end + "IIIBBH", self.data, table.offset + 16 * index
-            )
-        return name, info >> 4, shndx
-
-    def undefined(self) -> frozenset[str]:
-        """The names of the strong undefined dynamic symbols: what the file needs others to
-        define (weak ones may stay undefined)."""
-        if self.section(".dynsym") is None:
-            return frozenset()
-        table, strings, count = self._symbols()
-        end = "<" if self.little else ">"
-        size = 24 if self.is64 else 16
-        raw = self.data[table.offset : table.offset + count * size]
-        found = set()
-        if self.is64:
-            rows = ((n, i, x) for n, i, _, x, _, _ in struct.iter_unpack(end + "IBBHQQ", raw))
-        else:
-            rows = ((n, i, x) for n, _, _, i, _, x in struct.iter_unpack(end + "IIIBBH", raw))
-        for name, info, shndx in rows:
-            if shndx == SHN_UNDEF and info >> 4 != STB_WEAK and name:
-                found.add(self.string(strings, name))
-        return frozenset(found)
-
-    def defines(self, names: Iterable[str]) -> set[str]:
-        """Which of ``names`` this library defines, through its hash table as the dynamic
-        loader looks them up (``.gnu.hash``, else ``.hash``, else every symbol)."""
-        wanted = set(names)
-        if not wanted or self.section(".dynsym") is None:
-            return set()
-        table, strings, count = self._symbols()
-        gnu, sysv = self.section(".gnu.hash"), self.section(".hash")
-        if gnu is not None and not gnu.nobits:
-            lookup = _GnuHash(self, gnu, count).find
-        elif sysv is not None and not sysv.nobits:
-            lookup = _SysvHash(self, sysv, count).find
-        else:
-            every: dict[str, int] = {}
-            for index in range(1, count):
-                at, _, shndx = self._symbol(table, index)
-                every[self.string(strings, at)] = shndx
-            return {n for n in wanted if every.get(n, SHN_UNDEF) != SHN_UNDEF}
-        found: set[str] = set()
-        for name in wanted:
-            hit = lookup(name, lambda i: self.string(strings, self._symbol(table, i)[0]))
-            if hit is not None and self._symbol(table, hit)[2] != SHN_UNDEF:
-                found.add(name)
-        return found
 
     def step(self) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise DamagedElf(f"{self.path.name}: symbol lookups took over {MAX_STEPS} steps")
-
-
-class _GnuHash:
-    def __init__(self, image: Elf, window: Window, count: int) -> None:
-        self.image, self.count = image, count
-        if window.size < 16:
-            raise DamagedElf(f"{image.path.name}: .gnu.hash is cut off")
-        word = image._word
-        at = window.offset
-        self.nbuckets, self.symoffset, self.bloom_size, self.shift = (
-            word(at + 4 * i) for i in range(4)
-        )
-        self.bloom_word = 8 if image.is64 else 4
-        self.bloom = at + 16
-        self.buckets = self.bloom + self.bloom_size * self.bloom_word
-        self.chains = self.buckets + 4 * self.nbuckets
-        self.end = window.offset + window.size
-        # the chains are checked as they are walked: linkers (and patchelf) leave out the
-        # ones no bucket reaches (torch 2.14's libtorch_global_deps.so has none at all)
-        if (
-            self.nbuckets == 0
-            or self.bloom_size == 0
-            or self.symoffset > count
-            or self.chains > self.end
-        ):
-            raise DamagedElf(f"{image.path.name}: .gnu.hash does not fit its section")
-
-    def find(self, name: str, name_at: Callable[[int], str]) -> int | None:
-        image = self.image
-        key = name.encode("utf-8", "replace")
-        h = 5381
-        for byte in key:
-            h = (h * 33 + byte) & 0xFFFFFFFF
-        bits = self.bloom_word * 8
-        form = ("<" if image.little else ">") + ("Q" if image.is64 else "I")
-        word_at = self.bloom + self.bloom_word * ((h // bits) % self.bloom_size)
-        (mask,) = struct.unpack_from(form, image.data, word_at)
-        if not (mask >> (h % bits)) & (mask >> ((h >> self.shift) % bits)) & 1:
-            return None
-        index = image._word(self.buckets + 4 * (h % self.nbuckets))
-        if index == 0:
-            return None
-        if index < self.symoffset:
-            raise DamagedElf(f"{image.path.name}: a .gnu.hash bucket before its symbols")
-        while index < self.count:
-            image.step()
-            at = self.chains + 4 * (index - self.symoffset)
-            if at + 4 > self.end:
-                raise DamagedElf(f"{image.path.name}: a .gnu.hash chain runs past its section")
-            chained = image._word(at)
-            if (chained | 1) == (h | 1) and name_at(index) == name:
-                return index
-            if chained & 1:
-                return None
-            index += 1
-        raise DamagedElf(f"{image.path.name}: a .gnu.hash chain runs past the symbol table")
-
-
-class _SysvHash:
-    def __init__(self, image: Elf, window: Window, count: int) -> None:
-        self.image = image
-        if window.size < 8:
-            raise DamagedElf(f"{image.path.name}: .hash is cut off")
-        self.nbuckets, self.nchains = image._word(window.offset), image._word(window.offset + 4)
-        self.buckets = window.offset + 8
-        self.chains = self.buckets + 4 * self.nbuckets
-        if (
-            self.nbuckets == 0
-            or self.nchains > count
-            or self.chains + 4 * self.nchains > window.offset + window.size
-        ):
-            raise DamagedElf(f"{image.path.name}: .hash does not fit its section")
-
-    def find(self, name: str, name_at: Callable[[int], str]) -> int | None:
-        image = self.image
-        h = 0
-        for byte in name.encode("utf-8", "replace"):
-            h = (h << 4) + byte
-            high = h & 0xF0000000
-            if high:
-                h ^= high >> 24
-            h &= ~high & 0xFFFFFFFF
-        index = image._word(self.buckets + 4 * (h % self.nbuckets))
-        for _ in range(self.nchains + 1):
-            if index == 0:
-                return None
-            if index >= self.nchains:
-                raise DamagedElf(f"{image.path.name}: a .hash chain leaves the symbol table")
-            image.step()
-            if name_at(index) == name:
-                return index
-            index = image._word(self.chains + 4 * index)
-        raise DamagedElf(f"{image.path.name}: a .hash chain loops")
 
 
 @dataclass(frozen=True)
@@ -385,30 +276,7 @@ def links(path: Path) -> Links | Unreadable:
     except DamagedElf as exc:
         return Unreadable(str(exc))
     except READ_ERRORS as exc:
-        return Unreadable(f"{path.name}: {_why(exc)}")
-
-
-def undefined(path: Path) -> frozenset[str] | Unreadable:
-    """The strong undefined dynamic symbols of ``path``: what others must define for it to
-    load; never raises."""
-    try:
-        with Elf(path) as image:
-            return image.undefined()
-    except DamagedElf as exc:
-        return Unreadable(str(exc))
-    except READ_ERRORS as exc:
-        return Unreadable(f"{path.name}: {_why(exc)}")
-
-
-def defines(path: Path, names: frozenset[str]) -> frozenset[str] | Unreadable:
-    """Which of ``names`` the library at ``path`` defines; never raises."""
-    try:
-        with Elf(path) as image:
-            return frozenset(image.defines(names))
-    except DamagedElf as exc:
-        return Unreadable(str(exc))
-    except READ_ERRORS as exc:
-        return Unreadable(f"{path.name}: {_why(exc)}")
+        return Unreadable(f"{path.name}: {why(exc)}")
 
 
 _LAYOUTS: dict[tuple[object, ...], ELFStructs] = {}  # pyelftools' struct layouts, per kind
@@ -445,5 +313,5 @@ def _header(stream: IO[bytes]) -> Any:
     return header
 
 
-def _why(exc: BaseException) -> str:
+def why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:200]

@@ -33,8 +33,10 @@ one :class:`Damaged` answer, never an exception and never unbounded work.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -54,7 +56,6 @@ FLAG_LZ4 = 0x2000
 FLAG_ZSTD = 0x8000
 FLAG_ARCH = 0x100000
 FLAG_FAMILY = 0x200000
-_KINDS = {1: "ptx", 2: "sass", 8: "ir"}
 
 
 class EntryKind(str, Enum):
@@ -62,6 +63,9 @@ class EntryKind(str, Enum):
     SASS = "sass"
     IR = "ir"  # NVVM IR kept for link-time optimisation: no kernel by itself
     OTHER = "other"
+
+
+_KIND_OF = {1: EntryKind.PTX, 2: EntryKind.SASS, 8: EntryKind.IR}
 
 
 class Compression(str, Enum):
@@ -106,7 +110,7 @@ class Container:
     size: int  # payload bytes after the header
     entries: tuple[Entry, ...]
 
-    @property
+    @functools.cached_property  # asked twice per container by images(), once per entry
     def targets(self) -> frozenset[Target]:
         return frozenset(t for e in self.entries if (t := e.target) is not None)
 
@@ -142,6 +146,11 @@ class _Broken(Exception):
 
 
 Buffer = bytes | bytearray | mmap.mmap
+Read = Callable[[int, int], bytes]  # (offset, length): the bytes there, fewer at the end
+MAGIC_BYTES = struct.pack("<I", MAGIC)
+FIRST_LOOK = 4096  # the bytes a search for the next magic reads first; doubled up to:
+MAX_LOOK = 1024**2
+_ENTRY = struct.Struct("<HHIQ4x4xHHI8xQ8xQ")  # kind, _, header size, size, minor, major, ...
 
 
 def parse(data: Buffer, start: int = 0, end: int | None = None) -> Fatbin | Damaged:
@@ -149,39 +158,66 @@ def parse(data: Buffer, start: int = 0, end: int | None = None) -> Fatbin | Dama
     file with the section's bounds). Never raises; a section that does not hold together is
     :class:`Damaged`."""
     stop = len(data) if end is None else min(end, len(data))
+    return parse_read(lambda at, length: bytes(data[at : at + length]), start, stop)
+
+
+def parse_read(read: Read, start: int, stop: int) -> Fatbin | Damaged:
+    """:func:`parse` of the bytes ``read`` gives for ``[start, stop)``: a file's section read
+    header by header (``os.pread``), so that only the headers are read, never the payloads
+    between them (a mapping touched as sparsely cost a page fault per header: 3,000 for the
+    kernels of a vLLM 0.8.5 venv, a third of the GPU layer's time)."""
     if start < 0 or start > stop:
         return Damaged(f"the section's bounds ({start}, {stop}) are outside the data")
     try:
-        return Fatbin(stop - start, tuple(_containers(data, start, stop)))
+        return Fatbin(stop - start, tuple(_containers(read, start, stop)))
     except _Broken as broken:
         return Damaged(broken.reason, broken.offset)
 
 
-def _containers(data: Buffer, start: int, stop: int) -> list[Container]:
+def _find(read: Read, at: int, stop: int) -> int:
+    """Where the next container magic starts in ``[at, stop)``, or -1; read in blocks that
+    grow, each overlapping the last by three bytes (a magic across two blocks is found)."""
+    look = FIRST_LOOK
+    while stop - at >= len(MAGIC_BYTES):
+        length = min(look, stop - at)
+        block = read(at, length)
+        hit = block.find(MAGIC_BYTES)
+        if hit >= 0:
+            return at + hit
+        if len(block) < length:
+            return -1
+        at += length - (len(MAGIC_BYTES) - 1)
+        look = min(look * 2, MAX_LOOK)
+    return -1
+
+
+def _containers(read: Read, start: int, stop: int) -> list[Container]:
     found: list[Container] = []
     entries = 0
-    magic = struct.pack("<I", MAGIC)
-    at = data.find(magic, start, stop)
+    at = _find(read, start, stop)
     if at < 0 and stop > start:
         raise _Broken("no fatbin container in the section (no 0xBA55ED50 magic)", 0)
     while at >= 0:
         if len(found) >= MAX_CONTAINERS:
             raise _Broken(f"more than {MAX_CONTAINERS} fatbin containers", at - start)
-        container = _container(data, at, start, stop)
+        container = _container(read, at, start, stop)
         entries += len(container.entries)
         if entries > MAX_ENTRIES:
             raise _Broken(f"more than {MAX_ENTRIES} fatbin entries", at - start)
         found.append(container)
         # the payload is skipped, never searched: the next magic is after it
-        at = data.find(magic, at + container.header_size + container.size, stop)
+        at = _find(read, at + container.header_size + container.size, stop)
     return found
 
 
-def _container(data: Buffer, at: int, start: int, stop: int) -> Container:
+def _container(read: Read, at: int, start: int, stop: int) -> Container:
     where = at - start
     if at + CONTAINER_HEADER > stop:
         raise _Broken("a fatbin container header is cut off by the section's end", where)
-    _magic, version, header_size, size = struct.unpack_from("<IHHQ", data, at)
+    head = read(at, CONTAINER_HEADER)
+    if len(head) < CONTAINER_HEADER:
+        raise _Broken("a fatbin container header is cut off by the file's end", where)
+    _magic, version, header_size, size = struct.unpack("<IHHQ", head)
     if version != 1:
         raise _Broken(f"fatbin container version {version} (envkit reads version 1)", where)
     if header_size < CONTAINER_HEADER or header_size > MAX_ENTRY_HEADER:
@@ -197,25 +233,25 @@ def _container(data: Buffer, at: int, start: int, stop: int) -> Container:
     while cursor < last:
         if len(entries) >= MAX_ENTRIES:
             raise _Broken(f"more than {MAX_ENTRIES} entries in one container", where)
-        entry = _entry(data, cursor, last, start)
+        entry = _entry(read, cursor, last, start)
         entries.append(entry)
         cursor += entry.header_size + entry.size  # header_size >= 64: always moves on
     return Container(where, version, header_size, size, tuple(entries))
 
 
-def _entry(data: Buffer, at: int, last: int, start: int) -> Entry:
+def _entry(read: Read, at: int, last: int, start: int) -> Entry:
     where = at - start
     if at + ENTRY_HEADER > last:
         raise _Broken("a fatbin entry header is cut off by its container's end", where)
-    kind, _, header_size, size = struct.unpack_from("<HHIQ", data, at)
-    _, _, fmt_minor, fmt_major, sm = struct.unpack_from("<IIHHI", data, at + 16)
-    (flags,) = struct.unpack_from("<Q", data, at + 40)
-    (uncompressed,) = struct.unpack_from("<Q", data, at + 56)
+    head = read(at, ENTRY_HEADER)
+    if len(head) < ENTRY_HEADER:
+        raise _Broken("a fatbin entry header is cut off by the file's end", where)
+    kind, _, header_size, size, fmt_minor, fmt_major, sm, flags, uncompressed = _ENTRY.unpack(head)
     if header_size < ENTRY_HEADER or header_size > MAX_ENTRY_HEADER:
         raise _Broken(f"a fatbin entry header size of {header_size}", where)
     if size > last - at - header_size:
         raise _Broken(f"a fatbin entry of {size} bytes overruns its container", where)
-    entry_kind = EntryKind(_KINDS[kind]) if kind in _KINDS else EntryKind.OTHER
+    entry_kind = _KIND_OF.get(kind, EntryKind.OTHER)
     if entry_kind in (EntryKind.SASS, EntryKind.PTX) and not 10 <= sm <= 999:
         raise _Broken(f"a fatbin entry for sm {sm}", where)
     return Entry(
@@ -260,6 +296,6 @@ def read(path: Path) -> Fatbin | Damaged | None:
                 return Damaged(f"{SECTION} is {window.size} bytes (envkit reads {MAX_SECTION})")
             if window.nobits:
                 return Damaged(f"{SECTION} has no bytes in the file (SHT_NOBITS)")
-            return parse(image.data, window.offset, window.offset + window.size)
+            return parse_read(image.read, window.offset, window.offset + window.size)
     except elf.DamagedElf as exc:
         return Damaged(str(exc))

@@ -176,7 +176,7 @@ class Images:
 def images(found: Fatbin) -> Images:
     """The targets of a parsed fatbin section, grouped by container."""
     counts: Counter[frozenset[Target]] = Counter(c.targets for c in found.containers if c.targets)
-    return from_groups(counts.items(), len(found.entries))
+    return from_groups(counts.items(), sum(len(c.entries) for c in found.containers))
 
 
 def from_groups(groups: Iterable[tuple[frozenset[Target], int]], entries: int) -> Images:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.gpu.binaries import elf
+from envkit.gpu.binaries import dynsym, elf
 from envkit.gpu.binaries.filecache import FileCache
 from envkit.gpu.binaries.torchabi import is_torch_symbol
 from envkit.gpu.installed import modules
@@ -88,7 +88,7 @@ def site_linkage(
         if tagged := modules.for_other_torch(module.path.name, installed):
             other.setdefault(module.package, []).append((module.relative, tagged))
             continue
-        symbols = cache.get(module.path, elf.undefined)
+        symbols = cache.get(module.path, dynsym.undefined)
         if isinstance(module.links, elf.Unreadable) or isinstance(symbols, elf.Unreadable):
             why = module.links if isinstance(module.links, elf.Unreadable) else symbols
             unreadable.setdefault(module.package, []).append((module.relative, str(why)))
@@ -130,7 +130,7 @@ def _defined(
             break
 
         def lookup(path: Path, rest: frozenset[str] = rest) -> frozenset[str] | elf.Unreadable:
-            return elf.defines(path, rest)
+            return dynsym.defines(path, rest)
 
         found = cache.get(lib, lookup, key=f":{hash(rest)}")
         if isinstance(found, elf.Unreadable):

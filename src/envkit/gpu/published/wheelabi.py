@@ -30,7 +30,7 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from envkit.errors import FileSystemError, WheelError
-from envkit.gpu.binaries import elf
+from envkit.gpu.binaries import dynsym, elf
 from envkit.gpu.binaries.torchabi import TORCH_LIBRARIES, is_torch_symbol
 from envkit.gpu.published.wheelkernels import LIMITS, Limits, shared_object
 from envkit.index.wheels import LocalZip, RemoteZip, open_wheel
@@ -287,7 +287,7 @@ def _module_needs(archive: RemoteZip | LocalZip, member: str, limits: Limits) ->
         path = _inflated(archive, member, folder, limits)
         if isinstance(path, str):
             return ModuleNeeds(member, damaged=path)
-        links, undefined = elf.links(path), elf.undefined(path)
+        links, undefined = elf.links(path), dynsym.undefined(path)
     if isinstance(links, elf.Unreadable) or isinstance(undefined, elf.Unreadable):
         why = links if isinstance(links, elf.Unreadable) else undefined
         return ModuleNeeds(member, damaged=str(why))
@@ -305,7 +305,7 @@ def _library_defines(
         path = _inflated(archive, member, folder, limits)
         if isinstance(path, str):
             return path
-        found = elf.defines(path, rest)
+        found = dynsym.defines(path, rest)
     return found.reason if isinstance(found, elf.Unreadable) else found
 
 
