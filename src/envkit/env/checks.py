@@ -99,7 +99,8 @@ class GpuSide:
     source: str  # where the target came from: "--gpu rtx-5090", "nvidia-smi: ...", ""
     runs_on: tuple[str, ...]  # compute capabilities every core module has images for
     torch_cuda: str  # torch.version.cuda as the environment's torch/version.py says
-    files_read: int
+    files_read: int  # ELF files read in this run
+    files_remembered: int = 0  # answers kept from an earlier run at the same files
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +111,7 @@ class GpuSide:
             "runs_on": list(self.runs_on),
             "torch_cuda": self.torch_cuda or None,
             "files_read": self.files_read,
+            "files_remembered": self.files_remembered,
         }
 
 

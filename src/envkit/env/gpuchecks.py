@@ -92,6 +92,7 @@ def gpu_side(report: GpuReport, source: str) -> GpuSide:
         runs_on=tuple(map(str, report.runs_on)),
         torch_cuda=report.torch_cuda,
         files_read=report.files_read,
+        files_remembered=report.files_remembered,
     )
 
 

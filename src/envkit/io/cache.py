@@ -237,6 +237,28 @@ class Fields:
         where = f"{self.where}.{key}"
         return tuple(_text(v, where) for v in _items(value, where))
 
+    def wholes(self, key: str, *, high: int = 2**63) -> tuple[int, ...]:
+        """A list of whole numbers from 0 to ``high`` (a file's stamp: device, inode, size,
+        times in nanoseconds)."""
+        where = f"{self.where}.{key}"
+        found = _items(self._value(key, False), where)
+        if any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= high for v in found):
+            raise BadEntry(f"{where} holds something other than whole numbers from 0 to {high}")
+        return tuple(found)
+
+    def pairs(self, key: str) -> tuple[tuple[str, str], ...]:
+        """A list of two-string lists ((module, symbol) and the like); () when absent."""
+        value = self._value(key, True)
+        if value is None:
+            return ()
+        where = f"{self.where}.{key}"
+        found = []
+        for item in _items(value, where):
+            if not isinstance(item, list) or len(item) != 2:
+                raise BadEntry(f"{where} holds {described(item)}, not a pair of strings")
+            found.append((_text(item[0], where), _text(item[1], where)))
+        return tuple(found)
+
     def text_map(self, key: str, *, optional: bool = True) -> dict[str, str]:
         """An object of strings ({} when absent and ``optional``)."""
         value = self._value(key, optional)
@@ -292,6 +314,7 @@ TORCH_DEFINES = Kind("torch-defines", 1, 32 * MiB)  # which asked symbols a torc
 PROFILES = Kind("profiles", 1, 4 * MiB)  # a valid profile's TOML, parsed (profiles.tomldoc)
 SERVE_FLAGS = Kind("serve-flags", 1, 4 * MiB)  # vllm serve's flags and VLLM_* names (serveflags)
 PYTHONS = Kind("pythons", 1, 8 * KiB)  # an interpreter's version, by its binary (interpreters)
+GPU_FILES = Kind("gpu-files", 1, 32 * MiB)  # a site-packages' ELF answers, by file (remembered)
 
 KINDS = {
     k.folder: k

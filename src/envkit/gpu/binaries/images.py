@@ -26,9 +26,17 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+from typing import Any
 
-from envkit.gpu.arch import KNOWN, Capability, Kind, Target, Variant
+from envkit.errors import BadInput
+from envkit.gpu.arch import KNOWN, Capability, Kind, Target, Variant, target
+from envkit.gpu.binaries import fatbin
 from envkit.gpu.binaries.fatbin import Fatbin
+from envkit.io.cache import BadEntry, Fields
+
+MAX_GROUPS = 10_000  # distinct target sets of one module (libtorch_cuda.so: about 10)
+MAX_TARGETS = 64  # targets of one container (nvcc's whole list is 20)
 
 MEMO = 64  # verdicts kept per Images: KNOWN has 19 capabilities; --compute-capability any
 
@@ -171,6 +179,36 @@ class Images:
         if self.ptx:
             parts.append("PTX " + " ".join(map(str, self.ptx)))
         return "; ".join(parts) or "no SASS or PTX"
+
+
+def of_file(path: Path) -> Images | fatbin.Damaged | None:
+    """The kernels of the compiled file at ``path``, grouped as :func:`images` groups them;
+    None when it has no GPU code (no ``.nv_fatbin``, or containers without entries),
+    Damaged when it cannot be read. Never raises."""
+    read = fatbin.read(path)
+    if read is None or isinstance(read, fatbin.Damaged):
+        return read
+    return images(read) if read.containers else None
+
+
+def group_entry(targets: frozenset[Target], containers: int) -> dict[str, Any]:
+    """One (targets, containers) group as a cache entry holds it."""
+    return {"targets": [str(t) for t in sorted(targets)], "containers": containers}
+
+
+def group_from_entry(f: Fields) -> tuple[frozenset[Target], int]:
+    """:func:`group_entry` read back; BadEntry for anything it does not write."""
+    names = f.texts("targets")
+    if not 0 < len(names) <= MAX_TARGETS:
+        raise BadEntry(f"{f.where}.targets holds {len(names)} targets")
+    try:
+        found = frozenset(target(n) for n in names)
+    except BadInput:
+        raise BadEntry(f"{f.where}.targets holds a name that is not a CUDA target") from None
+    count = f.whole("containers", high=fatbin.MAX_CONTAINERS)
+    if count == 0:
+        raise BadEntry(f"{f.where}.containers is 0")
+    return found, count
 
 
 def images(found: Fatbin) -> Images:

@@ -22,8 +22,8 @@ from pathlib import Path
 from envkit.gpu.arch import KNOWN
 from envkit.gpu.binaries import cudalibs, elf, fatbin
 from envkit.gpu.binaries.filecache import FileCache
-from envkit.gpu.binaries.images import images
-from envkit.gpu.installed import linkage, modules, verdicts
+from envkit.gpu.binaries.images import of_file
+from envkit.gpu.installed import modules, remembered, verdicts
 from envkit.gpu.installed.report import GpuReport, ModuleReport
 from envkit.gpu.roles import CORE_TORCH, CORE_VLLM, Role
 from envkit.gpu.target import GpuTarget
@@ -36,7 +36,8 @@ def assess(site_packages: Path, target: GpuTarget | None = None) -> GpuReport:
     which GPUs it can run on). Never raises on what the files hold: damaged ones become
     findings."""
     started = time.monotonic()
-    cache = FileCache()
+    known = remembered.load(site_packages)
+    cache = remembered.file_cache(known)
     env = cudalibs.provided(site_packages, cache)
     walk = modules.extension_modules(site_packages, cache)
     torch_libs = modules.torch_libraries(site_packages, cache)
@@ -47,7 +48,8 @@ def assess(site_packages: Path, target: GpuTarget | None = None) -> GpuReport:
         *((m, Role.LIBRARY) for m in nvidia),
     ]
     reports = tuple(_module(m, role, env, target, cache) for m, role in chosen)
-    linked = linkage.site_linkage(site_packages, cache, walk)
+    linked, inputs, fresh = remembered.site_linkage(site_packages, walk, cache, known)
+    remembered.save(site_packages, cache, known, inputs, linked, linkage_read=fresh)
     core = [r.images for r in reports if r.role is Role.CORE and r.images is not None]
     runs_on = tuple(c for c in KNOWN if all(i.on(c).verdict.runs for i in core)) if core else ()
     torch_cuda = modules.torch_release(site_packages).cuda
@@ -67,6 +69,7 @@ def assess(site_packages: Path, target: GpuTarget | None = None) -> GpuReport:
         runs_on=runs_on,
         findings=tuple(found),
         files_read=cache.reads,
+        files_remembered=cache.recalled,
         seconds=round(time.monotonic() - started, 3),
     )
 
@@ -108,12 +111,11 @@ def _module(
     gone = cudalibs.missing(module.relative, facts.needed, env, module.path.parent)
     if role is Role.LIBRARY:
         return ModuleReport(module.relative, module.package, role, None, missing_cuda=gone)
-    read = cache.get(module.path, fatbin.read)
-    if isinstance(read, fatbin.Damaged):
+    held = cache.get(module.path, of_file)
+    if isinstance(held, fatbin.Damaged):
         return ModuleReport(
-            module.relative, module.package, role, None, damaged=str(read), missing_cuda=gone
+            module.relative, module.package, role, None, damaged=str(held), missing_cuda=gone
         )
-    held = images(read) if read is not None and read.containers else None
     coverage = held.on(target.capability) if held is not None and target is not None else None
     return ModuleReport(
         module.relative, module.package, role, held, "", coverage, gone, module.links_torch

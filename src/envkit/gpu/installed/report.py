@@ -55,8 +55,9 @@ class GpuReport:
     linkage: linkage.SiteLinkage | None  # None without torch/lib
     runs_on: tuple[Capability, ...]  # where every core module has kernel images
     findings: tuple[Result, ...]
-    files_read: int
+    files_read: int  # read in this look
     seconds: float
+    files_remembered: int = 0  # answers kept from an earlier look at the same files
 
     @property
     def ok(self) -> bool:

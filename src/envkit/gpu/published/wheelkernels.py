@@ -37,10 +37,17 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from envkit.errors import BadInput, FileSystemError, WheelError
-from envkit.gpu.arch import Target, target
+from envkit.errors import FileSystemError, WheelError
+from envkit.gpu.arch import Target
 from envkit.gpu.binaries import cudalibs, fatbin
-from envkit.gpu.binaries.images import Images, from_groups, images
+from envkit.gpu.binaries.images import (
+    MAX_GROUPS,
+    Images,
+    from_groups,
+    group_entry,
+    group_from_entry,
+    images,
+)
 from envkit.gpu.roles import Role
 from envkit.io.atomicfile import create_binary, temporary_folder
 from envkit.io.cache import GPU_KERNELS, BadEntry, Fields, is_sha256
@@ -57,8 +64,6 @@ if TYPE_CHECKING:  # the readers of the index, imported where a wheel is read: t
 PROJECTS = ("vllm", "torch")
 TORCH_OPTIONAL = ("libtorch_cuda_linalg.so",)
 MAX_MODULES = 64  # compiled modules read of one wheel (vLLM 0.33.0 has 14)
-MAX_GROUPS = 10_000  # distinct target sets of one module (libtorch_cuda.so: about 10)
-MAX_TARGETS = 64  # targets of one container (nvcc's whole list is 20)
 _SHARED = re.compile(r"[A-Za-z0-9_.+-]+\.so(\.[0-9]+)*")
 
 
@@ -105,10 +110,7 @@ class ModuleKernels:
             "role": self.role.value,
             "bytes": self.inflated,
             "entries": self.entries,
-            "groups": [
-                {"targets": [str(t) for t in sorted(targets)], "containers": count}
-                for targets, count in self.groups
-            ],
+            "groups": [group_entry(targets, count) for targets, count in self.groups],
             "needed": list(self.needed),
             "damaged": self.damaged,
         }
@@ -131,25 +133,11 @@ class ModuleKernels:
             member=member,
             role=Role(role),
             inflated=f.whole("bytes"),
-            groups=tuple(_group(g) for g in groups),
+            groups=tuple(group_from_entry(g) for g in groups),
             entries=f.whole("entries", high=fatbin.MAX_ENTRIES),
             needed=needed,
             damaged=f.text("damaged", ""),
         )
-
-
-def _group(f: Fields) -> tuple[frozenset[Target], int]:
-    names = f.texts("targets")
-    if not 0 < len(names) <= MAX_TARGETS:
-        raise BadEntry(f"{f.where}.targets holds {len(names)} targets")
-    try:
-        found = frozenset(target(n) for n in names)
-    except BadInput:
-        raise BadEntry(f"{f.where}.targets holds a name that is not a CUDA target") from None
-    count = f.whole("containers", high=fatbin.MAX_CONTAINERS)
-    if count == 0:
-        raise BadEntry(f"{f.where}.containers is 0")
-    return found, count
 
 
 def shared_object(name: str) -> bool:
