@@ -140,7 +140,7 @@ def verify(state: State, /, profile: str, venv: Path, as_json: bool, **target: A
         loaded, venv, compat=compat_lookup(None), gpu=chosen, progress=render.progress,
         note=render.note,
     )  # fmt: skip
-    from envkit.lock.cells import place
+    from envkit.lock.place import place
 
     render.report(report, as_json, place(loaded))
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED

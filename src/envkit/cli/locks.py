@@ -19,8 +19,9 @@ from envkit.errors import EXIT_OK, BadInput
 from envkit.io.uv import Uv
 from envkit.lock import states
 from envkit.lock.adopt import adopt, needs_copy
-from envkit.lock.cells import Place, check_exit_code, lock_exit_code, place
+from envkit.lock.cells import check_exit_code, lock_exit_code
 from envkit.lock.locker import Locker, LockOptions
+from envkit.lock.place import Place, place
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.catalog import Catalog
 from envkit.profiles.profile import Profile

@@ -241,7 +241,7 @@ def new_profile(
         platform=platform or (chosen.target.platform if chosen.target else host_platform()),
     )  # fmt: skip
     from envkit.gpu.needs import for_profile
-    from envkit.lock.cells import place
+    from envkit.lock.place import place
 
     need = for_profile(profile)
     render.drafted(profile, found, driver or "", need, place(profile).locks, as_json)

@@ -177,11 +177,11 @@ DRIVER_HELP = "The NVIDIA driver version the GPU machine has (e.g. 550.54.14)."
 def parse_card(ctx: click.Context, _param: click.Parameter, value: str | None) -> Card | None:
     """--gpu: a card envkit knows (:func:`envkit.gpu.cards.card`), by key or NVIDIA's name.
     An unknown card's hint names what this command takes instead, and only that."""
+    if value is None:
+        return None  # the card table is not read for a command run without --gpu
     from envkit.errors import BadInput
     from envkit.gpu.cards import card
 
-    if value is None:
-        return None
     try:
         return card(value)
     except BadInput as exc:
@@ -207,9 +207,11 @@ def parse_driver(
     _ctx: click.Context, _param: click.Parameter, value: str | None
 ) -> DriverVersion | None:
     """--driver: ``550.54.14``."""
+    if value is None:
+        return None
     from envkit.gpu.driver import DriverVersion
 
-    return DriverVersion.parse(value, "--driver") if value is not None else None
+    return DriverVersion.parse(value, "--driver")
 
 
 def size_parser(

@@ -26,7 +26,8 @@ from envkit.gpu.installed.detect import Choice
 from envkit.io import faults, process
 from envkit.io.redaction import redact, redact_words
 from envkit.io.uv import Uv
-from envkit.lock.cells import CellStatus, Place, cell_name, digest, machine_platform, place
+from envkit.lock.cells import CellStatus, cell_name, digest, machine_platform
+from envkit.lock.place import Place, place
 from envkit.lock.states import states
 from envkit.lock.torchsource import TorchIndex, TorchSource, as_locked, for_build
 from envkit.profiles.profile import Profile

@@ -17,7 +17,7 @@ from typing import Any
 from envkit.errors import BadInput
 from envkit.fleet import fingerprint, lockcell
 from envkit.fleet.judge import Answer, Context, NodeVerdict, exit_code, judge
-from envkit.lock.cells import Place, place
+from envkit.lock.place import Place, place
 from envkit.profiles.profile import Profile
 
 MAX_FILES = 4_096  # fingerprint files in one check

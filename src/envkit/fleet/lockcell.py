@@ -20,7 +20,8 @@ from envkit.errors import BadInput
 from envkit.fleet.fingerprint import Fingerprint
 from envkit.io.escaping import shell_command
 from envkit.lock import pylocks
-from envkit.lock.cells import Cell, CellState, cell_folder, read_lock
+from envkit.lock.cells import Cell, CellState, read_lock
+from envkit.lock.place import cell_folder
 from envkit.lock.states import states
 from envkit.profiles.profile import Profile
 

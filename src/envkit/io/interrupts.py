@@ -18,10 +18,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # made only where a pool runs (concurrent.futures imports logging)
+    from concurrent.futures import ThreadPoolExecutor
 
 _requested = threading.Event()
 SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -242,6 +244,8 @@ def thread_pool(
         to_main_thread()
         if initializer is not None:
             initializer()
+
+    from concurrent.futures import ThreadPoolExecutor
 
     return ThreadPoolExecutor(max_workers=workers, initializer=start, thread_name_prefix=name)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from envkit.errors import BadInput, FileSystemError
 from envkit.io.atomicfile import write_atomic
 from envkit.io.files import present, read_small
-from envkit.lock.cells import cell_folder, constraints_root, read_lock_bytes
+from envkit.lock.cells import read_lock_bytes
+from envkit.lock.place import cell_folder, constraints_root
 from envkit.profiles.profile import MAX_PROFILE_BYTES, Profile, load_profile
 
 

@@ -241,16 +241,6 @@ def digest(profile: Profile) -> str:
     return content_digest(read_small_text(profile.path, MAX_PROFILE_BYTES, what="profile"))
 
 
-def constraints_root(profile: Profile, option: str | None = None) -> Path:
-    """``--constraints DIR``, ``$ENVKIT_CONSTRAINTS``, else ``constraints/`` beside ``envs/``."""
-    chosen = option or os.environ.get("ENVKIT_CONSTRAINTS")
-    return Path(chosen) if chosen else profile.path.resolve().parent.parent / "constraints"
-
-
-def cell_folder(profile: Profile, option: str | None = None) -> Path:
-    return constraints_root(profile, option) / profile.name
-
-
 FILE_LOCKS = ".envkit-filelocks"  # beside index.json and lock.json; its .gitignore ignores it
 
 
@@ -271,22 +261,6 @@ def held_aside(path: Path) -> Iterator[None]:
         )
     with held(path, folder=folder):
         yield
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a profile's file and its locks are (absolute), said by every command about it."""
-
-    profile: str
-    path: Path
-    locks: Path
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.profile, "path": str(self.path), "locks": str(self.locks)}
-
-
-def place(profile: Profile, option: str | None = None) -> Place:
-    return Place(profile.name, profile.path.absolute(), cell_folder(profile, option).absolute())
 
 
 def file_digest(path: Path) -> str:

@@ -47,12 +47,12 @@ from envkit.lock.cells import (
     ManifestEntry,
     TorchOrigin,
     body,
-    cell_folder,
     cells,
     digest,
     held_aside,
     read_lock,
 )
+from envkit.lock.place import cell_folder
 from envkit.lock.reach import probe
 from envkit.lock.torchsource import TorchIndex, build_mismatch
 from envkit.profiles.profile import PLATFORMS, Profile

@@ -28,9 +28,7 @@ from envkit.lock.cells import (
     Manifest,
     TorchOrigin,
     body,
-    cell_folder,
     cells,
-    constraints_root,
     digest,
     driver_dict,
     file_digest,
@@ -39,6 +37,7 @@ from envkit.lock.cells import (
     read_lock_bytes,
 )
 from envkit.lock.locker import Locker
+from envkit.lock.place import cell_folder, constraints_root
 from envkit.lock.torchsource import TorchIndex
 from envkit.profiles.profile import Profile
 

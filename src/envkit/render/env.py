@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the results' types; importing every core module would slow 
     from envkit.env.build import BuildResult
     from envkit.env.checks import Report
     from envkit.gpu.needs import DriverNeed
-    from envkit.lock.cells import Place
+    from envkit.lock.place import Place
     from envkit.profiles.catalog import ProfileListing
     from envkit.profiles.profile import Profile
 

@@ -9,7 +9,8 @@ from envkit.render.term import echo, emit_json, encode_json, one_line, table, wr
 from envkit.wording import agree, counted, every
 
 if TYPE_CHECKING:  # the results' types; importing every core module would slow each command
-    from envkit.lock.cells import CellState, Place
+    from envkit.lock.cells import CellState
+    from envkit.lock.place import Place
     from envkit.results import Result
 
 

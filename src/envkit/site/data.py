@@ -23,7 +23,8 @@ from envkit.errors import EnvkitError, WheelError
 from envkit.gpu.needs import for_profile, profile_summary
 from envkit.gpu.published import kerneltable
 from envkit.io import interrupts
-from envkit.lock.cells import CellState, cell_folder
+from envkit.lock.cells import CellState
+from envkit.lock.place import cell_folder
 from envkit.lock.states import states
 from envkit.profiles.bounds import Bound
 from envkit.profiles.profile import Profile

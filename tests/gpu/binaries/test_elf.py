@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from properties import examples
 
-from envkit.gpu.binaries import dynsym, elf
+from envkit.gpu.binaries import dynsym, elf, elfheader
 from envkit.gpu.binaries.filecache import FileCache
 
 import elfbuild
@@ -104,10 +104,10 @@ def test_the_header_is_read_as_pyelftools_reads_it(
     def read(reader: object) -> object:
         try:
             return reader(io.BytesIO(bytes(data)))  # type: ignore[operator]
-        except elf.READ_ERRORS as exc:
+        except (*elfheader.ERRORS, *elf.READ_ERRORS) as exc:
             return type(exc), str(exc)
 
-    assert read(elf._header) == read(lambda s: ELFFile(s).header)
+    assert read(elfheader.header) == read(lambda s: ELFFile(s).header)
 
 
 def test_the_step_cap_ends_long_lookups(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,12 +22,6 @@ import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-from elftools.common.exceptions import ELFError
-from elftools.common.utils import struct_parse
-from elftools.construct.core import ConstructError
-from elftools.elf.structs import ELFStructs
 
 from envkit.wording import counted
 
@@ -39,10 +33,11 @@ DYNAMIC_BLOCK = 4096  # bytes of .dynamic read at a time
 SHN_XINDEX = 0xFFFF
 SHT_NOBITS = 8
 DT_NEEDED, DT_SONAME = 1, 14
-# what pyelftools and the layouts raise on bytes that are not the ELF they claim to be
+# what the layouts raise on bytes that are not the ELF they claim to be (pyelftools' own
+# errors, for the header, are elfheader.ERRORS)
 READ_ERRORS = (
-    ELFError, ConstructError, struct.error, ValueError, KeyError, IndexError, TypeError,
-    AttributeError, AssertionError, OverflowError, UnicodeError,
+    struct.error, ValueError, KeyError, IndexError, TypeError, AttributeError, AssertionError,
+    OverflowError, UnicodeError,
 )  # fmt: skip
 
 
@@ -120,10 +115,15 @@ class Elf:
         """pyelftools reads and checks the ELF header; the section headers are then read by
         their layout, one struct each (pyelftools' own section objects parse hash tables
         whole, whatever counts they claim)."""
+        from envkit.gpu.binaries import elfheader  # pyelftools: only when a file is read
+
         head = self.read(0, 64)
         if head[:4] != b"\x7fELF":
             raise DamagedElf(f"{self.path.name} is not an ELF file")
-        header = _header(io.BytesIO(head))
+        try:
+            header = elfheader.header(io.BytesIO(head))
+        except elfheader.ERRORS as exc:
+            raise DamagedElf(f"{self.path.name} is not a readable ELF file: {why(exc)}") from exc
         self.is64 = header["e_ident"]["EI_CLASS"] == "ELFCLASS64"
         self.little = header["e_ident"]["EI_DATA"] == "ELFDATA2LSB"
         offset, entsize = int(header["e_shoff"]), int(header["e_shentsize"])
@@ -277,40 +277,6 @@ def links(path: Path) -> Links | Unreadable:
         return Unreadable(str(exc))
     except READ_ERRORS as exc:
         return Unreadable(f"{path.name}: {why(exc)}")
-
-
-_LAYOUTS: dict[tuple[object, ...], ELFStructs] = {}  # pyelftools' struct layouts, per kind
-
-
-def _header(stream: IO[bytes]) -> Any:
-    """The ELF header as pyelftools' ``ELFFile`` reads and checks it (EI_CLASS, EI_DATA, the
-    header's layout, then the layouts its e_type, e_machine and EI_OSABI call for), each
-    layout built once per kind of file rather than once per file: building them was most of
-    the GPU layer's CPU time (418 files of a vLLM 0.8.5 venv, a handful of kinds). Raises
-    what ``ELFFile`` raises, for the same bytes."""
-    stream.seek(0)
-    ident = stream.read(6)
-    if ident[:4] != b"\x7fELF":
-        raise ELFError("Magic number does not match")
-    if ident[4:5] not in (b"\x01", b"\x02"):
-        raise ELFError(f"Invalid EI_CLASS {ident[4:5]!r}")
-    if ident[5:6] not in (b"\x01", b"\x02"):
-        raise ELFError(f"Invalid EI_DATA {ident[5:6]!r}")
-    little, elfclass = ident[5:6] == b"\x01", 32 if ident[4:5] == b"\x01" else 64
-    basic = _LAYOUTS.get((little, elfclass))
-    if basic is None:
-        basic = ELFStructs(little_endian=little, elfclass=elfclass)
-        basic.create_basic_structs()
-        _LAYOUTS[(little, elfclass)] = basic
-    header = struct_parse(basic.Elf_Ehdr, stream, stream_pos=0)
-    osabi = header["e_ident"]["EI_OSABI"]
-    kind: tuple[object, ...] = (little, elfclass, header["e_type"], header["e_machine"], osabi)
-    if kind not in _LAYOUTS:  # built, as ELFFile builds them, for what they would raise
-        advanced = ELFStructs(little_endian=little, elfclass=elfclass)
-        advanced.create_basic_structs()
-        advanced.create_advanced_structs(header["e_type"], header["e_machine"], osabi)
-        _LAYOUTS[kind] = advanced
-    return header
 
 
 def why(exc: BaseException) -> str:

@@ -15,9 +15,9 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envkit.errors import BadInput
-from envkit.gpu import cards
 from envkit.gpu.arch import Capability
 from envkit.gpu.driver import (
     SMI_QUERY,
@@ -28,6 +28,9 @@ from envkit.gpu.driver import (
     parse_smi,
 )
 from envkit.gpu.target import GpuTarget, host_platform
+
+if TYPE_CHECKING:  # the card table is read only to name cards in a message
+    from envkit.gpu import cards
 from envkit.io import process
 
 SMI_TIMEOUT = 20  # seconds; a driver in a bad state makes nvidia-smi hang
@@ -139,6 +142,8 @@ def _driver_said(driver: str | None) -> str:
 
 def examples(capability: Capability, limit: int = 3) -> str:
     """Cards envkit knows of one compute capability, for people: 'A100, A30'."""
+    from envkit.gpu import cards
+
     names = [c.name.removeprefix("NVIDIA ") for c in cards.CARDS if c.capability == capability]
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 

@@ -64,28 +64,21 @@ def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Wa
     cache = cache or FileCache()
     found: list[Path] = []
     walked, truncated = 0, ""
-    root = str(site_packages)
-    base = root if root.endswith(os.sep) else root + os.sep
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        # its depth below site-packages from the text (a vLLM venv has some 2,600 folders:
-        # a Path made of each cost half as much as the walk itself)
-        depth = 0 if folder == root else folder[len(base) :].count(os.sep) + 1
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d != "__pycache__"
-            and not d.endswith((".dist-info", ".egg-info"))
-            and not (depth == 0 and d in LIBRARY_PACKAGES)
-            and depth < MAX_DEPTH
-        )
-        walked += len(files)
+    # depth first, each folder's subfolders in name order, as os.walk(topdown) with its
+    # folders sorted went (os.walk's generators were a fifth of the walk's time here)
+    pending = [(str(site_packages), 0)]
+    while pending:
+        folder, depth = pending.pop()
+        folders, files = _listing(folder, depth)
+        walked += files[0]
         if walked > MAX_WALKED:
             truncated = f"more than {MAX_WALKED} files in site-packages"
             break
-        found.extend(Path(folder, n) for n in sorted(n for n in files if n.endswith(".so")))
+        found.extend(Path(folder, n) for n in files[1])
         if len(found) > MAX_MODULES:
             truncated = f"more than {MAX_MODULES} compiled modules"
             break
+        pending.extend((os.path.join(folder, d), depth + 1) for d in reversed(folders))
     found = sorted(p for p in found[:MAX_MODULES] if p.is_file())
     read = [(path, cache.get(path, elf.links)) for path in found]
     # a top-level module's package is its distribution's: looked up in the RECORD files
@@ -102,6 +95,38 @@ def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Wa
         for path, links in read
     )
     return Walk(modules, truncated)
+
+
+def _listing(folder: str, depth: int) -> tuple[list[str], tuple[int, list[str]]]:
+    """The subfolders of ``folder`` that are walked (not ``__pycache__`` or metadata, not
+    torch's or NVIDIA's library folders at the top, none below MAX_DEPTH), sorted; and
+    (how many other entries it has, the ``*.so`` among them, sorted). A folder that cannot
+    be listed is empty, as os.walk skips it; a link to a folder is followed."""
+    folders: list[str] = []
+    names: list[str] = []
+    others = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                try:
+                    is_folder = entry.is_dir()
+                except OSError:
+                    is_folder = False
+                if not is_folder:
+                    others += 1
+                    if name.endswith(".so"):
+                        names.append(name)
+                elif (
+                    depth < MAX_DEPTH
+                    and name != "__pycache__"
+                    and not name.endswith((".dist-info", ".egg-info"))
+                    and not (depth == 0 and name in LIBRARY_PACKAGES)
+                ):
+                    folders.append(name)
+    except OSError:
+        return [], (0, [])
+    return sorted(folders), (others, sorted(names))
 
 
 def _links_gpu(links: elf.Links | elf.Unreadable) -> bool:

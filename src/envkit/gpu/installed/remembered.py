@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
+import importlib.util
 import json
 import os
 from dataclasses import dataclass
@@ -43,6 +43,7 @@ MAX_PACKAGES = 1_000  # packages in a linkage
 # the modules whose code decides the answers kept: any of them changed, everything is read
 READERS = (
     "envkit.gpu.binaries.elf",
+    "envkit.gpu.binaries.elfheader",
     "envkit.gpu.binaries.dynsym",
     "envkit.gpu.binaries.fatbin",
     "envkit.gpu.binaries.images",
@@ -155,7 +156,8 @@ def code() -> str:
     size and modification time of each module in :data:`READERS`."""
     parts: list[object] = [__version__, FORMAT]
     for name in READERS:
-        where = getattr(importlib.import_module(name), "__file__", None) or ""
+        spec = importlib.util.find_spec(name)  # its file, without importing it (pyelftools)
+        where = (spec.origin if spec is not None else None) or ""
         found = stamp(where) if where else None
         parts.append([name, found[2:4] if found else None])
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
