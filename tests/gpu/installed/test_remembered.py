@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from properties import examples
-from sites import site_template
+from sites import FLASH, site_template
 
 from envkit.gpu.arch import Capability
 from envkit.gpu.binaries import filecache
-from envkit.gpu.installed import remembered
+from envkit.gpu.installed import modules, remembered
 from envkit.gpu.installed.assess import GpuReport, assess
 from envkit.gpu.target import GpuTarget
 from envkit.io.cache import GPU_FILES
@@ -149,8 +149,9 @@ def test_any_entry_is_used_whole_or_read_anew(
     its answers: the look answers as one that read every file. Bytes overwritten anywhere:
     an answer, never an error (an entry is input: a well-formed one that lies is what
     anyone who can write envkit's cache folder can make, as for every cache entry)."""
-    truth = same(assess(settled))
     path = entry(settled)
+    path.unlink(missing_ok=True)  # an example before may have left a well-formed lie there
+    truth = same(assess(settled))
     text = path.read_text()
     data = json.loads(text)
     files = sorted(data["files"])
@@ -164,3 +165,18 @@ def test_any_entry_is_used_whole_or_read_anew(
         raw[at % len(raw)] = value
     path.write_bytes(bytes(raw))
     assert isinstance(assess(settled), GpuReport)
+
+
+def test_the_linkage_is_kept_for_the_modules_packages_too(settled: Path) -> None:
+    """A top-level module whose RECORD now says another distribution owns it: the file is
+    the same, its package is not, so the linkage kept for the old one is not used."""
+    cache = remembered.file_cache(None)
+    before = remembered.linkage_inputs(settled, modules.extension_modules(settled, cache), cache)
+    old = settled / "flash_attn-2.8.3.dist-info"
+    new = settled / "flashpack-1.0.dist-info"
+    new.mkdir()
+    (new / "RECORD").write_text(f"{FLASH},,\n")
+    (old / "RECORD").write_text("flash_attn/__init__.py,,\n")
+    walk = modules.extension_modules(settled, cache)
+    assert {m.package for m in walk.modules if m.path.name == FLASH} == {"flashpack"}
+    assert before and remembered.linkage_inputs(settled, walk, cache) not in ("", before)

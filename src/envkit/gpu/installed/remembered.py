@@ -200,22 +200,22 @@ def file_cache(known: Remembered | None) -> FileCache:
 
 
 def linkage_inputs(site_packages: Path, walk: modules.Walk, cache: FileCache) -> str:
-    """The digest of what the linkage rests on: every compiled module's path and stamp,
-    torch's libraries', and ``torch/version.py``'s; '' when one of them is too new to keep
-    an answer for (:data:`~envkit.gpu.binaries.filecache.SETTLED_NS`) or cannot be looked
-    at."""
+    """The digest of what the linkage rests on: every compiled module's path, stamp and
+    package (a top-level module's is its RECORD's, read this run), torch's libraries' paths
+    and stamps, and ``torch/version.py``'s; '' when one of them is too new to keep an answer
+    for (:data:`~envkit.gpu.binaries.filecache.SETTLED_NS`) or cannot be looked at."""
     torch = site_packages / "torch"
-    paths = [str(m.path) for m in walk.modules]
+    paths = [(str(m.path), m.package) for m in walk.modules]
     lib = torch / "lib"
     if lib.is_dir():
-        paths += sorted(str(p) for p in lib.glob("*.so*"))
-    paths.append(str(torch / "version.py"))
+        paths += sorted((str(p), "torch") for p in lib.glob("*.so*"))
+    paths.append((str(torch / "version.py"), "torch"))
     parts: list[object] = [walk.truncated]
-    for path in paths:
+    for path, package in paths:
         found = stamp(path)
         if found is None or not cache.settled(found):
             return ""
-        parts.append([path, found])
+        parts.append([path, package, found])
     return hashlib.sha256(json.dumps(parts).encode("utf-8", "replace")).hexdigest()
 
 
