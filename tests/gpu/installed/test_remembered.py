@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,13 @@ def test_the_linkage_is_kept_for_the_modules_packages_too(settled: Path) -> None
     walk = modules.extension_modules(settled, cache)
     assert {m.package for m in walk.modules if m.path.name == FLASH} == {"flashpack"}
     assert before and remembered.linkage_inputs(settled, walk, cache) not in ("", before)
+
+
+def test_only_files_with_a_change_time_long_enough_ago_are_kept() -> None:
+    cache = filecache.FileCache()
+    now = time.time_ns()
+    hour = 3600 * 10**9
+    assert cache.settled((1, 2, 3, now - hour, now - hour))
+    assert not cache.settled((1, 2, 3, now - hour, now))  # just changed
+    assert not cache.settled((1, 2, 3, now - hour, 0))  # a file system with no change time
+    assert not cache.settled((1, 2, 3, now + hour, now - hour))  # modified in the future

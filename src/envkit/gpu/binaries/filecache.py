@@ -103,8 +103,9 @@ class FileCache:
 
     def settled(self, found: Stamp) -> bool:
         """Whether a file of this stamp last changed long enough before this run began for
-        an answer about it to be kept (:data:`SETTLED_NS`)."""
-        return max(found[3], found[4]) < self._settled_before
+        an answer about it to be kept (:data:`SETTLED_NS`), on a file system that keeps a
+        change time (one that says 0 keeps none: nothing there is kept)."""
+        return found[4] > 0 and max(found[3], found[4]) < self._settled_before
 
     def _recall(self, path: str, found: Stamp, codec: Codec[Any]) -> object:
         known = self._known.get(path)
