@@ -6,12 +6,12 @@ answers, per package and module, whether its kernels have images for the target 
 (:mod:`envkit.gpu.binaries.images`), whether the CUDA libraries it needs are there
 (:mod:`envkit.gpu.binaries.cudalibs`), and whether it links against the torch beside it
 (:func:`envkit.gpu.installed.linkage.site_linkage`). Without a target it says which compute
-capabilities
-the environment's core kernels run on. The answer is a
-:class:`~envkit.gpu.installed.report.GpuReport`
-with its findings (:mod:`envkit.gpu.installed.verdicts`). Each file is read once per run
-(``FileCache``): vLLM 0.8.5's environment (412 files read of 299 compiled modules,
-7.6 GB) takes 0.5 s of CPU, vLLM 0.33.0's (535 files) 1.0 s.
+capabilities the environment's core kernels run on. The answer is a
+:class:`~envkit.gpu.installed.report.GpuReport` with its findings
+(:mod:`envkit.gpu.installed.verdicts`). Each file is read once per run (``FileCache``), and
+what was read of a file is kept for the next look while the file is the same one
+(:mod:`envkit.gpu.installed.remembered`): vLLM 0.8.5's environment (418 files read of 302
+compiled modules, 7.6 GB) takes 0.11 s of CPU, 0.045 s with nothing to read again.
 """
 
 from __future__ import annotations
