@@ -45,6 +45,23 @@ ROOT = Path(__file__).resolve().parent.parent
 properties.load()
 
 
+def _offline(config: pytest.Config) -> bool:
+    """Whether this run leaves the package index out (the default; -m network selects it)."""
+    selected = str(config.getoption("markexpr"))
+    return "not network" in selected or "network" not in selected
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that needs the index and is selected by another of its marks (``-m container``
+    picks the network image build too) is skipped, saying so, in a run whose indexes point
+    at nothing (see ``_environment``), rather than failing on a refused connection."""
+    if _offline(config):
+        skip = pytest.mark.skip(reason="needs the package index: select it with -m network")
+        for item in items:
+            if "network" in item.keywords:
+                item.add_marker(skip)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the cores this process may run on (``--maxprocesses``
     caps it at four). Many tests wait part of their time on a child process, a server or a
@@ -78,8 +95,7 @@ def hermetic_uv(
     if _PYCACHE:  # the children too (see _PYCACHE)
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
-    selected = str(pytestconfig.getoption("markexpr"))
-    if "not network" in selected or "network" not in selected:
+    if _offline(pytestconfig):
         # the offline suite: an index lookup nobody pointed at a local index fails at once,
         # here and on a machine that reaches the real one (network tests use the real one)
         os.environ["UV_DEFAULT_INDEX"] = "http://127.0.0.1:9/simple"

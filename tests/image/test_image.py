@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,6 +140,7 @@ def test_a_context_folder_of_someone_elses_is_never_written(project: Path) -> No
         (["--cell", CELL, "--base", "debian bookworm"], "not an image reference"),
         (["--cell", CELL, "--base", "debian:bookworm\nRUN rm -rf /"], "not an image reference"),
         (["--cell", CELL, "--tag", "x y"], "not an image reference"),
+        (["--cell", CELL, "--tag", "localhost/m:1@sha256:" + "a" * 64], "names a digest"),
         (
             ["--cell", CELL, "--index-url", "https://user:s3cretpass@mirror.test/simple"],
             "holds credentials",
@@ -254,6 +256,39 @@ def test_buildah_builds_verifies_labels_tags_and_saves_an_image(
         assert "envkit-verify" not in buildah("containers", "--format", "{{.ContainerName}}").stdout
     finally:
         buildah("rmi", tag, check=False)
+
+
+@pytest.mark.container
+def test_an_archive_the_folder_cannot_hold_leaves_the_image_tagged_and_no_part_of_it(
+    tmp_path: Path, base_image: str, index: str
+) -> None:
+    """--save into a 256 KiB file system: it takes envkit's check before the build, then the
+    real buildah runs out of space writing the archive. The verified image stays, tagged;
+    the part of the archive this run began is removed; the paragraph says what is kept and
+    what to check; exit 1."""
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"a small file system cannot be mounted here: {mounted.stderr.strip()}")
+    try:
+        archive = small / "m.tar"
+        saving = ("--save", f"oci-archive:{archive}")
+        tag, res = build(locked(tmp_path, index), base_image, index, *saving)
+        try:
+            res.assert_fails(1, mentioning=(
+                "Saving the image failed", "passed its checks and is kept", f"tagged {tag}",
+                "no archive was written", "free space",
+            ))  # fmt: skip
+            assert "Traceback" not in res.err and _exists(tag)
+            assert sorted(p.name for p in small.iterdir()) == []
+        finally:
+            buildah("rmi", tag, check=False)
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
 
 
 @pytest.mark.container

@@ -61,14 +61,22 @@ sys.exit(0 if have == want else 3)
 """.replace("MARK", BASE_CHECK_MARK)
 
 
-def check_reference(text: str, what: str = "--base") -> str:
+def check_reference(text: str, what: str = "--base", *, digest: bool = True) -> str:
     """An image reference (``debian:bookworm``, ``host:5000/team/img@sha256:...``); BadInput
-    for anything else, naming ``what``."""
+    for anything else, naming ``what``; with ``digest`` False (a name to tag an image by),
+    one that names a digest too, which buildah, podman and docker refuse to tag by."""
     value = text.strip()
     if len(value) > 512 or not _REFERENCE.fullmatch(value):
         raise BadInput(
             f"{what} {text[:80]!r} is not an image reference such as python:3.11-slim-bookworm.",
             "Name an image as the builder does: [registry/]name[:tag][@sha256:digest].",
+        )
+    if not digest and "@" in value:
+        name = value.split("@", 1)[0]
+        raise BadInput(
+            f"{what} {text[:80]!r} names a digest: an image is tagged by name and tag, and its "
+            "digest is what the build makes (envkit prints it).",
+            f"Give {what} {name}, without the @sha256:... part.",
         )
     return value
 

@@ -87,7 +87,7 @@ def make(
     """Write the context and, unless ``options.build`` is off, build, verify and tag it."""
     base = ctx.check_reference(options.base)
     if options.tag:
-        ctx.check_reference(options.tag, "--tag")
+        ctx.check_reference(options.tag, "--tag", digest=False)
     with temporary_folder("image") as scratch:  # the id file, the probe's answer; the context
         folder = options.context or scratch / "context"  # --context: kept, the user's
         written = ctx.write(spec, base, folder, Uv().binary, facts_request(profile))
