@@ -95,7 +95,7 @@ def test_progress_is_a_line_per_step_piped_and_a_live_line_on_a_terminal(
         steps[0],
     )
     assert "checking vLLM 0.8.5 + transformers 4.51.3 against compat's findings" in steps[1]
-    assert "reading the compiled modules' GPU code and symbols (ELF files)" in steps[3]
+    assert "checking the compiled modules' GPU code and symbols (ELF files)" in steps[3]
     seen = on_a_terminal(["verify", "good"], built_copy)
     # on a terminal: a live line (wiped and redrawn in place) with the step's seconds, which
     # becomes the step's line when the next step begins (the step's start is seconds after

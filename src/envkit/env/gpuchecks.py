@@ -97,9 +97,10 @@ def gpu_side(report: GpuReport, source: str) -> GpuSide:
 
 
 def reading(choice: Choice) -> str:
-    """The progress line of the GPU layer's look."""
+    """The progress line of the GPU layer's look ("checking": what it read of a file that
+    is unchanged since an earlier look is not read again, envkit.gpu.installed.remembered)."""
     aim = f" for compute capability {choice.target}" if choice.target else ""
-    return f"reading the compiled modules' GPU code and symbols{aim} (ELF files)"
+    return f"checking the compiled modules' GPU code and symbols{aim} (ELF files)"
 
 
 def gpu_checks(
