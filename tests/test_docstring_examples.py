@@ -14,6 +14,7 @@ WITH_EXAMPLES = (
     "envkit.gpu.binaries.dynsym",
     "envkit.gpu.needs",
     "envkit.io.escaping",
+    "envkit.io.typedjson",
     "envkit.lock.cells",
     "envkit.releases.torchversion",
     "envkit.results",

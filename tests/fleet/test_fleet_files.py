@@ -186,7 +186,8 @@ def test_a_wrong_value_is_named_in_json_spelling_and_a_missing_one_as_missing(
         res = run_cli("fleet", "check", fn.SHIPPED, str(fn.write(tmp_path, name, doc)), "--json")
         said[name] = res.json()["message"]
     assert (
-        "fingerprint.host: expected a string of at most 4096 characters, got null" in said["null"]
+        "fingerprint.host: expected a non-empty string of at most 4096 characters, got null"
+        in said["null"]
     )
     assert "got true" in said["flag"] and "None" not in said["null"] + said["flag"]
     assert "got nothing (the key is missing)" in said["gone"]

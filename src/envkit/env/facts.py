@@ -10,20 +10,19 @@ EnvironmentBroken message.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from envkit.errors import EnvironmentBroken, OutputTooLarge, UnreadableFile
 from envkit.io import process
 from envkit.io.atomicfile import temporary_folder
 from envkit.io.escaping import MISSING, described
 from envkit.io.files import MiB, read_small_text
+from envkit.io.typedjson import JsonObject
 
 MAX_FACTS = 64 * MiB  # what the probe writes: versions, paths, symbol lists
 
@@ -104,65 +103,40 @@ class VenvFacts:
         return self.distributions.get(name, ())
 
 
-class _Reader:
+class _Reader(JsonObject):
     """Typed access to one JSON object of the answer, failing with the key path."""
 
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, dict):
-            raise _bad(path, "an object", data)
-        self.data: dict[str, Any] = data
-        self.path = path
+    max_text = MAX_TEXT
+    max_items = MAX_ITEMS
 
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}"
+    def fail(self, path: str, wanted: str, value: object) -> Exception:
+        return _bad(path, wanted, value)
 
     def text(self, key: str, default: str | None = None) -> str:
         if key not in self.data:
             if default is None:
-                raise _bad(self.at(key), "a string", MISSING)
+                raise self.fail(self.at(key), "a string", MISSING)
             return default
-        return _text(self.data[key], self.at(key))
+        return self.text_of(self.data[key], self.at(key))
 
     def optional_text(self, key: str) -> str | None:
         value = self.data.get(key)
         return None if value is None else self.text(key)
 
     def flag(self, key: str, default: bool = False) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            raise _bad(self.at(key), "true or false", value)
-        return value
+        return self.flag_of(self.data.get(key, default), self.at(key))
 
     def number(self, key: str, default: float = 0.0) -> float:
-        value = self.data.get(key, default)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise _bad(self.at(key), "a number", value)
-        return float(value)
+        return self.number_of(self.data.get(key, default), self.at(key))
 
     def texts(self, key: str) -> tuple[str, ...]:
-        return tuple(_text(v, f"{self.at(key)}[{i}]") for i, v in enumerate(self.items(key)))
+        return tuple(self.text_of(v, f"{self.at(key)}[{i}]") for i, v in enumerate(self.items(key)))
 
     def items(self, key: str) -> list[object]:
-        value = self.data.get(key, [])
-        if not isinstance(value, list) or len(value) > MAX_ITEMS:
-            raise _bad(self.at(key), f"a list of at most {MAX_ITEMS} items", value)
-        return value
+        return self.list_of(self.data.get(key, []), self.at(key))
 
     def table(self, key: str) -> dict[str, object]:
-        value = self.data.get(key, {})
-        if not isinstance(value, dict) or len(value) > MAX_ITEMS:
-            raise _bad(self.at(key), f"an object of at most {MAX_ITEMS} entries", value)
-        return value
-
-
-def _text(value: object, path: str) -> str:
-    if not isinstance(value, str) or len(value) > MAX_TEXT:
-        raise _bad(path, "a string", value)
-    return value
+        return self.object_of(self.data.get(key, {}), self.at(key))
 
 
 def _bad(path: str, wanted: str, value: object) -> EnvironmentBroken:
@@ -224,9 +198,8 @@ def parse_facts(data: object) -> VenvFacts:
     dists = {}
     for name, copies in r.table("distributions").items():
         where = f"{r.at('distributions')}[{name!r}]"
-        if not isinstance(copies, list) or len(copies) > MAX_ITEMS:
-            raise _bad(where, "a list", copies)
-        dists[name] = tuple(_installed(c, f"{where}[{i}]") for i, c in enumerate(copies))
+        listed = r.list_of(copies, where)
+        dists[name] = tuple(_installed(c, f"{where}[{i}]") for i, c in enumerate(listed))
     imports = {
         name: _import(v, f"{r.at('imports')}[{name!r}]") for name, v in r.table("imports").items()
     }

@@ -21,6 +21,7 @@ from envkit.errors import BadInput, UnreadableFile
 from envkit.io import redaction
 from envkit.io.escaping import MISSING, described
 from envkit.io.files import MiB, read_small_text
+from envkit.io.typedjson import JsonObject
 
 FORMAT = 1  # the fingerprint's own shape version (inside envkit's JSON document)
 MAX_FILE = 16 * MiB  # a fingerprint with every distribution of a large venv is ~1 MB
@@ -132,39 +133,32 @@ class _Bad(Exception):
         super().__init__(f"{path}: expected {wanted}, got {described(value)}")
 
 
-class _Obj:
+class _Obj(JsonObject):
     """Typed access to one JSON object, failing with the key path."""
 
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, dict):
-            raise _Bad(path, "an object", data)
-        self.data: dict[str, Any] = data
-        self.path = path
+    max_text = MAX_TEXT
 
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}"
+    def fail(self, path: str, wanted: str, value: object) -> Exception:
+        return _Bad(path, wanted, value)
 
     def text(self, key: str, *, empty: bool = True, null: bool = False) -> str:
         value = self.data.get(key, MISSING)
         if (value is None or value is MISSING) and null:
             return ""
-        if not isinstance(value, str) or len(value) > MAX_TEXT or (not empty and not value):
-            raise _Bad(self.at(key), f"a string of at most {MAX_TEXT} characters", value)
-        return value
+        return self.text_of(value, self.at(key), empty=empty)
 
     def size(self, key: str, top: int) -> int | None:
         value = self.data.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
-            raise _Bad(self.at(key), f"a whole number from 0 to {top}, or null", value)
-        return value
+        try:
+            return self.whole_of(value, self.at(key), top)
+        except _Bad:  # said with what else it may be
+            wanted = f"a whole number from 0 to {top}, or null"
+            raise self.fail(self.at(key), wanted, value) from None
 
     def items(self, key: str, cap: int) -> list[Any]:
-        value = self.data.get(key, [])
-        if not isinstance(value, list) or len(value) > cap:
-            raise _Bad(self.at(key), f"a list of at most {cap} items", value)
-        return value
+        return self.list_of(self.data.get(key, []), self.at(key), cap)
 
 
 def _gpu(data: object, path: str) -> GpuFact:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -28,8 +27,9 @@ from platformdirs import user_cache_path
 
 from envkit.errors import EnvkitError, UnreadableFile
 from envkit.io.atomicfile import write_atomic
-from envkit.io.escaping import described
+from envkit.io.escaping import MISSING, described
 from envkit.io.files import KiB, MiB, read_small_text
+from envkit.io.typedjson import JsonObject
 
 T = TypeVar("T")
 MAX_ITEMS = 200_000  # entries of one list or table in an entry (a registry has ~500)
@@ -179,84 +179,77 @@ def _json(text: str) -> Any:
     return json.loads(text, parse_constant=no_constant)
 
 
-class Fields:
+class Fields(JsonObject):
     """One decoded entry (or a table in it), read field by field with its type and range
     checked: the first wrong one raises :class:`BadEntry`. A default given makes the field
     optional (absent, or null, reads as the default)."""
 
-    def __init__(self, data: Any, where: str) -> None:
-        if not isinstance(data, dict):
-            raise BadEntry(f"{where} is {described(data)}, not an object")
-        if len(data) > MAX_ITEMS:
-            raise BadEntry(f"{where} has too many keys")
-        self.data: dict[str, Any] = data
-        self.where = where
+    max_text = MAX_TEXT
+    max_items = MAX_ITEMS
+
+    def fail(self, path: str, wanted: str, value: object) -> Exception:
+        return BadEntry(f"{path}: expected {wanted}, got {described(value)}")
+
+    @property
+    def where(self) -> str:
+        """The entry's key path to this table (``scans.v2.models``)."""
+        return self.path
 
     def _value(self, key: str, optional: bool) -> Any:
         value = self.data.get(key)
         if value is None and not optional:
-            raise BadEntry(f"{self.where}.{key} is missing")
+            raise self.fail(self.at(key), "a value", MISSING)
         return value
 
     def text(self, key: str, default: str | None = None) -> str:
         value = self._value(key, default is not None)
         if value is None and default is not None:
             return default
-        return _text(value, f"{self.where}.{key}")
+        return self.text_of(value, self.at(key))
 
     def whole(self, key: str, default: int | None = None, *, high: int = 2**53) -> int:
         value = self._value(key, default is not None)
         if value is None and default is not None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
-            raise BadEntry(f"{self.where}.{key} is not a whole number from 0 to {high}")
-        return value
+        return self.whole_of(value, self.at(key), high)
 
     def number(self, key: str, default: float | None = None, *, high: float = 1e9) -> float:
         value = self._value(key, default is not None)
         if value is None and default is not None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise BadEntry(f"{self.where}.{key} is not a number")
-        if not (math.isfinite(value) and 0 <= value <= high):
-            raise BadEntry(f"{self.where}.{key} is out of range")
-        return float(value)
+        return self.number_of(value, self.at(key), high)
 
     def flag(self, key: str, default: bool | None = None) -> bool:
         value = self._value(key, default is not None)
         if value is None and default is not None:
             return default
-        if not isinstance(value, bool):
-            raise BadEntry(f"{self.where}.{key} is not true or false")
-        return value
+        return self.flag_of(value, self.at(key))
 
     def texts(self, key: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
         value = self._value(key, default is not None)
         if value is None and default is not None:
             return default
-        where = f"{self.where}.{key}"
-        return tuple(_text(v, where) for v in _items(value, where))
+        where = self.at(key)
+        return tuple(self.text_of(v, where) for v in self.list_of(value, where))
 
     def wholes(self, key: str, *, high: int = 2**63) -> tuple[int, ...]:
         """A list of whole numbers from 0 to ``high`` (a file's stamp: device, inode, size,
         times in nanoseconds)."""
-        where = f"{self.where}.{key}"
-        found = _items(self._value(key, False), where)
-        if any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= high for v in found):
-            raise BadEntry(f"{where} holds something other than whole numbers from 0 to {high}")
-        return tuple(found)
+        where = self.at(key)
+        found = self.list_of(self._value(key, False), where)
+        return tuple(self.whole_of(v, where, high) for v in found)
 
     def pairs(self, key: str) -> tuple[tuple[str, str], ...]:
         """A list of two-string lists ((module, symbol) and the like); () when absent."""
         value = self._value(key, True)
         if value is None:
             return ()
-        where = f"{self.where}.{key}"
+        where = self.at(key)
         found = []
-        for item in _items(value, where):
+        for item in self.list_of(value, where):
             if not isinstance(item, list) or len(item) != 2:
-                raise BadEntry(f"{where} holds {described(item)}, not a pair of strings")
-            found.append((_text(item[0], where), _text(item[1], where)))
+                raise self.fail(where, "a list of pairs of strings", item)
+            found.append((self.text_of(item[0], where), self.text_of(item[1], where)))
         return tuple(found)
 
     def text_map(self, key: str, *, optional: bool = True) -> dict[str, str]:
@@ -264,42 +257,30 @@ class Fields:
         value = self._value(key, optional)
         if value is None:
             return {}
-        where = f"{self.where}.{key}"
-        return {_text(k, where): _text(v, f"{where}.{k}") for k, v in _table(value, where)}
+        where = self.at(key)
+        return {
+            self.text_of(k, where): self.text_of(v, f"{where}.{k}")
+            for k, v in self.object_of(value, where).items()
+        }
 
     def tables(self, key: str) -> tuple[Fields, ...]:
         """A list of objects, each read as Fields."""
-        where = f"{self.where}.{key}"
-        return tuple(Fields(v, where) for v in _items(self._value(key, False), where))
+        where = self.at(key)
+        return tuple(Fields(v, where) for v in self.list_of(self._value(key, False), where))
 
     def table_map(self, key: str, *, optional: bool = True) -> dict[str, Fields]:
         """An object of objects ({} when absent and ``optional``)."""
         value = self._value(key, optional)
         if value is None:
             return {}
-        where = f"{self.where}.{key}"
-        return {_text(k, where): Fields(v, f"{where}.{k}") for k, v in _table(value, where)}
+        where = self.at(key)
+        return {
+            self.text_of(k, where): Fields(v, f"{where}.{k}")
+            for k, v in self.object_of(value, where).items()
+        }
 
     def table(self, key: str) -> Fields:
-        return Fields(self._value(key, False), f"{self.where}.{key}")
-
-
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str) or len(value) > MAX_TEXT:
-        raise BadEntry(f"{where} is not a string of at most {MAX_TEXT:,} characters")
-    return value
-
-
-def _items(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list) or len(value) > MAX_ITEMS:
-        raise BadEntry(f"{where} is not a list of at most {MAX_ITEMS:,} items")
-    return value
-
-
-def _table(value: Any, where: str) -> list[tuple[Any, Any]]:
-    if not isinstance(value, Mapping) or len(value) > MAX_ITEMS:
-        raise BadEntry(f"{where} is not an object of at most {MAX_ITEMS:,} keys")
-    return list(value.items())
+        return Fields(self._value(key, False), self.at(key))
 
 
 # Every kind envkit keeps. Bump a format when what its entries hold changes.
