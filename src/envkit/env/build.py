@@ -22,6 +22,7 @@ from envkit.env.interpreters import find_interpreter
 from envkit.env.venvslot import VenvSlot, new_build_id
 from envkit.env.verify import NO_TARGET, verify
 from envkit.errors import EnvkitError, Interrupted, StaleLock
+from envkit.gpu.installed import remembered
 from envkit.gpu.installed.detect import Choice
 from envkit.io import faults, process
 from envkit.io.redaction import redact, redact_words
@@ -254,7 +255,10 @@ def build(
                 process.checkpoint()
                 progress(f"swapping the verified environment into {slot.venv}")
                 start = time.monotonic()
+                sites = [p.relative_to(staging) for p in staging.glob("lib*/python*/site-packages")]
                 replaced = slot.commit(build_id, marker)
+                for site in sites:  # what the GPU layer read of its files, for the next verify
+                    remembered.moved(staging / site, slot.venv / site)
                 seconds["swap"] = time.monotonic() - start
             else:
                 slot.abort()

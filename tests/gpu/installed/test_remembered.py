@@ -171,7 +171,7 @@ def test_any_entry_is_used_whole_or_read_anew(
 def test_the_linkage_is_kept_for_the_modules_packages_too(settled: Path) -> None:
     """A top-level module whose RECORD now says another distribution owns it: the file is
     the same, its package is not, so the linkage kept for the old one is not used."""
-    cache = remembered.file_cache(None)
+    cache = remembered.file_cache(settled, None)
     before = remembered.linkage_inputs(settled, modules.extension_modules(settled, cache), cache)
     old = settled / "flash_attn-2.8.3.dist-info"
     new = settled / "flashpack-1.0.dist-info"
@@ -191,3 +191,31 @@ def test_only_files_with_a_change_time_long_enough_ago_are_kept() -> None:
     assert not cache.settled((1, 2, 3, now - hour, now))  # just changed
     assert not cache.settled((1, 2, 3, now - hour, 0))  # a file system with no change time
     assert not cache.settled((1, 2, 3, now + hour, now - hour))  # modified in the future
+
+
+def test_what_was_kept_follows_a_venv_moved_whole(settled: Path, tmp_path: Path) -> None:
+    """envkit build verifies a venv where it is made, then swaps it into place: the entry,
+    which names files inside site-packages, moves with it, and the files' own stamps still
+    decide whether it holds."""
+    first = assess(settled)
+    moved = tmp_path / "swapped" / "site-packages"
+    moved.parent.mkdir()
+    settled.rename(moved)
+    remembered.moved(settled, moved)
+    assert not entry(settled).exists() and entry(moved).is_file()
+    again = assess(moved)
+    assert again.files_read == 0 and again.files_remembered > 0
+    assert dataclasses.replace(same(again), site_packages="") == dataclasses.replace(
+        same(first), site_packages=""
+    )
+    remembered.moved(settled, moved)  # nothing kept there any more: nothing happens
+    assert entry(moved).is_file()
+
+
+def test_times_with_a_fraction_of_a_second_settle_sooner() -> None:
+    cache = filecache.FileCache()
+    now = time.time_ns()
+    fine = now - 2 * 10**9 + 123_456  # two seconds ago, on a clock with nanoseconds
+    coarse = (now // 10**9 - 2) * 10**9  # two seconds ago, whole seconds (FAT's clock)
+    assert cache.settled((1, 2, 3, fine, fine))
+    assert not cache.settled((1, 2, 3, coarse, coarse))

@@ -7,9 +7,10 @@ A reader given a :class:`Codec` may also be answered from an earlier run
 (:mod:`envkit.gpu.installed.remembered` keeps those answers): only while the file is the
 same one, as git's index and uv tell a file unchanged without reading it. Writing to a
 file, replacing it or moving another in its place changes its change time, which no
-program can set back, or its inode. An answer is kept only for a file whose times are
-older than :data:`SETTLED_NS` when it was read, so a write within the file system's clock
-tick after the read cannot go unseen.
+program can set back, or its inode. An answer is kept only for a file whose times were
+older than :data:`SETTLED_NS` when it was read (:data:`FINE_SETTLED_NS` where they have a
+fraction of a second), so a write within the file system's clock tick after the read cannot
+go unseen.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from envkit.io.cache import BadEntry, Fields
 
 T = TypeVar("T")
 Stamp = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
-SETTLED_NS = 3_000_000_000  # a file changed this recently is read again next run
+# a file changed this recently before a look is read again by the next: longer than a file
+# system's clock tick (a kernel tick, 1-10 ms, where times have nanoseconds; 2 s on FAT)
+SETTLED_NS = 3_000_000_000
+FINE_SETTLED_NS = 100_000_000  # times with a fraction of a second: a clock of 1-10 ms ticks
 _UNSET = object()
 
 
@@ -74,7 +78,7 @@ class FileCache:
         self._memo: dict[tuple[str, str, Stamp | None], object] = {}
         self._codecs = dict(codecs or {})
         self._known = dict(known or {})
-        self._settled_before = time.time_ns() - SETTLED_NS
+        self._started = time.time_ns()
         self.learned: dict[str, tuple[Stamp, dict[str, dict[str, Any]]]] = {}
         self.reads = 0
         self.recalled = 0
@@ -105,7 +109,9 @@ class FileCache:
         """Whether a file of this stamp last changed long enough before this run began for
         an answer about it to be kept (:data:`SETTLED_NS`), on a file system that keeps a
         change time (one that says 0 keeps none: nothing there is kept)."""
-        return found[4] > 0 and max(found[3], found[4]) < self._settled_before
+        fine = found[3] % 1_000_000_000 != 0 and found[4] % 1_000_000_000 != 0
+        wait = min(FINE_SETTLED_NS, SETTLED_NS) if fine else SETTLED_NS
+        return found[4] > 0 and max(found[3], found[4]) < self._started - wait
 
     def _recall(self, path: str, found: Stamp, codec: Codec[Any]) -> object:
         known = self._known.get(path)

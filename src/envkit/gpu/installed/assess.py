@@ -37,7 +37,7 @@ def assess(site_packages: Path, target: GpuTarget | None = None) -> GpuReport:
     findings."""
     started = time.monotonic()
     known = remembered.load(site_packages)
-    cache = remembered.file_cache(known)
+    cache = remembered.file_cache(site_packages, known)
     env = cudalibs.provided(site_packages, cache)
     walk = modules.extension_modules(site_packages, cache)
     torch_libs = modules.torch_libraries(site_packages, cache)

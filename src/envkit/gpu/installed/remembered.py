@@ -35,7 +35,7 @@ from envkit.gpu.binaries.filecache import Codec, FileCache, Known, Stamp, reader
 from envkit.gpu.binaries.images import Images, from_groups, group_entry, group_from_entry
 from envkit.gpu.installed import linkage, modules
 from envkit.gpu.installed.linkage import PackageLinkage, SiteLinkage
-from envkit.io.cache import GPU_FILES, BadEntry, Fields
+from envkit.io.cache import GPU_FILES, BadEntry, Fields, discard
 
 FORMAT = 1  # of what an entry holds, beside GPU_FILES' own format
 MAX_FILES = 20_000  # files of one site-packages kept (a vLLM venv: about 420)
@@ -182,6 +182,8 @@ def _parse(f: Fields) -> Remembered:
         raise BadEntry(f"{f.where}.files holds more than {MAX_FILES}")
     known = {}
     for path, record in files.items():
+        if not _relative(path):
+            raise BadEntry(f"{f.where}.files names {path[:80]!r}, not a path inside site-packages")
         answers = {c.name: record.table(c.name) for c in CODECS.values() if c.name in record.data}
         known[path] = Known(_stamp_from(record), answers)
     linkage = f.table("linkage") if "linkage" in f.data else None
@@ -194,9 +196,24 @@ def load(site_packages: Path) -> Remembered | None:
     return GPU_FILES.load(_key(site_packages), _parse)
 
 
-def file_cache(known: Remembered | None) -> FileCache:
-    """A FileCache for one look, answering from ``known`` while a file is the same one."""
-    return FileCache(CODECS, known.files if known else None)
+def file_cache(site_packages: Path, known: Remembered | None) -> FileCache:
+    """A FileCache for one look at ``site_packages``, answering from ``known`` while a file
+    is the same one (the entry names files by their path inside site-packages, so that it
+    holds for a venv moved whole: ``envkit build`` swaps a verified one into place)."""
+    base = str(site_packages)
+    files = {os.path.join(base, path): k for path, k in known.files.items()} if known else None
+    return FileCache(CODECS, files)
+
+
+def _relative(path: str) -> bool:
+    parts = path.split("/")
+    return bool(path) and not path.startswith("/") and ".." not in parts and "" not in parts
+
+
+def _inside(site_packages: Path, path: str) -> str:
+    """``path`` as the entry names it (inside site-packages, with '/'), or '' outside it."""
+    base = str(site_packages).rstrip(os.sep) + os.sep
+    return path[len(base) :].replace(os.sep, "/") if path.startswith(base) else ""
 
 
 def linkage_inputs(site_packages: Path, walk: modules.Walk, cache: FileCache) -> str:
@@ -215,7 +232,7 @@ def linkage_inputs(site_packages: Path, walk: modules.Walk, cache: FileCache) ->
         found = stamp(path)
         if found is None or not cache.settled(found):
             return ""
-        parts.append([path, package, found])
+        parts.append([_inside(site_packages, path) or path, package, found])
     return hashlib.sha256(json.dumps(parts).encode("utf-8", "replace")).hexdigest()
 
 
@@ -247,16 +264,28 @@ def save(
     does not hold (a warm look writes nothing)."""
     if not cache.learned and not inputs:
         return  # nothing settled enough to keep (a venv just made): no entry at all
-    same_files = known is not None and set(known.files) == set(cache.learned)
+    learned = {_inside(site_packages, path) for path in cache.learned}
+    same_files = known is not None and set(known.files) == learned
     if known is not None and not cache.new and same_files and not (linkage_read and inputs):
         return
     data: dict[str, Any] = {
         "code": code(),
         "files": {
-            path: {"stamp": list(found), **answers}
+            inside: {"stamp": list(found), **answers}
             for path, (found, answers) in sorted(cache.learned.items())
+            if (inside := _inside(site_packages, path))
         },
     }
     if inputs:
         data["linkage"] = {"inputs": inputs, "value": _linkage_entry(linkage)}
     GPU_FILES.store(_key(site_packages), data)
+
+
+def moved(before: Path, after: Path) -> None:
+    """The entry kept for the site-packages at ``before`` now for the one at ``after``: the
+    same venv moved whole (its files keep their inodes and times, which every answer is
+    checked against when it is used). Nothing when there is none."""
+    entry = GPU_FILES.load(_key(before), lambda f: f.data)
+    if entry is not None:
+        GPU_FILES.store(_key(after), entry)
+        discard(GPU_FILES.path(_key(before)))  # envkit's own entry, by its own key
