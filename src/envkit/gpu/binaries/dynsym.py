@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from envkit.gpu.binaries.elf import (
-    MAX_NAME,
     READ_ERRORS,
     DamagedElf,
     Elf,
@@ -27,7 +26,7 @@ from envkit.gpu.binaries.elf import (
 MAX_SYMBOLS = 2_000_000  # torch 2.6.0's libtorch_cpu.so: 146,000 dynamic symbols
 SHN_UNDEF = 0
 STB_WEAK = 2
-HASHED_AT_ONCE = 512  # bytes of a name hashed per sum (names run to MAX_NAME)
+HASHED_AT_ONCE = 512  # bytes of a name hashed per sum (names run to elf.MAX_NAME)
 
 
 def undefined(path: Path) -> frozenset[str] | Unreadable:
@@ -99,11 +98,7 @@ def _undefined(image: Elf) -> frozenset[str]:
         rows = struct.iter_unpack(end + "IIIBBH", raw)
         wanted = [n for n, _, _, i, _, x in rows if x == SHN_UNDEF and n and i >> 4 != STB_WEAK]
     for name in wanted:
-        if name >= strings.size:
-            raise DamagedElf(f"{image.path.name}: a name past the end of its string table")
-        stop = names.find(b"\0", name, name + MAX_NAME)
-        if stop < 0:
-            raise DamagedElf(f"{image.path.name}: a name without its end in the string table")
+        stop = image.name_end(names, 0, name, strings.size)
         found.add(names[name:stop].decode("utf-8", "replace"))
     return frozenset(found)
 

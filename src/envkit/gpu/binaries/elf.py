@@ -160,12 +160,7 @@ class Elf:
         start, length = self._sections[names_at][:2]
         strings = self.read(start, length)
         for index, name in enumerate(names_of):
-            if name >= length:
-                raise DamagedElf(f"{self.path.name}: a name past the end of its string table")
-            end = strings.find(b"\0", name, name + MAX_NAME)
-            if end < 0:
-                raise DamagedElf(f"{self.path.name}: a name without its end in the string table")
-            self._names.setdefault(strings[name:end], index)
+            self._names.setdefault(strings[name : self.name_end(strings, 0, name, length)], index)
 
     def __enter__(self) -> Elf:
         return self
@@ -195,29 +190,32 @@ class Elf:
         """The 32-bit word at ``at``, in the file's byte order."""
         return int(struct.unpack_from("<I" if self.little else ">I", self.data, at)[0])
 
-    def string(self, table: Window, index: int) -> str:
-        """The NUL-terminated string at ``index`` of a string table."""
-        if index >= table.size:
+    def name_end(self, blob: bytes | mmap.mmap, at: int, index: int, size: int) -> int:
+        """Where the NUL ending name ``index`` of a string table of ``size`` bytes, which
+        starts at ``at`` in ``blob``, is (looking no further than the table and MAX_NAME);
+        DamagedElf when the index is past the table or the name has no end in it."""
+        if index >= size:
             raise DamagedElf(f"{self.path.name}: a name past the end of its string table")
-        start = table.offset + index
-        end = self.data.find(b"\0", start, min(start + MAX_NAME, table.offset + table.size))
+        start = at + index
+        end = blob.find(b"\0", start, min(start + MAX_NAME, at + size))
         if end < 0:
             raise DamagedElf(f"{self.path.name}: a name without its end in the string table")
+        return end
+
+    def string(self, table: Window, index: int) -> str:
+        """The NUL-terminated string at ``index`` of a string table."""
+        start = table.offset + index
+        end = self.name_end(self.data, table.offset, index, table.size)
         return self.data[start:end].decode("utf-8", "replace")
 
     def _read_string(self, table: Window, index: int) -> str:
-        """:meth:`string`, read with :meth:`read` (one of a table's few names wanted)."""
-        if index >= table.size:
-            raise DamagedElf(f"{self.path.name}: a name past the end of its string table")
-        limit = min(MAX_NAME, table.size - index)
+        """:meth:`string`, read with :meth:`read` (one of a table's few names wanted): the
+        first 256 bytes, and up to MAX_NAME only for a name longer than that."""
+        limit = min(MAX_NAME, max(table.size - index, 0))
         block = self.read(table.offset + index, min(256, limit))
-        end = block.find(b"\0")
-        if end < 0 and len(block) < limit:
+        if b"\0" not in block and len(block) < limit:
             block = self.read(table.offset + index, limit)
-            end = block.find(b"\0")
-        if end < 0:
-            raise DamagedElf(f"{self.path.name}: a name without its end in the string table")
-        return block[:end].decode("utf-8", "replace")
+        return block[: self.name_end(block, -index, index, table.size)].decode("utf-8", "replace")
 
     def needed(self) -> tuple[tuple[str, ...], str]:
         """(the DT_NEEDED libraries in order, the DT_SONAME or '')."""
