@@ -196,7 +196,16 @@ def group_entry(targets: frozenset[Target], containers: int) -> dict[str, Any]:
     return {"targets": [str(t) for t in sorted(targets)], "containers": containers}
 
 
-def group_from_entry(f: Fields) -> tuple[frozenset[Target], int]:
+def groups_from_entry(f: Fields, key: str = "groups") -> tuple[tuple[frozenset[Target], int], ...]:
+    """The list of :func:`group_entry` groups under ``key``, each read back, at most
+    MAX_GROUPS of them; BadEntry for anything else."""
+    groups = f.tables(key)
+    if len(groups) > MAX_GROUPS:
+        raise BadEntry(f"{f.where}.{key} has more than {MAX_GROUPS} sets of targets")
+    return tuple(_group_from_entry(g) for g in groups)
+
+
+def _group_from_entry(f: Fields) -> tuple[frozenset[Target], int]:
     """:func:`group_entry` read back; BadEntry for anything it does not write."""
     names = f.texts("targets")
     if not 0 < len(names) <= MAX_TARGETS:

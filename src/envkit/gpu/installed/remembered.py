@@ -32,7 +32,7 @@ from typing import Any
 from envkit import __version__
 from envkit.gpu.binaries import elf, fatbin, images
 from envkit.gpu.binaries.filecache import Codec, FileCache, Known, Stamp, reader_id, stamp
-from envkit.gpu.binaries.images import Images, from_groups, group_entry, group_from_entry
+from envkit.gpu.binaries.images import Images, from_groups, group_entry, groups_from_entry
 from envkit.gpu.installed import linkage, modules
 from envkit.gpu.installed.linkage import PackageLinkage, SiteLinkage
 from envkit.io.cache import GPU_FILES, BadEntry, Fields, discard
@@ -86,11 +86,10 @@ def _kernels_from(f: Fields) -> Images | fatbin.Damaged | None:
         return None
     if "damaged" in f.data:
         return fatbin.Damaged(f.text("damaged"), f.whole("offset", 0))
-    groups = f.tables("groups")
-    if not 0 < len(groups) <= images.MAX_GROUPS:
-        raise BadEntry(f"{f.where}.groups holds {len(groups)} sets of targets")
-    entries = f.whole("entries", high=fatbin.MAX_ENTRIES)
-    return from_groups((group_from_entry(g) for g in groups), entries)
+    groups = groups_from_entry(f)
+    if not groups:
+        raise BadEntry(f"{f.where}.groups is empty (a file without kernels is kept as none)")
+    return from_groups(groups, f.whole("entries", high=fatbin.MAX_ENTRIES))
 
 
 LINKS: Codec[elf.Links | elf.Unreadable] = Codec("links", _links_entry, _links_from)

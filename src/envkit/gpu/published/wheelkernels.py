@@ -41,11 +41,10 @@ from envkit.errors import FileSystemError, WheelError
 from envkit.gpu.arch import Target
 from envkit.gpu.binaries import cudalibs, fatbin
 from envkit.gpu.binaries.images import (
-    MAX_GROUPS,
     Images,
     from_groups,
     group_entry,
-    group_from_entry,
+    groups_from_entry,
     images,
 )
 from envkit.gpu.roles import Role
@@ -123,9 +122,6 @@ class ModuleKernels:
         role = f.text("role")
         if role not in (Role.CORE.value, Role.OPTIONAL.value):
             raise BadEntry(f"{f.where}.role {role!r:.40} is neither core nor optional")
-        groups = f.tables("groups")
-        if len(groups) > MAX_GROUPS:
-            raise BadEntry(f"{f.where}.groups has more than {MAX_GROUPS} sets of targets")
         needed = f.texts("needed", ())
         if any(cudalibs.classify(n) is None for n in needed):
             raise BadEntry(f"{f.where}.needed lists a soname that is not a CUDA library")
@@ -133,7 +129,7 @@ class ModuleKernels:
             member=member,
             role=Role(role),
             inflated=f.whole("bytes"),
-            groups=tuple(group_from_entry(g) for g in groups),
+            groups=groups_from_entry(f),
             entries=f.whole("entries", high=fatbin.MAX_ENTRIES),
             needed=needed,
             damaged=f.text("damaged", ""),
