@@ -38,6 +38,7 @@ def settled(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A copy of the test site whose files count as settled at once (they were just made),
     and a cache folder of its own."""
     monkeypatch.setattr(filecache, "SETTLED_NS", -(10**15))
+    monkeypatch.setattr(filecache, "FINE_SETTLED_NS", -(10**15))
     monkeypatch.setenv("ENVKIT_CACHE_DIR", str(tmp_path / "cache"))
     site = tmp_path / "site-packages"
     shutil.copytree(site_template(), site, symlinks=True)

@@ -110,7 +110,7 @@ class FileCache:
         an answer about it to be kept (:data:`SETTLED_NS`), on a file system that keeps a
         change time (one that says 0 keeps none: nothing there is kept)."""
         fine = found[3] % 1_000_000_000 != 0 and found[4] % 1_000_000_000 != 0
-        wait = min(FINE_SETTLED_NS, SETTLED_NS) if fine else SETTLED_NS
+        wait = FINE_SETTLED_NS if fine else SETTLED_NS
         return found[4] > 0 and max(found[3], found[4]) < self._started - wait
 
     def _recall(self, path: str, found: Stamp, codec: Codec[Any]) -> object:

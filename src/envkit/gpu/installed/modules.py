@@ -69,12 +69,12 @@ def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Wa
     pending = [(str(site_packages), 0)]
     while pending:
         folder, depth = pending.pop()
-        folders, files = _listing(folder, depth)
-        walked += files[0]
+        folders, others, names = _listing(folder, depth)
+        walked += others
         if walked > MAX_WALKED:
             truncated = f"more than {MAX_WALKED} files in site-packages"
             break
-        found.extend(Path(folder, n) for n in files[1])
+        found.extend(Path(folder, n) for n in names)
         if len(found) > MAX_MODULES:
             truncated = f"more than {MAX_MODULES} compiled modules"
             break
@@ -97,10 +97,10 @@ def extension_modules(site_packages: Path, cache: FileCache | None = None) -> Wa
     return Walk(modules, truncated)
 
 
-def _listing(folder: str, depth: int) -> tuple[list[str], tuple[int, list[str]]]:
+def _listing(folder: str, depth: int) -> tuple[list[str], int, list[str]]:
     """The subfolders of ``folder`` that are walked (not ``__pycache__`` or metadata, not
-    torch's or NVIDIA's library folders at the top, none below MAX_DEPTH), sorted; and
-    (how many other entries it has, the ``*.so`` among them, sorted). A folder that cannot
+    torch's or NVIDIA's library folders at the top, none below MAX_DEPTH), sorted; how many
+    other entries it has; and the ``*.so`` among them, sorted. A folder that cannot
     be listed is empty, as os.walk skips it; a link to a folder is followed."""
     folders: list[str] = []
     names: list[str] = []
@@ -125,8 +125,8 @@ def _listing(folder: str, depth: int) -> tuple[list[str], tuple[int, list[str]]]
                 ):
                     folders.append(name)
     except OSError:
-        return [], (0, [])
-    return sorted(folders), (others, sorted(names))
+        return [], 0, []
+    return sorted(folders), others, sorted(names)
 
 
 def _links_gpu(links: elf.Links | elf.Unreadable) -> bool:
